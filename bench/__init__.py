@@ -1,0 +1,1 @@
+"""Benchmarks: our engines against peers and the paper, printed as tables and plotted."""

@@ -1,0 +1,1 @@
+"""The batch indexing job: images in, weighted-term documents out, on GPU or CPU."""

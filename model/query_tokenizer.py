@@ -1,0 +1,69 @@
+"""The whole online side of VisualSparta: text -> vocabulary ids with counts. No torch.
+
+The query is never run through a network (paper section 3.1.1), so the service only needs the
+WordPiece tokenizer saved with the model (``tokenizer.json``, read by the Rust ``tokenizers``
+library). Repeated tokens count once per occurrence (DESIGN.md section 2).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+
+from tokenizers import Tokenizer
+
+TOKENIZER_FILE = "tokenizer.json"
+
+
+class QueryTokenizer:
+    """Turns query text into ``{vocabulary id: count}`` and ids back into display strings."""
+
+    def __init__(self, tokenizer: Tokenizer, max_tokens: int = 64) -> None:
+        self._tok = tokenizer
+        self._tok.no_padding()
+        self._tok.no_truncation()
+        self.max_tokens = max_tokens
+        vocab = tokenizer.get_vocab(with_added_tokens=True)
+        self._id_to_token = {i: t for t, i in vocab.items()}
+        self._token_to_id = vocab
+        specials = {"[CLS]", "[SEP]", "[PAD]", "[MASK]", "<s>", "</s>", "<pad>"}
+        self._special_ids = {vocab[t] for t in specials if t in vocab}
+
+    @classmethod
+    def from_pretrained(cls, path: str | Path, max_tokens: int = 64) -> QueryTokenizer:
+        """Load from a saved model folder (or a ``tokenizer.json`` file directly)."""
+        p = Path(path)
+        file = p if p.is_file() else p / TOKENIZER_FILE
+        if not file.exists():
+            raise FileNotFoundError(f"no {TOKENIZER_FILE} in {p}: is it a saved VisualSparta model folder?")
+        return cls(Tokenizer.from_file(str(file)), max_tokens=max_tokens)
+
+    @property
+    def vocab_size(self) -> int:
+        return self._tok.get_vocab_size(with_added_tokens=True)
+
+    def tokenize(self, text: str) -> list[int]:
+        """Word-piece ids of ``text`` in order, special tokens removed, at most ``max_tokens``."""
+        ids = self._tok.encode(text, add_special_tokens=False).ids
+        return [i for i in ids if i not in self._special_ids][: self.max_tokens]
+
+    def query_weights(self, text: str) -> dict[int, float]:
+        """``{vocabulary id: occurrences}``: the boost of each rank_feature clause."""
+        return {i: float(c) for i, c in Counter(self.tokenize(text)).items()}
+
+    def id_to_token(self, token_id: int) -> str:
+        return self._id_to_token.get(token_id, f"[{token_id}]")
+
+    def token_to_id(self, token: str) -> int | None:
+        return self._token_to_id.get(token)
+
+    def terms_to_ids(self, terms: Mapping[str, float]) -> dict[int, float]:
+        """Explicit ``{token string: weight}`` -> ``{id: weight}``; unknown tokens raise KeyError."""
+        out: dict[int, float] = {}
+        for token, weight in terms.items():
+            token_id = self._token_to_id.get(token)
+            if token_id is None:
+                raise KeyError(token)
+            out[token_id] = out.get(token_id, 0.0) + float(weight)
+        return out

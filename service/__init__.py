@@ -1,0 +1,1 @@
+"""The HTTP query service: tokenizer + term index, on CPU, never importing torch."""

@@ -1,0 +1,61 @@
+"""Weighted-term index engines shared by the indexer (writes) and the service (reads).
+
+``open_index(spec)`` picks the engine from one string, the same one the CLI and settings take:
+
+- ``embedded:/path/to/dir`` (or a plain path): the embedded engine, files on disk.
+- ``http://host:9200/NAME`` (or https): Elasticsearch; NAME is the alias searched and written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from termindex.base import Hit, TermDocument, TermIndex, score
+from termindex.errors import (
+    DocumentNotFound,
+    EngineUnavailable,
+    IndexNotFound,
+    InvalidQuery,
+    TermIndexError,
+)
+
+__all__ = [
+    "DocumentNotFound",
+    "EngineUnavailable",
+    "Hit",
+    "IndexNotFound",
+    "InvalidQuery",
+    "TermDocument",
+    "TermIndex",
+    "TermIndexError",
+    "open_index",
+    "parse_spec",
+    "score",
+]
+
+
+def parse_spec(spec: str) -> tuple[str, str, str | None]:
+    """Split a backend spec into (engine, location, index name); raise ValueError if malformed."""
+    if spec.startswith(("http://", "https://")):
+        scheme, rest = spec.split("://", 1)
+        host, _, name = rest.partition("/")
+        name = name.strip("/")
+        if not host or not name or "/" in name:
+            raise ValueError(f"Elasticsearch spec must be {scheme}://HOST:PORT/INDEX, got {spec!r}")
+        return "elasticsearch", f"{scheme}://{host}", name
+    path = spec[len("embedded:") :] if spec.startswith("embedded:") else spec
+    if not path:
+        raise ValueError("embedded spec needs a directory: embedded:/path/to/index")
+    return "embedded", path, None
+
+
+def open_index(spec: str, *, create: bool = False, **options: Any) -> TermIndex:
+    """Open (or with ``create=True`` create) the index a spec names. Engines import lazily."""
+    engine, location, name = parse_spec(spec)
+    if engine == "elasticsearch":
+        from termindex.elastic import ElasticsearchIndex
+
+        return ElasticsearchIndex(location, name, create=create, **options)
+    from termindex.embedded import EmbeddedIndex
+
+    return EmbeddedIndex(location, create=create, **options)

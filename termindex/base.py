@@ -1,0 +1,130 @@
+"""The one interface both engines implement, and the scoring rule they share.
+
+A document is an image's weighted bag of words: ``{vocabulary id: weight}`` with weight > 0.
+A query is ``{vocabulary id: boost}`` (boost = how often the token occurs in the query, or an
+explicit weight). The score is the paper's Eq. 15 with repeated tokens counted:
+
+    score(q, d) = sum over t in q of boost_t * log(1 + w_{t,d})
+
+which is exactly a ``bool.should`` of Elasticsearch ``rank_feature`` clauses with the ``log``
+function and ``scaling_factor: 1``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from termindex.errors import InvalidQuery
+
+# Ids travel in URLs, file names of failure reports and ES _id: keep them printable and bounded.
+MAX_ID_LENGTH = 512
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class TermDocument:
+    """One image as indexed: its id, weighted vocabulary ids, and free-form metadata."""
+
+    id: str
+    terms: Mapping[int, float]
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result. ``contributions`` maps matched vocabulary id -> (weight, score part)."""
+
+    id: str
+    score: float
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    contributions: Mapping[int, tuple[float, float]] | None = None
+
+
+def validate_id(doc_id: Any) -> str:
+    """Reject ids that cannot round-trip through URLs, ES and files; return the id."""
+    if not isinstance(doc_id, str) or not doc_id:
+        raise InvalidQuery(f"document id must be a non-empty string, got {doc_id!r}")
+    if len(doc_id) > MAX_ID_LENGTH:
+        raise InvalidQuery(f"document id longer than {MAX_ID_LENGTH} characters: {doc_id[:40]!r}...")
+    if _CONTROL.search(doc_id):
+        raise InvalidQuery(f"document id contains control characters: {doc_id!r}")
+    return doc_id
+
+
+def validate_weights(terms: Mapping[Any, Any], *, what: str, allow_empty: bool = False) -> dict[int, float]:
+    """Check ``{vocabulary id: weight}``: integer ids >= 0, finite weights > 0.
+
+    Zero or negative weights are rejected rather than dropped: they mean the caller's model or
+    query builder is wrong, and silently dropping them would hide that.
+    """
+    if not isinstance(terms, Mapping):
+        raise InvalidQuery(f"{what} must be a mapping of vocabulary id to weight")
+    if not terms and not allow_empty:
+        raise InvalidQuery(f"{what} is empty: nothing to match")
+    out: dict[int, float] = {}
+    for key, value in terms.items():
+        if isinstance(key, bool) or not isinstance(key, int) or key < 0:
+            raise InvalidQuery(f"{what}: vocabulary id must be a non-negative integer, got {key!r}")
+        try:
+            weight = float(value)
+        except (TypeError, ValueError):
+            raise InvalidQuery(f"{what}: weight of term {key} is not a number: {value!r}") from None
+        if not math.isfinite(weight) or weight <= 0:
+            raise InvalidQuery(f"{what}: weight of term {key} must be finite and > 0, got {value!r}")
+        out[key] = weight
+    return out
+
+
+def score(query: Mapping[int, float], terms: Mapping[int, float]) -> float:
+    """Reference score of one document (the oracle every engine must agree with)."""
+    return float(sum(b * math.log1p(terms[t]) for t, b in query.items() if t in terms))
+
+
+class TermIndex(ABC):
+    """A store of weighted-term documents with exact top-k search.
+
+    Engines: ``termindex.embedded.EmbeddedIndex`` (files on disk, memory-mapped) and
+    ``termindex.elastic.ElasticsearchIndex`` (rank_features). Open one with
+    ``termindex.open_index``.
+    """
+
+    @abstractmethod
+    def upsert(self, docs: Iterable[TermDocument]) -> int:
+        """Insert or replace documents by id; returns how many were written."""
+
+    @abstractmethod
+    def delete(self, ids: Iterable[str]) -> int:
+        """Delete documents by id; returns how many existed."""
+
+    @abstractmethod
+    def count(self) -> int:
+        """Number of live documents."""
+
+    @abstractmethod
+    def get(self, doc_id: str) -> TermDocument:
+        """One document; raises ``DocumentNotFound``."""
+
+    @abstractmethod
+    def search(self, query: Mapping[int, float], k: int = 10, explain: bool = False) -> list[Hit]:
+        """Top-k documents by ``score``, best first; ties broken by id ascending."""
+
+    def similar(self, doc_id: str, k: int = 10, n_terms: int = 32) -> list[Hit]:
+        """Documents like ``doc_id``: its ``n_terms`` heaviest terms as the query, itself excluded."""
+        doc = self.get(doc_id)
+        top = sorted(doc.terms.items(), key=lambda kv: (-kv[1], kv[0]))[:n_terms]
+        hits = self.search(dict(top), k=k + 1)
+        return [h for h in hits if h.id != doc_id][:k]
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release files or connections."""
+
+    def __enter__(self) -> TermIndex:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

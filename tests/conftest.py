@@ -1,0 +1,53 @@
+"""Shared fixtures. Real services only: Elasticsearch tests talk to a real node.
+
+Outside CI an absent node skips those tests with a message saying how to start one; in CI
+(``CI=true``) it fails them, because a skipped test must never be counted as a pass there.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.error
+import urllib.request
+
+import pytest
+
+ES_URL_ENV = "VSPARTA_TEST_ES_URL"
+DEFAULT_ES_URL = "http://127.0.0.1:9200"
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def require_service(available: bool, what: str, how: str) -> None:
+    """Skip (locally) or fail (in CI) when a real service the test needs is missing."""
+    if available:
+        return
+    message = f"{what} is not available: {how}"
+    if _in_ci():
+        pytest.fail(f"CI must run this test. {message}", pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def es_url() -> str:
+    """URL of a running Elasticsearch node (``scripts/elasticsearch.sh start`` starts one)."""
+    url = os.environ.get(ES_URL_ENV, DEFAULT_ES_URL)
+    try:
+        with urllib.request.urlopen(f"{url}/_cluster/health", timeout=5) as resp:
+            ok = resp.status == 200
+    except (urllib.error.URLError, OSError):
+        ok = False
+    require_service(ok, f"Elasticsearch at {url}", "run `bash scripts/elasticsearch.sh start`")
+    return url
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _few_threads() -> None:
+    """Two cores here: keep torch from oversubscribing when tests run beside an ES node."""
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
