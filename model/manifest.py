@@ -1,0 +1,103 @@
+"""The dataset manifest (DESIGN.md section 3): one JSON object per line, one image per object.
+
+``{"id": str, "image": path, "captions": [str, ...], "metadata": {...}}``; relative image paths
+are resolved against the manifest's folder so a data set can be moved as one directory.
+Optional ``"regions"``: path of a precomputed-regions ``.npz`` (same resolution rule).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ManifestRecord:
+    id: str
+    image: Path
+    captions: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    regions: Path | None = None
+
+    def to_json(self, root: Path | None = None) -> dict[str, Any]:
+        """Serializable form; paths made relative to ``root`` when they lie under it."""
+
+        def rel(p: Path) -> str:
+            if root is not None:
+                try:
+                    return p.relative_to(root).as_posix()
+                except ValueError:
+                    pass
+            return str(p)
+
+        out: dict[str, Any] = {"id": self.id, "image": rel(self.image), "captions": self.captions}
+        if self.metadata:
+            out["metadata"] = self.metadata
+        if self.regions is not None:
+            out["regions"] = rel(self.regions)
+        return out
+
+
+class ManifestError(ValueError):
+    """A manifest line is malformed; the message names the file and line."""
+
+
+def iter_manifest(path: str | Path) -> Iterator[ManifestRecord]:
+    """Stream records; blank lines are skipped, malformed ones raise ``ManifestError``."""
+    path = Path(path)
+    root = path.parent
+    with path.open(encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            where = f"{path}:{lineno}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ManifestError(f"{where}: not valid JSON ({exc.msg})") from None
+            if not isinstance(obj, dict):
+                raise ManifestError(f"{where}: expected a JSON object")
+            doc_id, image = obj.get("id"), obj.get("image")
+            if not isinstance(doc_id, str) or not doc_id:
+                raise ManifestError(f"{where}: 'id' must be a non-empty string")
+            if not isinstance(image, str) or not image:
+                raise ManifestError(f"{where}: 'image' must be a path string")
+            captions = obj.get("captions", [])
+            if not isinstance(captions, list) or not all(isinstance(c, str) for c in captions):
+                raise ManifestError(f"{where}: 'captions' must be a list of strings")
+            metadata = obj.get("metadata", {})
+            if not isinstance(metadata, dict):
+                raise ManifestError(f"{where}: 'metadata' must be an object")
+            regions = obj.get("regions")
+            yield ManifestRecord(
+                id=doc_id,
+                image=(root / image).resolve(),
+                captions=captions,
+                metadata=metadata,
+                regions=(root / regions).resolve() if isinstance(regions, str) else None,
+            )
+
+
+def read_manifest(path: str | Path) -> list[ManifestRecord]:
+    """All records; duplicate ids are an error (they would overwrite each other in an index)."""
+    records = list(iter_manifest(path))
+    seen: set[str] = set()
+    for r in records:
+        if r.id in seen:
+            raise ManifestError(f"{path}: duplicate id {r.id!r}")
+        seen.add(r.id)
+    return records
+
+
+def write_manifest(path: str | Path, records: Iterable[ManifestRecord]) -> Path:
+    """Write records with paths relative to the manifest's folder."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    root = path.parent.resolve()
+    with path.open("w", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(json.dumps(r.to_json(root), ensure_ascii=False) + "\n")
+    return path
