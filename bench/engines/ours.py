@@ -1,0 +1,124 @@
+"""Our two engines through their public ``TermIndex`` API, exactly as the indexer and service use them."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+from bench.corpus import Corpus
+from bench.engines.base import Adapter, Skip, dir_bytes
+
+log = logging.getLogger(__name__)
+
+LOAD_CHUNK = 1000  # images per upsert call: bounded memory for the per-row dicts
+
+
+def _load(index, corpus: Corpus) -> None:
+    for start, stop in corpus.chunks(LOAD_CHUNK):
+        index.upsert(corpus.term_documents(start, stop))
+
+
+def _rows(corpus: Corpus, hits) -> list[int]:
+    return [corpus.row_of(h.id) for h in hits]
+
+
+class EmbeddedAdapter(Adapter):
+    name = "ours: embedded"
+
+    def check(self, corpus: Corpus, free_bytes: int) -> None:
+        try:
+            import termindex.embedded  # noqa: F401
+        except ImportError as e:
+            raise Skip(f"termindex.embedded not available yet ({e})") from None
+
+    def build(self, corpus: Corpus, workdir: Path) -> None:
+        from termindex.embedded import EmbeddedIndex
+
+        self.corpus = corpus
+        self.path = workdir / "embedded"
+        self.index = EmbeddedIndex(str(self.path), create=True)
+        bulk = getattr(self.index, "bulk_load", None)
+        with bulk() if callable(bulk) else contextlib.nullcontext():
+            _load(self.index, corpus)
+        if self.index.count() != corpus.n_docs:
+            raise RuntimeError(f"embedded index holds {self.index.count()} images, expected {corpus.n_docs}")
+
+    def search(self, qi: int, k: int) -> list[int]:
+        return _rows(self.corpus, self.index.search(self.queries[qi], k=k))
+
+    def disk_bytes(self) -> int | None:
+        return dir_bytes(self.path)
+
+    def close(self) -> None:
+        if getattr(self, "index", None) is not None:
+            self.index.close()
+            self.index = None
+
+
+def es_request(url: str, method: str = "GET", body: dict | None = None) -> dict:
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        return json.loads(resp.read() or b"{}")
+
+
+class ElasticsearchAdapter(Adapter):
+    name = "ours: Elasticsearch"
+    kind = "exact, 9-bit weights"  # ES keeps 9 significant bits of a rank_feature
+    in_process = False
+
+    def __init__(self, url: str, prefix: str = "bench-") -> None:
+        self.url = url.rstrip("/")
+        self.alias = f"{prefix}{uuid.uuid4().hex[:8]}"
+
+    def check(self, corpus: Corpus, free_bytes: int) -> None:
+        try:
+            import termindex.elastic  # noqa: F401
+        except ImportError as e:
+            raise Skip(f"termindex.elastic not available yet ({e})") from None
+        try:
+            es_request(f"{self.url}/_cluster/health")
+        except (urllib.error.URLError, OSError) as e:
+            raise Skip(f"no Elasticsearch at {self.url} ({e})") from None
+
+    def build(self, corpus: Corpus, workdir: Path) -> None:
+        from termindex.elastic import ElasticsearchIndex
+
+        self.corpus = corpus
+        self.index = ElasticsearchIndex(self.url, self.alias, create=True)
+        bulk = getattr(self.index, "bulk_load", None)
+        with bulk() if callable(bulk) else contextlib.nullcontext():
+            _load(self.index, corpus)
+        es_request(f"{self.url}/{self.alias}/_refresh", "POST")
+        if self.index.count() != corpus.n_docs:
+            raise RuntimeError(f"ES index holds {self.index.count()} images, expected {corpus.n_docs}")
+
+    def search(self, qi: int, k: int) -> list[int]:
+        return _rows(self.corpus, self.index.search(self.queries[qi], k=k))
+
+    def disk_bytes(self) -> int | None:
+        stats = es_request(f"{self.url}/{self.alias}/_stats/store")
+        return int(stats["_all"]["primaries"]["store"]["size_in_bytes"])
+
+    def spec(self) -> str:
+        return f"{self.url}/{self.alias}"
+
+    def close(self) -> None:
+        """Delete every index behind our alias (only ours: the alias name is random)."""
+        if getattr(self, "index", None) is not None:
+            self.index.close()
+            self.index = None
+        try:
+            indices = list(es_request(f"{self.url}/_alias/{self.alias}"))
+        except urllib.error.HTTPError:
+            indices = []
+        for name in indices:
+            if name.startswith("bench-"):
+                es_request(f"{self.url}/{name}", "DELETE")
+        with contextlib.suppress(urllib.error.HTTPError):
+            es_request(f"{self.url}/{self.alias}", "DELETE")  # an index (not alias) of that name

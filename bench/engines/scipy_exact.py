@@ -1,0 +1,47 @@
+"""Exhaustive ``scipy.sparse`` scoring as an engine (same code as the oracle, timed)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from threadpoolctl import threadpool_limits
+
+from bench import exact
+from bench.corpus import Corpus
+from bench.engines.base import Adapter, Skip
+
+
+class ScipyAdapter(Adapter):
+    name = "scipy (exhaustive)"
+    kind = "exact (oracle)"
+
+    def check(self, corpus: Corpus, free_bytes: int) -> None:
+        # data + indices of the CSR copy and the CSC result live together during tocsc().
+        need = corpus.nnz * 16
+        if need > free_bytes:
+            raise Skip(
+                f"needs ~{need / 2**30:.1f} GiB to build the CSC matrix, {free_bytes / 2**30:.1f} free"
+            )
+
+    def build(self, corpus: Corpus, workdir: Path) -> None:
+        self.matrix = exact.build_matrix(corpus)
+
+    def search(self, qi: int, k: int) -> list[int]:
+        return exact.top_k(exact.scores(self.matrix, self.queries[qi]), k).tolist()
+
+    def all_scores(self, qi: int):
+        return exact.scores(self.matrix, self.queries[qi])
+
+    @contextlib.contextmanager
+    def threads(self, n: int) -> Iterator[None]:
+        with threadpool_limits(n):
+            yield
+
+    def disk_bytes(self) -> int | None:
+        m = self.matrix
+        return int(m.data.nbytes + m.indices.nbytes + m.indptr.nbytes)
+
+    def close(self) -> None:
+        self.matrix = None

@@ -1,0 +1,242 @@
+"""One run: every engine on the same documents and queries, size after size; rows of raw numbers.
+
+The scipy engine runs first at each size and doubles as the oracle for the agreement column.
+Before each build, the runner extrapolates the engine's build time and memory from the previous
+size (linear in postings) and skips it, with the reason recorded, when that would exceed the
+budget or the free memory: a skipped engine is always a row that says why, never a missing row.
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import psutil
+
+from bench import exact, measure
+from bench.corpus import Corpus, Query
+from bench.engines.base import Adapter, Skip, cpu_count
+from bench.engines.scipy_exact import ScipyAdapter
+
+log = logging.getLogger(__name__)
+
+MEMORY_HEADROOM = 0.7  # use at most this share of available RAM (the machine is shared)
+
+
+@dataclass
+class RunConfig:
+    n_queries: int = 500
+    k: int = 10
+    build_budget_s: float = 600.0
+    query_budget_s: float = 30.0
+    threads: int = field(default_factory=cpu_count)
+    workdir: Path = Path(".cache/bench/runs")
+
+
+@dataclass
+class _History:
+    n_postings: int
+    build_s: float
+    peak_bytes: int
+
+
+def _free_bytes() -> int:
+    return int(psutil.virtual_memory().available * MEMORY_HEADROOM)
+
+
+def _skip_by_history(hist: _History | None, corpus: Corpus, cfg: RunConfig) -> str | None:
+    if hist is None or hist.n_postings == 0:
+        return None
+    scale = corpus.nnz / hist.n_postings
+    est_build = hist.build_s * scale
+    if est_build > cfg.build_budget_s:
+        return (
+            f"build would take ~{est_build:.0f} s (extrapolated from {hist.build_s:.1f} s at "
+            f"{hist.n_postings:,} postings), over the {cfg.build_budget_s:.0f} s budget"
+        )
+    est_mem = hist.peak_bytes * scale
+    if est_mem > _free_bytes():
+        free = _free_bytes() / 2**30
+        return f"build would need ~{est_mem / 2**30:.1f} GiB (extrapolated), {free:.1f} GiB free"
+    return None
+
+
+def postings_touched(corpus: Corpus, queries: list[Query]) -> float:
+    """Mean over queries of sum(df of its distinct terms) / N: how much of the index a query reads."""
+    df = np.bincount(np.asarray(corpus.indices, dtype=np.int64), minlength=corpus.vocab_size)
+    return float(np.mean([sum(int(df[t]) for t in q) for q in queries]) / max(corpus.n_docs, 1))
+
+
+def measure_engine(
+    adapter: Adapter,
+    corpus: Corpus,
+    queries: list[Query],
+    cfg: RunConfig,
+    workdir: Path,
+    oracle: ScipyAdapter | None,
+) -> dict:
+    """Build (timed, memory-sampled), then time queries; returns one row of raw numbers."""
+    row: dict = {"engine": adapter.name, "kind": adapter.kind, "n_docs": corpus.n_docs, "nnz": corpus.nnz}
+    workdir.mkdir(parents=True, exist_ok=True)
+    with measure.RssPeak() as mem:
+        t0 = time.perf_counter()
+        adapter.build(corpus, workdir)
+        row["build_s"] = time.perf_counter() - t0
+        adapter.set_queries(queries)
+    if adapter.in_process:
+        row["peak_mem_bytes"] = mem.peak_delta
+        row["resident_bytes"] = mem.resident_delta
+    qis = list(range(len(queries)))
+    timing = measure.time_single(adapter, qis, cfg.k, cfg.query_budget_s)
+    row |= {"qps_1": timing.qps_1, "p50_ms": timing.p50_ms, "p99_ms": timing.p99_ms}
+    row["n_queries"] = timing.n_queries
+    if cfg.threads > 1:
+        par_qis = qis[: max(cfg.threads * 4, int(timing.qps_1 * cfg.threads * min(cfg.query_budget_s, 10)))]
+        row["qps_all"] = measure.time_parallel(adapter, par_qis, cfg.k, cfg.threads)
+    else:
+        row["qps_all"] = timing.qps_1
+    if oracle is not None and adapter.sparse:
+        agree = [exact.agreement(res, oracle.all_scores(qi), cfg.k) for qi, res in enumerate(timing.results)]
+        row["agreement"] = float(np.mean(agree))
+    disk = adapter.disk_bytes()
+    if disk is not None:
+        row["index_bytes"] = disk
+        row["bytes_per_image"] = disk / corpus.n_docs
+        if adapter.sparse:
+            row["bytes_per_term"] = disk / max(corpus.nnz, 1)
+    return row
+
+
+def run_sizes(
+    corpora: list[tuple[str, Callable[[], Corpus]]],
+    make_queries: Callable[[Corpus], list[Query]],
+    make_adapters: Callable[[], list[Adapter]],
+    cfg: RunConfig,
+    on_row: Callable[[dict], None] = lambda r: None,
+) -> list[dict]:
+    """Measure every adapter at every size; ``corpora`` are (label, loader) pairs, smallest first."""
+    rows: list[dict] = []
+    history: dict[str, _History] = {}
+    for label, load in corpora:
+        corpus = load()
+        queries = make_queries(corpus)
+        touched = postings_touched(corpus, queries)
+        log.info(
+            "size %s: %d images, %d postings, a query touches %.2f x N postings",
+            label,
+            corpus.n_docs,
+            corpus.nnz,
+            touched,
+        )
+        workdir = cfg.workdir / f"n-{corpus.n_docs}"
+        shutil.rmtree(workdir, ignore_errors=True)
+        adapters = make_adapters()
+        oracle = next((a for a in adapters if isinstance(a, ScipyAdapter)), None)
+        ordered = ([oracle] if oracle else []) + [a for a in adapters if a is not oracle]
+        oracle_ok = False
+        for adapter in ordered:
+            row_base = {
+                "engine": adapter.name,
+                "kind": adapter.kind,
+                "n_docs": corpus.n_docs,
+                "size": label,
+                "postings_touched_per_query": touched,
+            }
+            followers = getattr(adapter, "followers", [])
+            try:
+                reason = _skip_by_history(history.get(adapter.name), corpus, cfg)
+                if reason:
+                    raise Skip(reason)
+                adapter.check(corpus, _free_bytes())
+                log.info("  %s ...", adapter.name)
+                row = row_base | measure_engine(
+                    adapter,
+                    corpus,
+                    queries,
+                    cfg,
+                    workdir / _slug(adapter.name),
+                    oracle if oracle_ok else None,
+                )
+                history[adapter.name] = _History(corpus.nnz, row["build_s"], row.get("peak_mem_bytes", 0))
+                if adapter is oracle:
+                    oracle_ok = True
+                    row["agreement"] = 1.0  # by definition
+            except Skip as e:
+                row = row_base | {"skipped": str(e)}
+                log.warning("  %s skipped at %s: %s", adapter.name, label, e)
+                follower_skip = f"backend skipped: {e}"
+            except Exception as e:  # noqa: BLE001 - one broken engine must not sink the whole run
+                log.exception("  %s failed at %s", adapter.name, label)
+                row = row_base | {"skipped": f"failed: {type(e).__name__}: {e}"}
+                follower_skip = "backend failed"
+            else:
+                follower_skip = None
+            rows.append(_emit(on_row, row))
+            for f in followers:
+                if follower_skip is not None:
+                    rows.append(
+                        _emit(
+                            on_row,
+                            {
+                                "engine": f.name,
+                                "kind": f.kind,
+                                "n_docs": corpus.n_docs,
+                                "size": label,
+                                "skipped": follower_skip,
+                            },
+                        )
+                    )
+                    continue
+                frow = {
+                    "engine": f.name,
+                    "kind": f.kind,
+                    "n_docs": corpus.n_docs,
+                    "size": label,
+                    "postings_touched_per_query": touched,
+                }
+                try:
+                    f.check(corpus, _free_bytes())
+                    log.info("  %s ...", f.name)
+                    frow |= measure_engine(
+                        f, corpus, queries, cfg, workdir / _slug(f.name), oracle if oracle_ok else None
+                    )
+                except Skip as e:
+                    frow["skipped"] = str(e)
+                except Exception as e:  # noqa: BLE001
+                    log.exception("  %s failed at %s", f.name, label)
+                    frow["skipped"] = f"failed: {type(e).__name__}: {e}"
+                finally:
+                    _close(f)
+                rows.append(_emit(on_row, frow))
+            if adapter is not oracle:
+                _close(adapter)
+                gc.collect()
+        if oracle is not None:
+            _close(oracle)
+        del corpus
+        gc.collect()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return rows
+
+
+def _close(adapter: Adapter) -> None:
+    """Close without letting a cleanup failure end the run (it is logged: e.g. an ES index left over)."""
+    try:
+        adapter.close()
+    except Exception:  # noqa: BLE001
+        log.exception("closing %s failed", adapter.name)
+
+
+def _emit(on_row: Callable[[dict], None], row: dict) -> dict:
+    on_row(row)
+    return row
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")[:60]

@@ -1,0 +1,88 @@
+"""From CLI options to what the runner needs: corpus loaders, a query maker, fresh adapters per size."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.corpus import Corpus, Query
+from bench.engines.base import Adapter
+
+
+def corpora_and_queries(
+    args: argparse.Namespace, sizes: list[tuple[str, int]], n_queries: int
+) -> tuple[list[tuple[str, Callable[[], Corpus]]], Callable[[Corpus], list[Query]], dict]:
+    if args.term_docs is not None:
+        return _term_docs(args, n_queries)
+    from bench.synthetic import VOCAB_SIZE, SyntheticSpec, generate_queries, load_or_generate
+
+    cache = Path(args.cache_dir)
+    corpora = [
+        (label, lambda n=n: load_or_generate(SyntheticSpec(n, n_terms=args.n_terms, seed=args.seed), cache))
+        for label, n in sorted(sizes, key=lambda s: s[1])
+    ]
+    queries = generate_queries(n_queries, VOCAB_SIZE, seed=args.seed)
+    description = {
+        "documents": f"synthetic, seed {args.seed}: top-{args.n_terms} of {VOCAB_SIZE:,} word-pieces "
+        "per image, Zipf(1.0, +100) document frequency, log-normal φ (median 0.37; see bench/synthetic.py)",
+        "queries": f"{n_queries} synthetic captions of 8-12 tokens from the same Zipf ranking, "
+        "repeats counted",
+    }
+    return corpora, lambda corpus: queries, description
+
+
+def _term_docs(args: argparse.Namespace, n_queries: int):
+    from bench.engines.service import default_model_dir
+    from bench.termdocs import load_term_docs, queries_from_df
+    from model.query_tokenizer import QueryTokenizer
+
+    model = args.model or default_model_dir()
+    if model is None:
+        raise ValueError("--term-docs needs --model (a folder with tokenizer.json)")
+    tok = QueryTokenizer.from_pretrained(model)
+    label = Path(args.term_docs).name
+    corpora = [(label, lambda: load_term_docs(Path(args.term_docs), tok.token_to_id, tok.vocab_size))]
+    description = {
+        "documents": f"real term documents {args.term_docs} (indexer output), tokenizer {model}",
+        "queries": f"{n_queries} captions of 8-12 tokens drawn in proportion to the corpus's "
+        "document frequency",
+    }
+    return corpora, lambda corpus: queries_from_df(corpus, n_queries, seed=args.seed), description
+
+
+def make_adapters_factory(args: argparse.Namespace, engines: list[str]) -> Callable[[], list[Adapter]]:
+    """A fresh set of adapters for each size (they hold per-size state)."""
+
+    def make() -> list[Adapter]:
+        from bench.engines.dense import FaissDenseAdapter, NumpyDenseAdapter
+        from bench.engines.ours import ElasticsearchAdapter, EmbeddedAdapter
+        from bench.engines.pisa import PisaAdapter
+        from bench.engines.scipy_exact import ScipyAdapter
+        from bench.engines.seismic import SeismicAdapter
+        from bench.engines.service import ServiceAdapter
+
+        out: list[Adapter] = []
+        embedded = elastic = None
+        if "scipy" in engines:
+            out.append(ScipyAdapter())
+        if "embedded" in engines or ("service" in engines and args.service_backend == "embedded"):
+            embedded = EmbeddedAdapter()
+            out.append(embedded)
+        if "elasticsearch" in engines or ("service" in engines and args.service_backend == "elasticsearch"):
+            elastic = ElasticsearchAdapter(args.es_url)
+            out.append(elastic)
+        if "service" in engines:
+            backend = elastic if args.service_backend == "elasticsearch" else embedded
+            backend.followers = [ServiceAdapter(backend, model_dir=args.model)]
+        if "pisa" in engines:
+            out.append(PisaAdapter(args.pisa_algorithm))
+        if "seismic" in engines:
+            out.append(SeismicAdapter(args.seismic_postings))
+        if "dense-numpy" in engines:
+            out.append(NumpyDenseAdapter(args.seed))
+        if "dense-faiss" in engines:
+            out.append(FaissDenseAdapter(args.seed))
+        return out
+
+    return make

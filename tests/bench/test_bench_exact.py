@@ -1,0 +1,60 @@
+"""The scipy oracle equals a brute-force loop, and the agreement metric counts ties fairly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench import exact
+from bench.corpus import Corpus
+from bench.synthetic import SyntheticSpec, generate_queries, load_or_generate
+from termindex.base import score as reference_score
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return load_or_generate(SyntheticSpec(200, n_terms=100, seed=1), tmp_path_factory.mktemp("cache"))
+
+
+def test_scipy_top10_equals_brute_force(corpus):
+    matrix = exact.build_matrix(corpus)
+    for q in generate_queries(25, seed=1):
+        got = exact.top_k(exact.scores(matrix, q), 10).tolist()
+        assert got == exact.brute_force_top_k(corpus, q, 10)
+
+
+def test_scores_match_termindex_reference(corpus):
+    matrix = exact.build_matrix(corpus)
+    q = generate_queries(1, seed=2)[0]
+    s = exact.scores(matrix, q)
+    for row in (0, 57, 199):
+        idx, w = corpus.row(row)
+        ref = reference_score(q, dict(zip(idx.tolist(), w.tolist(), strict=True)))
+        assert s[row] == pytest.approx(ref, rel=1e-5)
+
+
+def test_ties_broken_by_row_and_zero_scores_dropped():
+    s = np.array([0.0, 2.0, 1.0, 2.0, 0.0, 1.0], dtype=np.float32)
+    assert exact.top_k(s, 3).tolist() == [1, 3, 2]
+    assert exact.top_k(s, 10).tolist() == [1, 3, 2, 5]
+
+
+def test_agreement_counts_ties_at_the_boundary():
+    s = np.array([5.0, 4.0, 3.0, 3.0, 1.0], dtype=np.float32)
+    assert exact.agreement([0, 1, 2], s, 3) == 1.0
+    assert exact.agreement([0, 1, 3], s, 3) == 1.0  # row 3 ties the 3rd best
+    assert exact.agreement([0, 1, 4], s, 3) == pytest.approx(2 / 3)
+    assert exact.agreement([0, 0, 0], s, 3) == pytest.approx(1 / 3)  # duplicates count once
+
+
+def test_corpus_head_and_term_documents():
+    c = Corpus(
+        np.array([0, 2, 3]),
+        np.array([5, 9, 7], dtype=np.uint16),
+        np.array([0.5, 1.0, 2.0], np.float32),
+        30522,
+    )
+    docs = list(c.term_documents())
+    assert [d.id for d in docs] == ["img0000000", "img0000001"]
+    assert docs[0].terms == {5: 0.5, 9: 1.0} and docs[1].terms == {7: 2.0}
+    assert c.head(1).nnz == 2 and c.row_of("img0000001") == 1
