@@ -80,3 +80,67 @@ def agreement(returned: list[int], exact_scores: np.ndarray, k: int) -> float:
     threshold = kth - TIE_TOLERANCE * abs(kth)
     found = {r for r in returned[:k] if 0 <= r < len(exact_scores) and exact_scores[r] >= threshold}
     return min(len(found), len(best)) / len(best)
+
+
+class StreamingOracle:
+    """Exact top-k scores for every query without holding the index: rows are scored in chunks.
+
+    Each chunk of images (CSR, float64 log1p weights) is multiplied by the sparse
+    ``vocabulary x queries`` boost matrix and only the k best scores per query are kept, so memory
+    is bounded by the chunk whatever the corpus size (1M x 1000 terms included). Agreement only
+    needs the k-th best score and the exact score of the images an engine returns.
+    """
+
+    def __init__(self, corpus: Corpus, queries: list[Query], k: int, chunk: int = 20_000) -> None:
+        self.corpus, self.queries, self.k = corpus, queries, k
+        terms, cols, boosts = [], [], []
+        for qi, q in enumerate(queries):
+            for t, b in q.items():
+                terms.append(t)
+                cols.append(qi)
+                boosts.append(b)
+        qmat = sp.csr_matrix(
+            (boosts, (terms, cols)), shape=(corpus.vocab_size, len(queries)), dtype=np.float64
+        )
+        best = np.zeros((0, len(queries)))
+        for start, stop in corpus.chunks(chunk):
+            a, b = int(corpus.indptr[start]), int(corpus.indptr[stop])
+            block = sp.csr_matrix(
+                (
+                    np.log1p(np.asarray(corpus.weights[a:b], dtype=np.float64)),
+                    np.asarray(corpus.indices[a:b], dtype=np.int32),
+                    np.asarray(corpus.indptr[start : stop + 1]) - a,
+                ),
+                shape=(stop - start, corpus.vocab_size),
+            )
+            s = (block @ qmat).toarray()  # [rows, queries]
+            both = np.vstack([best, s])
+            keep = min(k, len(both))
+            best = -np.partition(-both, keep - 1, axis=0)[:keep]
+        best.sort(axis=0)
+        self.best = best[::-1]  # [k, queries], descending per query
+
+    def n_best(self, qi: int) -> int:
+        return int((self.best[:, qi] > 0).sum())
+
+    def kth(self, qi: int) -> float:
+        n = self.n_best(qi)
+        return float(self.best[n - 1, qi]) if n else 0.0
+
+    def score_of(self, qi: int, row: int) -> float:
+        idx, w = self.corpus.row(row)
+        q = self.queries[qi]
+        hit = np.isin(idx, np.fromiter(q.keys(), dtype=np.int64, count=len(q)))
+        return float(sum(q[int(t)] * math.log1p(float(x)) for t, x in zip(idx[hit], w[hit], strict=True)))
+
+    def agreement(self, qi: int, returned: list[int]) -> float:
+        """Share of the exact top-k found; any image scoring as well as the k-th counts (ties)."""
+        n = self.n_best(qi)
+        if n == 0:
+            return 1.0 if not returned else 0.0
+        kth = self.kth(qi)
+        threshold = kth - TIE_TOLERANCE * abs(kth)
+        found = {
+            r for r in returned[: self.k] if 0 <= r < self.corpus.n_docs and self.score_of(qi, r) >= threshold
+        }
+        return min(len(found), n) / n

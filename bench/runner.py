@@ -1,6 +1,7 @@
 """One run: every engine on the same documents and queries, size after size; rows of raw numbers.
 
-The scipy engine runs first at each size and doubles as the oracle for the agreement column.
+At each size an exact oracle (``exact.StreamingOracle``: chunked sparse products, float64,
+memory bounded) scores every query first; each engine's top-10 is checked against it.
 Before each build, the runner extrapolates the engine's build time and memory from the previous
 size (linear in postings) and skips it, with the reason recorded, when that would exceed the
 budget or the free memory: a skipped engine is always a row that says why, never a missing row.
@@ -22,7 +23,6 @@ import psutil
 from bench import exact, measure
 from bench.corpus import Corpus, Query
 from bench.engines.base import Adapter, Skip, cpu_count
-from bench.engines.scipy_exact import ScipyAdapter
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,12 @@ def _skip_by_history(hist: _History | None, corpus: Corpus, cfg: RunConfig) -> s
 
 def postings_touched(corpus: Corpus, queries: list[Query]) -> float:
     """Mean over queries of sum(df of its distinct terms) / N: how much of the index a query reads."""
-    df = np.bincount(np.asarray(corpus.indices, dtype=np.int64), minlength=corpus.vocab_size)
+    df = np.zeros(corpus.vocab_size, dtype=np.int64)
+    step = 50_000_000  # bounded temporaries at 1e9 postings
+    for a in range(0, corpus.nnz, step):
+        df += np.bincount(
+            np.asarray(corpus.indices[a : a + step], dtype=np.int64), minlength=corpus.vocab_size
+        )
     return float(np.mean([sum(int(df[t]) for t in q) for q in queries]) / max(corpus.n_docs, 1))
 
 
@@ -79,7 +84,7 @@ def measure_engine(
     queries: list[Query],
     cfg: RunConfig,
     workdir: Path,
-    oracle: ScipyAdapter | None,
+    oracle: exact.StreamingOracle,
 ) -> dict:
     """Build (timed, memory-sampled), then time queries; returns one row of raw numbers."""
     row: dict = {"engine": adapter.name, "kind": adapter.kind, "n_docs": corpus.n_docs, "nnz": corpus.nnz}
@@ -101,8 +106,8 @@ def measure_engine(
         row["qps_all"] = measure.time_parallel(adapter, par_qis, cfg.k, cfg.threads)
     else:
         row["qps_all"] = timing.qps_1
-    if oracle is not None and adapter.sparse:
-        agree = [exact.agreement(res, oracle.all_scores(qi), cfg.k) for qi, res in enumerate(timing.results)]
+    if adapter.sparse:
+        agree = [oracle.agreement(qi, res) for qi, res in enumerate(timing.results)]
         row["agreement"] = float(np.mean(agree))
     disk = adapter.disk_bytes()
     if disk is not None:
@@ -136,11 +141,10 @@ def run_sizes(
         )
         workdir = cfg.workdir / f"n-{corpus.n_docs}"
         shutil.rmtree(workdir, ignore_errors=True)
-        adapters = make_adapters()
-        oracle = next((a for a in adapters if isinstance(a, ScipyAdapter)), None)
-        ordered = ([oracle] if oracle else []) + [a for a in adapters if a is not oracle]
-        oracle_ok = False
-        for adapter in ordered:
+        t0 = time.perf_counter()
+        oracle = exact.StreamingOracle(corpus, queries, cfg.k)
+        log.info("  exact oracle for %d queries in %.1f s", len(queries), time.perf_counter() - t0)
+        for adapter in make_adapters():
             row_base = {
                 "engine": adapter.name,
                 "kind": adapter.kind,
@@ -161,12 +165,9 @@ def run_sizes(
                     queries,
                     cfg,
                     workdir / _slug(adapter.name),
-                    oracle if oracle_ok else None,
+                    oracle,
                 )
                 history[adapter.name] = _History(corpus.nnz, row["build_s"], row.get("peak_mem_bytes", 0))
-                if adapter is oracle:
-                    oracle_ok = True
-                    row["agreement"] = 1.0  # by definition
             except Skip as e:
                 row = row_base | {"skipped": str(e)}
                 log.warning("  %s skipped at %s: %s", adapter.name, label, e)
@@ -203,9 +204,7 @@ def run_sizes(
                 try:
                     f.check(corpus, _free_bytes())
                     log.info("  %s ...", f.name)
-                    frow |= measure_engine(
-                        f, corpus, queries, cfg, workdir / _slug(f.name), oracle if oracle_ok else None
-                    )
+                    frow |= measure_engine(f, corpus, queries, cfg, workdir / _slug(f.name), oracle)
                 except Skip as e:
                     frow["skipped"] = str(e)
                 except Exception as e:  # noqa: BLE001
@@ -214,11 +213,9 @@ def run_sizes(
                 finally:
                     _close(f)
                 rows.append(_emit(on_row, frow))
-            if adapter is not oracle:
-                _close(adapter)
-                gc.collect()
-        if oracle is not None:
-            _close(oracle)
+            _close(adapter)
+            gc.collect()
+        del oracle
         del corpus
         gc.collect()
         shutil.rmtree(workdir, ignore_errors=True)

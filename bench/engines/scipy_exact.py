@@ -15,7 +15,7 @@ from bench.engines.base import Adapter, Skip
 
 class ScipyAdapter(Adapter):
     name = "scipy (exhaustive)"
-    kind = "exact (oracle)"
+    kind = "exact"
 
     def check(self, corpus: Corpus, free_bytes: int) -> None:
         # data + indices of the CSR copy and the CSC result live together during tocsc().
@@ -30,9 +30,6 @@ class ScipyAdapter(Adapter):
 
     def search(self, qi: int, k: int) -> list[int]:
         return exact.top_k(exact.scores(self.matrix, self.queries[qi]), k).tolist()
-
-    def all_scores(self, qi: int):
-        return exact.scores(self.matrix, self.queries[qi])
 
     @contextlib.contextmanager
     def threads(self, n: int) -> Iterator[None]:

@@ -33,6 +33,19 @@ def test_scores_match_termindex_reference(corpus):
         assert s[row] == pytest.approx(ref, rel=1e-5)
 
 
+def test_streaming_oracle_equals_brute_force(corpus):
+    queries = generate_queries(15, seed=4)
+    oracle = exact.StreamingOracle(corpus, queries, 10, chunk=33)  # chunks that do not divide N
+    for qi, q in enumerate(queries):
+        best = exact.brute_force_top_k(corpus, q, 10)
+        assert oracle.agreement(qi, best) == 1.0
+        assert oracle.kth(qi) == pytest.approx(oracle.score_of(qi, best[-1]), rel=1e-9)
+        assert oracle.n_best(qi) == len(best)
+        assert oracle.agreement(qi, best[:5]) == pytest.approx(min(5, len(best)) / len(best))
+        worst = [r for r in range(corpus.n_docs) if r not in best][-10:]
+        assert oracle.agreement(qi, worst) < 1.0
+
+
 def test_ties_broken_by_row_and_zero_scores_dropped():
     s = np.array([0.0, 2.0, 1.0, 2.0, 0.0, 1.0], dtype=np.float32)
     assert exact.top_k(s, 3).tolist() == [1, 3, 2]
