@@ -1,4 +1,4 @@
-"""``vsparta bench``: ``engines`` (search engines vs peers vs the paper) and ``indexing`` (throughput).
+"""``vsparta bench``: ``engines`` (engines vs peers vs the paper), ``topn`` and ``indexing``.
 
 ``vsparta bench engines --quick`` finishes in minutes; ``vsparta bench engines`` is the full sweep
 (1K, 5K, 113K, 1M images). Both print the table and write ``docs/benchmarks.md``, ``.png``, ``.json``.
@@ -78,6 +78,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     eng.add_argument(
         "--model", help="model folder with tokenizer.json (token -> id for --term-docs, service)"
     )
+    topn = sub.add_parser("topn", help="latency and ranking change vs top-n terms per image (Table 3)")
+    importlib.import_module("bench.topn").add_arguments(topn)
     idx = sub.add_parser("indexing", help="indexing throughput (bench/indexing.py, by the indexer)")
     if importlib.util.find_spec("bench.indexing") is not None:
         module = importlib.import_module("bench.indexing")
@@ -92,10 +94,12 @@ def run(args: argparse.Namespace) -> int:
             log.error("bench/indexing.py is not built yet (the indexer's part)")
             return 2
         return int(importlib.import_module("bench.indexing").run(args) or 0)
-    if task != "engines":
-        log.error("choose a task: `vsparta bench engines [--quick]` or `vsparta bench indexing`")
+    if task not in {"engines", "topn"}:
+        log.error("choose a task: `vsparta bench engines [--quick]`, `topn` or `indexing`")
         return 2
     try:
+        if task == "topn":
+            return int(importlib.import_module("bench.topn").run(args) or 0)
         return _run_engines(args)
     except ValueError as e:
         log.error("%s", e)

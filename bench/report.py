@@ -159,7 +159,13 @@ def write_plot(rows: list[dict], meta: dict, path: Path) -> None:
     for name in engines:
         pts = sorted((r["n_docs"], r["qps_1"]) for r in rows if r["engine"] == name and r.get("qps_1"))
         if pts:
-            ax.plot(*zip(*pts, strict=True), marker="o", label=f"{name} (1 thread)")
+            ours = name.startswith("ours")
+            ax.plot(
+                *zip(*pts, strict=True),
+                marker="o",
+                linewidth=2.5 if ours else 1.2,
+                label=f"{name} (1 thread)",
+            )
     for series, table in PAPER_QPS.items():
         pts = sorted(table.items())
         ax.plot(*zip(*pts, strict=True), linestyle="--", marker="x", label=f"{series} (10 cores)")

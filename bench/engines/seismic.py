@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.corpus import Corpus, Query
-from bench.engines.base import Adapter, Skip
+from bench.engines.base import Adapter, Skip, dir_bytes
 from bench.quiet import native_output_silenced
 
 
@@ -95,8 +95,8 @@ class SeismicAdapter(Adapter):
         return [int(d) for _, d in hits]
 
     def disk_bytes(self) -> int | None:
-        files = list(self.saved.parent.glob(self.saved.name + ".*"))
-        return sum(p.stat().st_size for p in files) or None
+        files = [self.saved, *self.saved.parent.glob(self.saved.name + ".*")]  # name varies by version
+        return sum(dir_bytes(p) for p in files if p.exists()) or None
 
     def close(self) -> None:
         self.index = None
