@@ -169,7 +169,8 @@ NOTES = [
     "top-10 agree: share of the exact top-10 (scipy oracle) returned; an image scoring as well as "
     "the 10th counts (ties). Quantizing engines (PISA 8-bit, ES 9-bit) lose some near-ties; "
     "Seismic is approximate; dense baselines use another model (n/a).",
-    "B/image, B/term: index at rest (files for embedded/PISA/Seismic, ES primary store; "
+    "B/image, B/term: index at rest (files for embedded/PISA/Seismic, ES primary store before any "
+    "force-merge; "
     "in-memory arrays for scipy and dense). peak MiB: RSS growth of this process while building "
     "(n/a for out-of-process servers).",
     "POST /search rows reuse the backend's index; their build s is the service start-up.",

@@ -32,6 +32,7 @@ def _rows(corpus: Corpus, hits) -> list[int]:
 
 class EmbeddedAdapter(Adapter):
     name = "ours: embedded"
+    kind = "exact, half-float weights"  # IEEE fp16 postings: near-ties may reorder
 
     def check(self, corpus: Corpus, free_bytes: int) -> None:
         try:
