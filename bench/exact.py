@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from bench.corpus import Corpus, Query
+from bench.invert import invert
 
 # Relative slack when deciding whether a returned image "is" in the exact top-k: float32 sums of
 # ~10 terms differ by ~1e-7 relative between engines; quantizing engines differ far more.
@@ -20,14 +21,15 @@ TIE_TOLERANCE = 1e-5
 
 
 def build_matrix(corpus: Corpus) -> sp.csc_matrix:
-    """[n_docs, vocab] float32 log1p(weights), column-compressed (one column = one posting list)."""
-    data = np.log1p(np.asarray(corpus.weights, dtype=np.float32))
-    csr = sp.csr_matrix(
-        (data, np.asarray(corpus.indices, dtype=np.int32), np.asarray(corpus.indptr)),
-        shape=(corpus.n_docs, corpus.vocab_size),
+    """[n_docs, vocab] float32 log1p(weights), column-compressed (one column = one posting list).
+
+    Built with ``invert`` (8 bytes per posting, no second copy) so 1M x 1000 fits in ~8 GB.
+    """
+    indptr, rows, data = invert(corpus, np.log1p, np.float32)
+    index_dtype = np.int32 if corpus.nnz < 2**31 else np.int64
+    return sp.csc_matrix(
+        (data, rows, indptr.astype(index_dtype)), shape=(corpus.n_docs, corpus.vocab_size), copy=False
     )
-    del data
-    return csr.tocsc()
 
 
 def query_vector(query: Query) -> tuple[np.ndarray, np.ndarray]:

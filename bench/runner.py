@@ -23,6 +23,7 @@ import psutil
 from bench import exact, measure
 from bench.corpus import Corpus, Query
 from bench.engines.base import Adapter, Skip, cpu_count
+from bench.invert import document_frequency
 
 log = logging.getLogger(__name__)
 
@@ -69,12 +70,7 @@ def _skip_by_history(hist: _History | None, corpus: Corpus, cfg: RunConfig) -> s
 
 def postings_touched(corpus: Corpus, queries: list[Query]) -> float:
     """Mean over queries of sum(df of its distinct terms) / N: how much of the index a query reads."""
-    df = np.zeros(corpus.vocab_size, dtype=np.int64)
-    step = 50_000_000  # bounded temporaries at 1e9 postings
-    for a in range(0, corpus.nnz, step):
-        df += np.bincount(
-            np.asarray(corpus.indices[a : a + step], dtype=np.int64), minlength=corpus.vocab_size
-        )
+    df = document_frequency(corpus)
     return float(np.mean([sum(int(df[t]) for t in q) for q in queries]) / max(corpus.n_docs, 1))
 
 

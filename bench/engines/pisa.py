@@ -3,10 +3,10 @@
 Pre-weighted documents are indexed the way ``PisaToksIndexer`` does (``PisaIndex(...,
 stemmer='none')`` with ``{"docno", "toks": {term: impact}}`` docs and the ``quantized`` scorer,
 whose score is ``sum query_weight * impact``), but the uncompressed inverted files it writes
-(``inv.docs``/``inv.freqs``/``inv.sizes`` + lexicons) are produced here with numpy straight
-from our CSR arrays: its Python dict loop would take longer than every other engine's build.
-PISA compresses them (``block_simdbp``) and builds block-max metadata on first use, which is
-timed as part of the build.
+(``inv.docs``/``inv.freqs``/``inv.sizes`` + lexicons) are produced here with numpy from our
+own chunked inversion (``bench.invert``, 5 bytes per posting): its Python dict loop would take
+longer than every other engine's build. PISA compresses them (``block_simdbp``) and builds
+block-max metadata on first use, which is timed as part of the build.
 
 Impacts: ``round(255 * log1p(w) / max log1p(w))`` clipped to 1..255 (8-bit, like PISA's own
 quantization), so ties and near-ties reorder: its agreement with the oracle is reported, not assumed.
@@ -22,6 +22,7 @@ import numpy as np
 
 from bench.corpus import Corpus, Query
 from bench.engines.base import Adapter, Skip, dir_bytes
+from bench.invert import invert
 from bench.quiet import native_output_silenced
 
 QUANT_LEVELS = 255
@@ -46,30 +47,37 @@ def _interleave(lengths: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 def write_pisa_inverted(corpus: Corpus, path: Path) -> None:
     """Write the uncompressed PISA collection ``PisaToksIndexer`` would write for impact docs."""
-    import scipy.sparse as sp
     from pyterrier_pisa import _pisathon
 
-    logw = np.log1p(np.asarray(corpus.weights, dtype=np.float32))
-    scale = QUANT_LEVELS / float(logw.max())
-    impacts = np.clip(np.rint(logw * scale), 1, QUANT_LEVELS).astype(np.uint32)
-    del logw
-    csr = sp.csr_matrix(
-        (impacts, np.asarray(corpus.indices, dtype=np.int32), np.asarray(corpus.indptr)),
-        shape=(corpus.n_docs, corpus.vocab_size),
+    step = 50_000_000
+    max_log = max(
+        float(np.log1p(np.asarray(corpus.weights[a : a + step], dtype=np.float32).max()))
+        for a in range(0, corpus.nnz, step)
     )
-    doc_lens = np.asarray(csr.sum(axis=1)).ravel().astype(np.uint32)
-    csc = csr.tocsc()
-    del csr, impacts
-    df = np.diff(csc.indptr)
+    scale = np.float32(QUANT_LEVELS / max_log)
+
+    def quantize(w: np.ndarray) -> np.ndarray:
+        return np.clip(np.rint(np.log1p(w) * scale), 1, QUANT_LEVELS).astype(np.uint8)
+
+    indptr, rows, impacts = invert(corpus, quantize, np.uint8)  # 5 bytes per posting
+    doc_lens = np.zeros(corpus.n_docs, dtype=np.int64)
+    for a in range(0, corpus.nnz, step):  # document "length" = sum of its impacts, as PISA expects
+        doc_lens += np.bincount(
+            rows[a : a + step], weights=impacts[a : a + step], minlength=corpus.n_docs
+        ).astype(np.int64)
+    df = np.diff(indptr)
     present = np.flatnonzero(df > 0)
-    lengths = df[present].astype(np.uint32)  # empty columns have no postings to drop: indptr skips them
     path.mkdir(parents=True, exist_ok=True)
-    with open(path / "inv.docs", "wb") as f:
-        f.write(np.array([1, corpus.n_docs], dtype=np.uint32).tobytes())
-        f.write(_interleave(lengths, csc.indices.astype(np.uint32)).tobytes())
-    with open(path / "inv.freqs", "wb") as f:
-        f.write(_interleave(lengths, csc.data.astype(np.uint32)).tobytes())
-    del csc
+    with open(path / "inv.docs", "wb") as fd, open(path / "inv.freqs", "wb") as ff:
+        fd.write(np.array([1, corpus.n_docs], dtype=np.uint32).tobytes())
+        for group in np.array_split(present, max(1, int(corpus.nnz // step) + 1)):
+            if len(group) == 0:
+                continue
+            lengths = df[group].astype(np.uint32)
+            a, b = int(indptr[group[0]]), int(indptr[group[-1] + 1])  # present columns are contiguous runs
+            fd.write(_interleave(lengths, rows[a:b].astype(np.uint32)).tobytes())
+            ff.write(_interleave(lengths, impacts[a:b].astype(np.uint32)).tobytes())
+    del rows, impacts
     with open(path / "inv.sizes", "wb") as f:
         f.write(np.concatenate([[corpus.n_docs], doc_lens]).astype(np.uint32).tobytes())
     (path / "fwd.documents").write_text("".join(corpus.id_of(i) + "\n" for i in range(corpus.n_docs)))
@@ -92,7 +100,8 @@ class PisaAdapter(Adapter):
             import pyterrier_pisa  # noqa: F401
         except Exception as e:  # noqa: BLE001 - any import failure means: not runnable here
             raise Skip(f"pyterrier-pisa not importable: {e}") from None
-        need = corpus.nnz * 24  # CSR+CSC copies (8 B/posting each) + interleaved output buffers
+        # our inversion (5 B/posting) + PISA's own compression pass over its mapped input
+        need = corpus.nnz * 13 + 2**30
         if need > free_bytes:
             raise Skip(f"writing its postings needs ~{need / 2**30:.1f} GiB, {free_bytes / 2**30:.1f} free")
 

@@ -71,3 +71,19 @@ def test_corpus_head_and_term_documents():
     assert [d.id for d in docs] == ["img0000000", "img0000001"]
     assert docs[0].terms == {5: 0.5, 9: 1.0} and docs[1].terms == {7: 2.0}
     assert c.head(1).nnz == 2 and c.row_of("img0000001") == 1
+
+
+def test_chunked_inversion_equals_scipy_tocsc(corpus, monkeypatch):
+    import scipy.sparse as sp
+
+    from bench import invert
+
+    monkeypatch.setattr(invert, "CHUNK_POSTINGS", 3_000)  # many chunks, not aligned with rows
+    m = exact.build_matrix(corpus)
+    ref = sp.csr_matrix(
+        (np.log1p(np.asarray(corpus.weights)), np.asarray(corpus.indices, dtype=np.int32), corpus.indptr),
+        shape=(corpus.n_docs, corpus.vocab_size),
+    ).tocsc()
+    assert np.array_equal(m.indptr, ref.indptr)
+    assert np.array_equal(m.indices, ref.indices)
+    assert np.array_equal(m.data, ref.data)
