@@ -37,6 +37,16 @@ def parse_size(text: str) -> tuple[str, int]:
     return t, n
 
 
+def parse_zipf(text: str) -> tuple[float, float]:
+    try:
+        s, b = (float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected S,B (e.g. 1.0,100), got {text!r}") from None
+    if s <= 0 or b < 0:
+        raise argparse.ArgumentTypeError(f"need S > 0 and B >= 0, got {text!r}")
+    return s, b
+
+
 def parse_engines(text: str) -> list[str]:
     names = [e.strip() for e in text.split(",") if e.strip()]
     bad = [e for e in names if e not in ENGINES]
@@ -74,6 +84,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["maxscore", "block_max_maxscore", "block_max_wand", "wand", "ranked_or"],
     )
     eng.add_argument("--seismic-postings", type=int, default=3500, help="Seismic n_postings per list")
+    eng.add_argument(
+        "--query-zipf",
+        type=parse_zipf,
+        default=(1.0, 100.0),
+        metavar="S,B",
+        help="query tokens ~ 1/(rank+B)^S (default 1.0,100: a query reads ~2.3 x N postings; "
+        "larger S or smaller B = more frequent words, heavier queries)",
+    )
     eng.add_argument("--term-docs", type=Path, help="term-document JSONL from the indexer (a real index)")
     eng.add_argument(
         "--model", help="model folder with tokenizer.json (token -> id for --term-docs, service)"

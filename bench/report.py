@@ -119,6 +119,8 @@ def print_table(rows: list[dict], meta: dict) -> None:
     console.print(table)
     for line in skip_notes(rows):
         console.print(line, markup=False)
+    for line in _touched_lines(meta)[:1]:
+        console.print(line, markup=False)
     console.print(
         f"Paper figures: {PAPER_HARDWARE}; they are q/s on all 10 cores, in the 'q/s all cores' column."
     )
@@ -135,6 +137,7 @@ def write_markdown(rows: list[dict], meta: dict, path: Path) -> None:
         "",
         f"Documents: {meta['documents']}. Queries: {meta['queries']}.",
         "",
+        *_touched_lines(meta),
         "| " + " | ".join(header) + " |",
         "|" + "|".join("---" for _ in header) + "|",
     ]
@@ -145,6 +148,14 @@ def write_markdown(rows: list[dict], meta: dict, path: Path) -> None:
     lines += ["", "Notes:", "", *[f"- {note}" for note in meta.get("notes", [])], ""]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines))
+
+
+def _touched_lines(meta: dict) -> list[str]:
+    touched = meta.get("postings_touched_per_query")
+    if not touched:
+        return []
+    parts = ", ".join(f"{size}: {x:.2f} x N" for size, x in touched.items())
+    return [f"Postings a query reads (sum of its terms' document frequencies), mean: {parts}.", ""]
 
 
 def write_plot(rows: list[dict], meta: dict, path: Path) -> None:

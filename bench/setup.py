@@ -22,12 +22,13 @@ def corpora_and_queries(
         (label, lambda n=n: load_or_generate(SyntheticSpec(n, n_terms=args.n_terms, seed=args.seed), cache))
         for label, n in sorted(sizes, key=lambda s: s[1])
     ]
-    queries = generate_queries(n_queries, VOCAB_SIZE, seed=args.seed)
+    zipf_s, zipf_b = getattr(args, "query_zipf", (1.0, 100.0))
+    queries = generate_queries(n_queries, VOCAB_SIZE, seed=args.seed, zipf_s=zipf_s, zipf_b=zipf_b)
     description = {
         "documents": f"synthetic, seed {args.seed}: top-{args.n_terms} of {VOCAB_SIZE:,} word-pieces "
         "per image, Zipf(1.0, +100) document frequency, log-normal φ (median 0.37; see bench/synthetic.py)",
-        "queries": f"{n_queries} synthetic captions of 8-12 tokens from the same Zipf ranking, "
-        "repeats counted",
+        "queries": f"{n_queries} synthetic captions of 8-12 tokens, Zipf({zipf_s}, +{zipf_b}) over the "
+        "same ranking, repeats counted",
     }
     return corpora, lambda corpus: queries, description
 
