@@ -6,7 +6,16 @@ can be computed with ``termindex.score``; a few hostile documents point outside 
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,3 +106,57 @@ def expected_ranking(corpus: Corpus, query: dict[int, float], k: int) -> list[tu
     """Reference top-k (id, score) of the corpus, ties by id."""
     scored = [(d.id, score(query, d.terms)) for d in corpus.docs]
     return sorted([x for x in scored if x[1] > 0], key=lambda x: (-x[1], x[0]))[:k]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def running_server(args: list[str], env_extra: dict[str, str] | None = None, importtime: bool = False):
+    """`vsparta serve ARGS --port FREE` in a subprocess; yields (base URL, process). Stops it after.
+
+    With ``importtime`` the child runs under ``python -X importtime`` so the caller can read every
+    module it imported from its stderr file (``proc.stderr_path``).
+    """
+    port = free_port()
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1"}
+    env.update(env_extra or {})
+    log = tempfile.NamedTemporaryFile(prefix="vsparta-serve-", suffix=".log", delete=False)  # noqa: SIM115
+    cmd = [sys.executable, *(["-X", "importtime"] if importtime else []), "-m", "vsparta.cli", "serve"]
+    proc = subprocess.Popen(
+        [*cmd, *args, "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=repo,
+    )
+    proc.log_path = Path(log.name)  # type: ignore[attr-defined]
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited: {proc.log_path.read_text()[-3000:]}")  # type: ignore[attr-defined]
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError("server did not answer /health within 60 s")
+            time.sleep(0.2)
+        yield url, proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        log.close()
