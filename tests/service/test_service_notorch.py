@@ -73,7 +73,14 @@ def _imported_top_level(log_text: str) -> set[str]:
 
 
 def test_serve_process_does_not_import_torch(corpus: Corpus, embedded_spec: str) -> None:
-    args = ["--backend", embedded_spec, "--model", str(corpus.model_dir), "--image-root", str(corpus.image_root)]
+    args = [
+        "--backend",
+        embedded_spec,
+        "--model",
+        str(corpus.model_dir),
+        "--image-root",
+        str(corpus.image_root),
+    ]
     with running_server(args, importtime=True) as (url, proc):
         req = urllib.request.Request(
             f"{url}/search",
