@@ -59,12 +59,11 @@ async function callApi(url, options, gen, attempt = 0) {
   return body;
 }
 
-function renderTerms(list, terms) {
+function renderTerms(list, terms, maxC) {
   list.replaceChildren();
   if (!terms || terms.length === 0) return;
-  const maxC = Math.max(...terms.map((t) => t.contribution), 1e-9);
   for (const t of terms) {
-    const share = t.contribution / maxC; // 0..1 relative to this result's strongest word
+    const share = Math.min(1, t.contribution / maxC); // 0..1 relative to the strongest word on the page
     const li = document.createElement("li");
     li.className = "term";
     li.style.fontSize = `${(0.78 + 0.5 * share).toFixed(2)}rem`;
@@ -88,6 +87,9 @@ function renderResults(body, emptyText) {
     setStatus(emptyText);
     return;
   }
+  // One scale for the whole page, so chips compare across results (like the paper's Figure 3).
+  const contributions = body.results.flatMap((r) => (r.terms || []).map((t) => t.contribution));
+  const maxC = Math.max(...contributions, 1e-9);
   body.results.forEach((r, i) => {
     const card = template.content.firstElementChild.cloneNode(true);
     card.dataset.id = r.id;
@@ -104,7 +106,7 @@ function renderResults(body, emptyText) {
     card.querySelector(".doc-id").textContent = r.id;
     card.querySelector(".score").textContent = r.score.toFixed(3);
     card.querySelector(".caption").textContent = caption;
-    renderTerms(card.querySelector(".terms"), r.terms);
+    renderTerms(card.querySelector(".terms"), r.terms, maxC);
     const more = card.querySelector(".more-like-this");
     more.setAttribute("aria-label", `More images like ${r.id}`);
     more.addEventListener("click", () => moreLikeThis(r.id));

@@ -79,3 +79,13 @@ def embedded_client(
 ) -> Iterator[TestClient]:
     with TestClient(create_app(make_settings(embedded_spec)), raise_server_exceptions=False) as c:
         yield c
+
+
+@pytest.fixture(scope="session")
+def need_service(pytestconfig: pytest.Config) -> Callable[[bool, str, str], None]:
+    """``tests/conftest.py``'s helper (both conftests are named ``conftest``, so not importable)."""
+    for plugin in pytestconfig.pluginmanager.get_plugins():
+        fn = getattr(plugin, "require_service", None)
+        if callable(fn):
+            return fn
+    raise RuntimeError("require_service not found in tests/conftest.py")
