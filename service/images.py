@@ -7,6 +7,7 @@ crafted document or id can never make the service read an arbitrary file.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -60,23 +61,27 @@ class Thumbnailer:
     def thumbnail(self, image: Path, size: int) -> Path | None:
         """Path of the cached thumbnail (made now if missing); None if the image is unreadable."""
         size = self.snap(size)
-        st = image.stat()
+        try:
+            st = image.stat()
+        except OSError:  # removed since it was resolved
+            return None
         key = hashlib.sha256(f"{image}|{st.st_mtime_ns}|{st.st_size}|{size}".encode()).hexdigest()
         out = self.cache_dir / key[:2] / f"{key}.jpg"
         if out.exists():
             return out
         out.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".tmp")
         try:
-            with Image.open(image) as im:
-                im.draft("RGB", (size, size))
-                im = im.convert("RGB")
-                im.thumbnail((size, size))
-                fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".tmp")
-                with os.fdopen(fd, "wb") as fh:
-                    im.save(fh, "JPEG", quality=85)
+            with os.fdopen(fd, "wb") as fh, Image.open(image) as im:
+                im.draft("RGB", (size, size))  # JPEG: decode at reduced scale, much faster
+                small = im.convert("RGB")
+                small.thumbnail((size, size))
+                small.save(fh, "JPEG", quality=85)
             os.replace(tmp, out)  # atomic: concurrent requests never see half a file
-        except (UnidentifiedImageError, OSError, ValueError) as exc:
+        except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
             log.warning("cannot make a thumbnail of %s: %s", image, exc)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
             return None
         return out
 

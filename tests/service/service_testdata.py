@@ -6,6 +6,7 @@ can be computed with ``termindex.score``; a few hostile documents point outside 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -13,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -160,3 +162,77 @@ def running_server(args: list[str], env_extra: dict[str, str] | None = None, imp
                 proc.kill()
                 proc.wait()
         log.close()
+
+
+class TcpProxy:
+    """A TCP forwarder on 127.0.0.1 that a test can stop and restart on the same port.
+
+    Stopping closes the listener and every open connection, as a crashed or partitioned node
+    would; ``hang=True`` accepts connections but never answers (a node that times out).
+    """
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target = target
+        self.port = 0
+        self.hang = False
+        self._listener: socket.socket | None = None
+        self._conns: list[socket.socket] = []
+        self._lock = threading.Lock()
+
+    def start(self, hang: bool = False) -> TcpProxy:
+        self.hang = hang
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self.port = listener.getsockname()[1]
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._listener is not None:
+            with contextlib.suppress(OSError):
+                self._listener.shutdown(socket.SHUT_RDWR)
+            self._listener.close()
+            self._listener = None
+        with self._lock:
+            conns, self._conns = self._conns, []
+        for c in conns:
+            with contextlib.suppress(OSError):
+                c.shutdown(socket.SHUT_RDWR)
+            c.close()
+
+    def _track(self, s: socket.socket) -> None:
+        with self._lock:
+            self._conns.append(s)
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            self._track(client)
+            if self.hang:
+                continue  # hold the connection open, never forward
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            self._track(upstream)
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                dst.shutdown(socket.SHUT_WR)
