@@ -190,8 +190,10 @@ def ndcg_at_k(
 
     Gain 2^rel − 1 (TERN's default; ``gains="linear"`` uses rel), discount log2(rank + 1) with
     rank from 1, normalised by the DCG of the ideal order; a query with no relevant image scores
-    0. Ties in ``scores`` are broken pessimistically (the less relevant image first), matching
-    :func:`recall_at_k`, so a constant scorer cannot look good by accident.
+    0. Tied scores get the expected DCG over all orders of the tie (McSherry & Najork 2008):
+    each tied position earns the group's mean gain. With ROUGE-L relevance every image has some
+    relevance, so an arbitrary tie order would swing NDCG; this way a constant scorer gets
+    exactly the random-ranking value, not better or worse by luck of ``argsort``.
     """
     scores = np.asarray(scores, dtype=np.float64)
     relevance = np.asarray(relevance, dtype=np.float64)
@@ -209,9 +211,13 @@ def ndcg_at_k(
     kk = min(k, n)
     gain = np.exp2(relevance) - 1.0 if gains == "exponential" else relevance
     discount = 1.0 / np.log2(np.arange(2, kk + 2))
-    # lexsort sorts by the last key first: descending score, then ascending relevance
-    order = np.stack([np.lexsort((relevance[i], -scores[i]))[:kk] for i in range(q)])
-    dcg = (np.take_along_axis(gain, order, axis=1) * discount).sum(axis=1)
+    dcg = np.empty(q)
+    for i in range(q):
+        order = np.argsort(-scores[i], kind="stable")
+        ranked = scores[i, order]
+        group = np.concatenate([[0], np.cumsum(ranked[1:] != ranked[:-1])])  # tie-group id per rank
+        mean_gain = np.bincount(group, weights=gain[i, order]) / np.bincount(group)
+        dcg[i] = (mean_gain[group[:kk]] * discount).sum()
     ideal = (-np.sort(-gain, axis=1)[:, :kk] * discount).sum(axis=1)
     ndcg = np.divide(dcg, ideal, out=np.zeros_like(dcg), where=ideal > 0)
     return float(ndcg.mean())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -149,11 +150,19 @@ def test_ndcg_hand_computed() -> None:
     assert ndcg_at_k(scores, relevance, gains="linear") == pytest.approx(linear)
 
 
-def test_ndcg_ties_are_pessimistic() -> None:
+def test_ndcg_ties_get_the_expected_value_over_tie_orders() -> None:
     relevance = np.array([[1.0, 0.0, 0.0]])
     flat = np.zeros((1, 3))
-    assert ndcg_at_k(flat, relevance, k=1) == 0.0
-    assert ndcg_at_k(flat, relevance, k=3) == pytest.approx(_dcg([0, 0, 1.0]) / _dcg([1.0]))
+    # each of the 3 tied positions earns the mean gain 1/3
+    assert ndcg_at_k(flat, relevance, k=1) == pytest.approx(1 / 3)
+    assert ndcg_at_k(flat, relevance, k=3) == pytest.approx((1 + 1 / math.log2(3) + 0.5) / 3)
+    # equals the average over every permutation of the tie
+    rel = np.array([[0.9, 0.1, 0.5, 0.0]])
+    scores = np.array([[2.0, 1.0, 1.0, 1.0]])  # image 0 first, then a three-way tie
+    perms = [[0, *p] for p in itertools.permutations([1, 2, 3])]
+    ideal = _dcg(sorted(rel[0], reverse=True)[:3])
+    expected = np.mean([_dcg([rel[0, j] for j in p][:3]) / ideal for p in perms])
+    assert ndcg_at_k(scores, rel, k=3) == pytest.approx(expected)
 
 
 def test_ndcg_validates() -> None:
