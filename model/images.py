@@ -46,6 +46,9 @@ def load_image(source: str | Path | bytes, *, max_pixels: int = DEFAULT_MAX_PIXE
     animated GIF/WebP give their first frame. The pixel-count guard reads the size from the
     header before any pixel is decoded, so a decompression bomb costs nothing. Truncated files
     are rejected rather than silently padded with grey (``LOAD_TRUNCATED_IMAGES`` is never set).
+
+    Pillow's own global guard stays in force: above twice ``Image.MAX_IMAGE_PIXELS`` it refuses
+    at open (reported as "too_large"), so a ``max_pixels`` beyond that has no further effect.
     """
     if not isinstance(max_pixels, int) or max_pixels <= 0:
         raise ValueError(f"max_pixels must be a positive integer, got {max_pixels!r}")
