@@ -163,3 +163,16 @@ def test_bad_settings_are_clear_errors(
     monkeypatch.setenv(f"VSPARTA_{field.upper()}", value)
     with pytest.raises(ValueError, match=re.escape(says)):
         ServiceSettings()
+
+
+def test_lifespan_opens_and_closes_clients(
+    embedded_spec: str, make_settings: Callable[..., ServiceSettings]
+) -> None:
+    app = create_app(make_settings(embedded_spec, thumbnail_cache_dir=None))
+    with TestClient(app) as c:
+        assert c.post("/search", json={"query": "red"}).status_code == 200
+        assert c.get("/images/red-cube/thumbnail").status_code == 200
+        engine, thumbs = app.state.engine, app.state.thumbnailer.cache_dir
+        assert engine._index is not None and thumbs.exists()
+    assert engine._index is None  # closed on shutdown
+    assert not thumbs.exists()  # the temporary thumbnail cache is removed with the app
