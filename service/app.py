@@ -38,6 +38,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         )
         app.state.engine = open_engine(settings.backend, settings.engine_timeout_s)
         app.state.thumbnailer = Thumbnailer(settings.thumbnail_cache_dir, settings.thumbnail_sizes)
+        await app.state.engine.start()
         ok, detail = await app.state.engine.ready()
         log.info("backend %s: %s%s", settings.backend, "ready, " if ok else "NOT ready: ", detail)
         try:

@@ -9,6 +9,7 @@ slow query never blocks the event loop. Elasticsearch uses the async client. Bot
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 from abc import ABC, abstractmethod
@@ -58,15 +59,79 @@ class ServiceEngine(ABC):
     @abstractmethod
     async def close(self) -> None: ...
 
+    async def start(self) -> None:  # noqa: B027 - optional hook
+        """Called once at app startup; engines that need a warm-up do it here."""
+
+
+def warm_up(index: TermIndex) -> None:
+    """Run one search and one fetch through ``index`` (JIT compilation, page cache).
+
+    Uses a real document's terms when the engine can list documents, so the search kernels run.
+    """
+    first = None
+    iterate = getattr(index, "iter_documents", None)
+    if callable(iterate):
+        first = next(iter(iterate()), None)
+    if first is None:
+        return
+    index.get(first.id)
+    top = sorted(first.terms.items(), key=lambda kv: -kv[1])[:8]
+    index.search(dict(top), k=2, explain=True)
+    index.search(dict(top[:1]), k=1, explain=False)
+
 
 class ThreadedEngine(ServiceEngine):
-    """A synchronous ``TermIndex`` opened lazily, so the service starts before the index exists."""
+    """A synchronous ``TermIndex`` opened lazily, so the service starts before the index exists.
+
+    Opening also warms the index up (one real search and one fetch), because the embedded
+    engine compiles its kernels at first use: that must not count against a request's timeout.
+    Opening runs as one background task: a request that times out waiting for it gets a 503,
+    and the next request waits on the same task instead of starting another.
+    """
 
     def __init__(self, opener: Callable[[], TermIndex], timeout_s: float) -> None:
         super().__init__(timeout_s)
         self._opener = opener
         self._index: TermIndex | None = None
-        self._lock = asyncio.Lock()
+        self._opening: asyncio.Future[TermIndex] | None = None
+
+    def _open_and_warm(self) -> TermIndex:
+        index = self._opener()
+        try:
+            warm_up(index)
+        except TermIndexError as exc:  # an empty or odd index still serves; say why it is cold
+            log.info("index warm-up skipped: %s", exc)
+        return index
+
+    async def start(self) -> None:
+        """Open and warm up now (at app startup), without a timeout; a missing index is not fatal."""
+        try:
+            await self._ensure_open(timeout_s=None)
+        except TermIndexError as exc:
+            log.warning("index not open yet: %s", exc)
+
+    async def _ensure_open(self, timeout_s: float | None = -1.0) -> TermIndex:
+        if self._index is not None:
+            return self._index
+        if self._opening is None:
+            self._opening = asyncio.ensure_future(anyio.to_thread.run_sync(self._open_and_warm))
+        opening = self._opening
+        wait = self.timeout_s if timeout_s == -1.0 else timeout_s
+        try:
+            index = await asyncio.wait_for(asyncio.shield(opening), timeout=wait)
+        except (asyncio.TimeoutError, TimeoutError):
+            raise EngineUnavailable(
+                "search index is still opening (first use compiles its kernels)"
+            ) from None
+        except FileNotFoundError as exc:
+            self._opening = None  # try again on the next request
+            raise IndexNotFound(str(exc)) from exc
+        except BaseException:
+            if opening.done():
+                self._opening = None
+            raise
+        self._index = index
+        return index
 
     async def _call(self, what: str, method: str, *args: Any, **kwargs: Any) -> T:
         index = await self._ensure_open()
@@ -78,23 +143,6 @@ class ThreadedEngine(ServiceEngine):
 
         return await self._bounded(run, what)
 
-    async def _ensure_open(self) -> TermIndex:
-        if self._index is not None:
-            return self._index
-        async with self._lock:
-            if self._index is None:
-
-                async def run() -> TermIndex:
-                    return await anyio.to_thread.run_sync(self._opener, abandon_on_cancel=True)
-
-                try:
-                    self._index = await self._bounded(run, "open")
-                except TermIndexError:
-                    raise
-                except FileNotFoundError as exc:
-                    raise IndexNotFound(str(exc)) from exc
-        return self._index
-
     async def search(self, query: Mapping[int, float], k: int, explain: bool) -> list[Hit]:
         return await self._call("search", "search", dict(query), k=k, explain=explain)
 
@@ -105,9 +153,13 @@ class ThreadedEngine(ServiceEngine):
         return await self._call("count", "count")
 
     async def close(self) -> None:
+        if self._opening is not None and not self._opening.done():
+            with contextlib.suppress(BaseException):
+                await self._opening
         if self._index is not None:
             await anyio.to_thread.run_sync(self._index.close)
             self._index = None
+        self._opening = None
 
 
 class AsyncIndexEngine(ServiceEngine):
@@ -140,7 +192,8 @@ def open_engine(spec: str, timeout_s: float) -> ServiceEngine:
             raise RuntimeError(
                 f"backend {spec!r} needs the Elasticsearch client: pip install 'vsparta[service]'"
             ) from exc
-        return AsyncIndexEngine(AsyncElasticsearchIndex(location, name), timeout_s)
+        client = AsyncElasticsearchIndex(location, name, request_timeout=timeout_s)
+        return AsyncIndexEngine(client, timeout_s)
 
     def opener() -> TermIndex:
         from termindex.embedded import EmbeddedIndex

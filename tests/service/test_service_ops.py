@@ -176,3 +176,31 @@ def test_lifespan_opens_and_closes_clients(
         assert engine._index is not None and thumbs.exists()
     assert engine._index is None  # closed on shutdown
     assert not thumbs.exists()  # the temporary thumbnail cache is removed with the app
+
+
+def test_slow_first_open_is_503_then_served(embedded_spec: str) -> None:
+    """A request that arrives while the index is still opening gets 503; the open is not restarted."""
+    import asyncio
+    import time
+
+    from service.engines import ThreadedEngine
+    from termindex import open_index
+    from termindex.errors import EngineUnavailable
+
+    opened: list[float] = []
+
+    def slow_open():  # noqa: ANN202
+        time.sleep(1.0)
+        opened.append(time.monotonic())
+        return open_index(embedded_spec)
+
+    async def scenario() -> None:
+        engine = ThreadedEngine(slow_open, timeout_s=0.3)
+        with pytest.raises(EngineUnavailable, match="still opening"):
+            await engine.count()
+        await asyncio.sleep(1.2)
+        assert await engine.count() == 19
+        assert len(opened) == 1
+        await engine.close()
+
+    asyncio.run(scenario())
