@@ -42,7 +42,8 @@ WORKDIR /home/vsparta
 ENV VSPARTA_BACKEND=http://elasticsearch:9200/vsparta \
     VSPARTA_MODEL_PATH=/models/model \
     VSPARTA_IMAGE_ROOTS=/data/images \
-    VSPARTA_THUMBNAIL_CACHE_DIR=/home/vsparta/thumbnails
+    VSPARTA_THUMBNAIL_CACHE_DIR=/home/vsparta/thumbnails \
+    NUMBA_CACHE_DIR=/home/vsparta/.numba
 EXPOSE 8000
 HEALTHCHECK --interval=10s --timeout=5s --start-period=20s --retries=5 \
   CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/health', timeout=3)"]

@@ -20,11 +20,13 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags shared by `serve` and `search`; unset flags fall back to the environment."""
     parser.add_argument(
         "--backend",
+        metavar="SPEC",
         help="index spec: embedded:/path/to/index or http://host:9200/ALIAS (env VSPARTA_BACKEND)",
     )
     parser.add_argument(
         "--model",
         dest="model_path",
+        metavar="PATH",
         help="saved model folder with tokenizer.json (env VSPARTA_MODEL_PATH)",
     )
 
@@ -42,7 +44,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
     parser.add_argument("--max-k", type=int, help="largest k a request may ask for (env VSPARTA_MAX_K)")
     parser.add_argument(
-        "--engine-timeout", dest="engine_timeout_s", type=float, help="seconds per engine call before 503"
+        "--engine-timeout",
+        dest="engine_timeout_s",
+        type=float,
+        metavar="SECONDS",
+        help="seconds per engine call before answering 503 (env VSPARTA_ENGINE_TIMEOUT_S)",
     )
     parser.add_argument(
         "--cors-origin", dest="cors_origins", action="append", metavar="URL", help="allow this origin (CORS)"
