@@ -59,6 +59,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 SETTING_FLAGS = ("backend", "model_path", "image_roots", "max_k", "engine_timeout_s", "cors_origins")
+FLAG_NAMES = {
+    "backend": "--backend",
+    "model_path": "--model",
+    "image_roots": "--image-root",
+    "max_k": "--max-k",
+    "engine_timeout_s": "--engine-timeout",
+    "cors_origins": "--cors-origin",
+    "thumbnail_cache_dir": "--thumbnail-cache",
+}
 
 
 def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
