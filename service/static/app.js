@@ -68,7 +68,7 @@ function renderTerms(list, terms, maxC) {
     li.className = "term";
     li.style.fontSize = `${(0.78 + 0.5 * share).toFixed(2)}rem`;
     li.style.background = `rgba(var(--chip), ${(0.12 + 0.6 * share).toFixed(2)})`;
-    li.style.color = share > 0.55 ? "#fff" : "var(--ink)";
+    li.style.color = share > 0.7 ? "#fff" : "var(--ink)"; // keep contrast on light chips
     li.title = `weight ${t.weight.toFixed(3)}, contributes ${t.contribution.toFixed(3)} to the score`;
     li.setAttribute("aria-label", `${t.token}: weight ${t.weight.toFixed(2)}, contribution ${t.contribution.toFixed(2)}`);
     const word = document.createElement("span");
