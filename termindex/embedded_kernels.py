@@ -181,6 +181,13 @@ def _kth_largest(scores, n, k):
 
 
 @njit(cache=True, nogil=True)
+def _accumulate(acc, docs, wbits, lut, lo, hi, qb):
+    """The hot loop: scatter-add one postings run (bounds hoisted so LLVM keeps them in registers)."""
+    for p in range(lo, hi):
+        acc[docs[p]] += qb * lut[wbits[p]]
+
+
+@njit(cache=True, nogil=True)
 def search_segment(
     qterms,
     qboosts,
@@ -191,7 +198,6 @@ def search_segment(
     lut,
     deleted,
     n_docs,
-    n_terms,
     n_blocks,
     block_shift,
     k,
@@ -200,19 +206,16 @@ def search_segment(
 ):
     """Candidates of one segment for an exact top-k: (float32 scores, local ids, new threshold).
 
-    ``theta`` is the k-th best float32 score seen so far (from earlier segments; -inf at
-    first). Every document whose float32 score is within ``2 * eps`` of the final k-th score is
-    returned, so rescoring in float64 yields the exact top k; ``eps`` bounds one document's
-    float32 error. Blocks are visited best upper bound first and skipped once their bound is
-    below ``theta - 4 * eps``.
+    ``qterms`` must all be < the segment's ``n_terms``. ``theta`` is the k-th best float32
+    score seen so far (from earlier segments; -inf at first). Every document whose float32
+    score is within ``2 * eps`` of the final k-th score is returned, so rescoring in float64
+    yields the exact top k; ``eps`` bounds one document's float32 error. Blocks are visited best
+    upper bound first and skipped once their bound is below ``theta - 4 * eps``.
     """
     m = qterms.shape[0]
     ub = np.zeros(n_blocks, dtype=np.float32)
     for j in range(m):
-        t = qterms[j]
-        if t >= n_terms:
-            continue
-        base = t * n_blocks
+        base = qterms[j] * n_blocks
         for b in range(n_blocks):
             ub[b] += qboosts[j] * lut[blockmax[base + b]]
     order = np.argsort(-ub)
@@ -230,41 +233,50 @@ def search_segment(
         nloc = min(block, n_docs - first)
         acc[:nloc] = 0
         for j in range(m):
-            t = qterms[j]
-            if t >= n_terms:
-                continue
-            key = t * n_blocks + b
-            qb = qboosts[j]
-            for p in range(offsets[key], offsets[key + 1]):
-                acc[docs[p]] += qb * lut[wbits[p]]
+            key = qterms[j] * n_blocks + b
+            _accumulate(acc, docs, wbits, lut, offsets[key], offsets[key + 1], qboosts[j])
         lim = theta - 2 * eps
         for i in range(nloc):
             s = acc[i]
-            if s > 0 and s >= lim and deleted[first + i] == 0:
-                if n == cap:  # full: raise theta, drop what fell below, grow if still crowded
-                    if n >= k:
-                        theta = max(theta, _kth_largest(cand_s, n, k))
-                        lim = theta - 2 * eps
-                    w = 0
-                    for r in range(n):
-                        if cand_s[r] >= lim:
-                            cand_s[w] = cand_s[r]
-                            cand_l[w] = cand_l[r]
-                            w += 1
-                    n = w
-                    if n > cap // 2:
-                        cap *= 2
-                        grown_s = np.empty(cap, dtype=np.float32)
-                        grown_l = np.empty(cap, dtype=np.int64)
-                        grown_s[:n] = cand_s[:n]
-                        grown_l[:n] = cand_l[:n]
-                        cand_s = grown_s
-                        cand_l = grown_l
-                    if s < lim:
-                        continue
-                cand_s[n] = s
-                cand_l[n] = first + i
-                n += 1
+            if s < lim or s <= 0 or deleted[first + i] != 0:
+                continue
+            if n == cap:  # full: raise theta, drop what fell below, grow if still crowded
+                if n >= k:
+                    theta = max(theta, _kth_largest(cand_s, n, k))
+                    lim = theta - 2 * eps
+                w = 0
+                for r in range(n):
+                    if cand_s[r] >= theta - 2 * eps:
+                        cand_s[w] = cand_s[r]
+                        cand_l[w] = cand_l[r]
+                        w += 1
+                n = w
+                if n > cap // 2:
+                    cap *= 2
+                    grown_s = np.empty(cap, dtype=np.float32)
+                    grown_l = np.empty(cap, dtype=np.int64)
+                    grown_s[:n] = cand_s[:n]
+                    grown_l[:n] = cand_l[:n]
+                    cand_s = grown_s
+                    cand_l = grown_l
+                if s < lim:
+                    continue
+            cand_s[n] = s
+            cand_l[n] = first + i
+            n += 1
         if n >= k:
             theta = max(theta, _kth_largest(cand_s, n, k))
     return cand_s[:n].copy(), cand_l[:n].copy(), theta
+
+
+@njit(cache=True, nogil=True)
+def first_repeated_term_row(indptr, terms, n_terms):
+    """Index of the first document listing a term id twice, or -1 (O(postings), no sort)."""
+    seen = np.full(n_terms, -1, dtype=np.int64)
+    for row in range(indptr.shape[0] - 1):
+        for p in range(indptr[row], indptr[row + 1]):
+            t = terms[p]
+            if seen[t] == row:
+                return row
+            seen[t] = row
+    return -1

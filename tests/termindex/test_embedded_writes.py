@@ -8,7 +8,7 @@ import pytest
 
 from termindex.base import TermDocument
 from termindex.embedded import EmbeddedIndex
-from termindex.errors import DocumentNotFound, IndexNotFound
+from termindex.errors import DocumentNotFound, IndexNotFound, InvalidQuery
 from termindex.oracle import BruteForceOracle, random_documents, round_like_embedded
 
 
@@ -178,3 +178,30 @@ def test_writers_in_threads_serialize_on_the_lock(tmp_path):
     index = EmbeddedIndex(path)
     assert index.count() == 150
     assert len({h.id for h in index.search({99: 1.0}, k=1000)}) == 150
+
+
+def test_upsert_arrays_matches_upsert(tmp_path):
+    import numpy as np
+
+    docs = random_documents(400, vocab_size=300, seed=11)
+    a = EmbeddedIndex(tmp_path / "a", create=True, block_size=64)
+    a.upsert(docs)
+    b = EmbeddedIndex(tmp_path / "b", create=True, block_size=64)
+    indptr = np.cumsum([0] + [len(d.terms) for d in docs])
+    terms = np.array([t for d in docs for t in d.terms], dtype=np.int32)
+    weights = np.array([w for d in docs for w in d.terms.values()], dtype=np.float32)
+    assert b.upsert_arrays([d.id for d in docs], indptr, terms, weights, [d.metadata for d in docs]) == 400
+    for q in [{1: 1.0}, {5: 2.0, 17: 1.0, 250: 0.5}]:
+        assert [(h.id, h.score, h.metadata) for h in a.search(q)] == [
+            (h.id, h.score, h.metadata) for h in b.search(q)
+        ]
+    # a repeated id keeps its last row; a repeated term in one row is an error
+    assert b.upsert_arrays(["x", "y", "x"], np.array([0, 1, 2, 3]), np.array([1, 1, 2]), np.ones(3)) == 2
+    assert b.get("x").terms == {2: 1.0}
+    with pytest.raises(InvalidQuery, match="twice"):
+        b.upsert_arrays(["z"], np.array([0, 2]), np.array([4, 4]), np.ones(2))
+    with pytest.raises(InvalidQuery, match="indptr"):
+        b.upsert_arrays(["z"], np.array([0, 3]), np.array([4, 5]), np.ones(2))
+    with pytest.raises(InvalidQuery, match="weight"):
+        b.upsert_arrays(["z"], np.array([0, 1]), np.array([4]), np.array([np.nan]))
+    assert b.count() == 402
