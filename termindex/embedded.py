@@ -232,8 +232,8 @@ class EmbeddedIndex(TermIndex):
             if not seg.n_docs or not present.any():
                 continue
             s32, locs, theta = kern.search_segment(
-                qterms[present], boosts32[present], seg.offsets, seg.docs, seg.wbits, seg.blockmax, lut,
-                seg.deleted, seg.n_docs, seg.n_blocks, seg.block_shift, k, theta, eps,
+                qterms[present], boosts32[present], seg.doffsets, seg.woffsets, seg.docs, seg.wbits,
+                seg.blockmax, lut, seg.deleted, seg.n_docs, seg.n_blocks, seg.block_shift, k, theta, eps,
             )  # fmt: skip
             theta = np.float32(theta)
             if len(locs):
@@ -253,7 +253,15 @@ class EmbeddedIndex(TermIndex):
             if not len(locs):
                 continue
             bits = kern.gather_weights(
-                qterms, seg.offsets, seg.docs, seg.wbits, seg.n_terms, seg.n_blocks, seg.block_shift, locs
+                qterms,
+                seg.doffsets,
+                seg.woffsets,
+                seg.docs,
+                seg.wbits,
+                seg.n_terms,
+                seg.n_blocks,
+                seg.block_shift,
+                locs,
             )
             weights = bits.view(np.float16).astype(np.float64)
             scores = np.zeros(len(locs), dtype=np.float64)
@@ -491,7 +499,7 @@ class EmbeddedIndex(TermIndex):
     def stats(self) -> dict[str, Any]:
         """Sizes for benchmarks and /metrics: documents, postings, bytes on disk."""
         snap = self._snapshot()
-        postings = sum(int(s.offsets[-1]) if len(s.offsets) else 0 for s in snap.segments)
+        postings = sum(s.n_postings for s in snap.segments)
         disk = 0
         for seg in snap.segments:
             disk += sum(f.stat().st_size for f in seg.path.iterdir() if f.is_file())

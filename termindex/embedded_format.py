@@ -6,9 +6,11 @@ Index directory::
     write.lock             flock'ed by a writer for the duration of one write
     seg-000007-1a2b3c4d/   one immutable segment (written under a temp name, fsync'd, renamed)
         segment.json       counts and layout parameters
-        offsets.i64        (n_terms * n_blocks + 1) start of each (term, block) postings run
-        docs.u16           postings: document id inside its block (ascending within a run)
-        weights.u16        postings: weight as IEEE half-float bits (see oracle.round_like_embedded)
+        doffsets.i64       (n_terms * n_blocks + 1) start of each (term, block) run in docs.u16
+        woffsets.i64       (n_terms * n_blocks + 1) start of each (term, block) run in weights.u16
+        docs.u16           sparse runs: document id inside its block (ascending within a run)
+        weights.u16        weight as IEEE half-float bits (see oracle.round_like_embedded); a
+                           dense run (empty docs range) has one per document of the block, 0 = absent
         blockmax.u16       largest weight bits of each (term, block) run: block-max pruning
         termmax.u16        largest weight bits of each term: the float32 error bound of a query
         ids.bin / ids.i64  document ids (UTF-8) and their offsets, by local id
@@ -16,8 +18,10 @@ Index directory::
         meta.bin / meta.i64        metadata as one JSON object per document, by offset
         deletes-g00000012.u8       tombstones (1 = deleted) as of that generation, if any
 
-A stored term costs 4 bytes (uint16 local id + half-float weight) plus per-(term, block) and
-per-document overheads. Everything big is a raw little-endian array, memory-mapped read-only.
+A stored term costs 4 bytes in a sparse run (uint16 local id + half-float weight) and less in
+a dense run (2 bytes per document of the block, used when more than half have the term), plus
+per-(term, block) and per-document overheads. Everything big is a raw little-endian array,
+memory-mapped read-only.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from termindex.errors import IndexNotFound, TermIndexError
 log = logging.getLogger(__name__)
 
 FORMAT_NAME = "termindex-embedded"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 LOCK = "write.lock"
 MAX_BLOCK_SHIFT = 16  # local ids inside a block are uint16
@@ -127,7 +131,9 @@ class Segment:
     n_terms: int
     n_blocks: int
     block_shift: int
-    offsets: np.ndarray
+    doffsets: np.ndarray
+    woffsets: np.ndarray
+    n_postings: int
     docs: np.ndarray
     wbits: np.ndarray
     blockmax: np.ndarray
@@ -153,7 +159,9 @@ class Segment:
             n_terms=info["n_terms"],
             n_blocks=info["n_blocks"],
             block_shift=info["block_shift"],
-            offsets=map_array(path / "offsets.i64", "<i8"),
+            doffsets=map_array(path / "doffsets.i64", "<i8"),
+            woffsets=map_array(path / "woffsets.i64", "<i8"),
+            n_postings=info["n_postings"],
             docs=map_array(path / "docs.u16", "<u2"),
             wbits=map_array(path / "weights.u16", "<u2"),
             blockmax=map_array(path / "blockmax.u16", "<u2"),
@@ -206,7 +214,14 @@ class Segment:
 
     def terms_of(self, local: int) -> tuple[np.ndarray, np.ndarray]:
         return kern.document_terms(
-            self.offsets, self.docs, self.wbits, self.n_terms, self.n_blocks, self.block_shift, local
+            self.doffsets,
+            self.woffsets,
+            self.docs,
+            self.wbits,
+            self.n_terms,
+            self.n_blocks,
+            self.block_shift,
+            local,
         )
 
 
@@ -228,18 +243,33 @@ def _finish_segment(
     meta_bytes: np.ndarray,
     meta_offsets: np.ndarray,
 ) -> None:
-    """Write the small files, fsync everything and rename the temp directory into place."""
+    """Lay out dense runs, write the small files, fsync everything, rename the directory into place.
+
+    ``out_docs``/``out_wbits`` hold the sparse layout in temp files; they are removed here.
+    """
+    doffsets = np.zeros_like(offsets)
+    woffsets = np.zeros_like(offsets)
+    kern.dense_layout(offsets, n_docs, n_blocks, block_shift, doffsets, woffsets)
+    docs = _alloc(tmp, "docs.u16", int(doffsets[-1]))
+    wbits = _alloc(tmp, "weights.u16", int(woffsets[-1]))
+    if len(out_wbits):
+        kern.densify(offsets, out_docs, out_wbits, doffsets, woffsets, docs, wbits)
+    del out_docs, out_wbits
+    for fname in ("sparse-docs.u16", "sparse-weights.u16"):
+        (tmp / fname).unlink()
     blockmax = np.zeros(n_terms * n_blocks, dtype=np.uint16)
-    kern.run_maxima(offsets, out_wbits, blockmax)
+    kern.run_maxima(woffsets, wbits, blockmax)
     termmax = blockmax.reshape(n_terms, n_blocks).max(axis=1) if n_terms else np.zeros(0, np.uint16)
-    for arr in (out_docs, out_wbits):  # written through np.memmap: flush to disk
+    for arr in (docs, wbits):  # written through np.memmap: flush to disk
         if isinstance(arr, np.memmap):
             arr.flush()
+    del docs, wbits
     for fname in ("docs.u16", "weights.u16"):
         with open(tmp / fname, "rb+") as f:
             os.fsync(f.fileno())
     order = np.argsort(hashes, kind="stable").astype(np.int32)
-    write_file(tmp / "offsets.i64", offsets.astype("<i8"))
+    write_file(tmp / "doffsets.i64", doffsets.astype("<i8"))
+    write_file(tmp / "woffsets.i64", woffsets.astype("<i8"))
     write_file(tmp / "blockmax.u16", blockmax.astype("<u2"))
     write_file(tmp / "termmax.u16", termmax.astype("<u2"))
     write_file(tmp / "ids.bin", id_bytes)
@@ -294,8 +324,8 @@ def build_segment(
     offsets = np.zeros(n_terms * n_blocks + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     tmp = _temp_dir(root)
-    out_docs = _alloc(tmp, "docs.u16", len(terms))
-    out_wbits = _alloc(tmp, "weights.u16", len(terms))
+    out_docs = _alloc(tmp, "sparse-docs.u16", len(terms))
+    out_wbits = _alloc(tmp, "sparse-weights.u16", len(terms))
     if len(terms):
         cursor = offsets[:-1].copy()
         kern.fill_postings(terms, doc_of, wbits, n_blocks, block_shift, cursor, out_docs, out_wbits)
@@ -343,7 +373,8 @@ def merge_segments(root: Path, name: str, block_shift: int, segments: Sequence[S
     cursor = np.zeros(0, dtype=np.int64)
     for seg, remap in zip(segments, remaps, strict=True):
         kern.remap_postings(
-            seg.offsets,
+            seg.doffsets,
+            seg.woffsets,
             seg.docs,
             seg.wbits,
             seg.n_terms,
@@ -360,13 +391,14 @@ def merge_segments(root: Path, name: str, block_shift: int, segments: Sequence[S
     offsets = np.zeros(n_terms * n_blocks + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     tmp = _temp_dir(root)
-    out_docs = _alloc(tmp, "docs.u16", int(offsets[-1]))
-    out_wbits = _alloc(tmp, "weights.u16", int(offsets[-1]))
+    out_docs = _alloc(tmp, "sparse-docs.u16", int(offsets[-1]))
+    out_wbits = _alloc(tmp, "sparse-weights.u16", int(offsets[-1]))
     cursor = offsets[:-1].copy()
     if offsets[-1]:
         for seg, remap in zip(segments, remaps, strict=True):
             kern.remap_postings(
-                seg.offsets,
+                seg.doffsets,
+                seg.woffsets,
                 seg.docs,
                 seg.wbits,
                 seg.n_terms,

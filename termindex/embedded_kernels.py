@@ -1,11 +1,13 @@
 """Numba kernels of the embedded engine: segment building, merging and top-k scoring.
 
 Postings layout of one segment (see ``embedded_format``): documents are grouped in blocks of
-``1 << block_shift`` local ids; for every (term t, block b) the postings run is
-``offsets[t * n_blocks + b] : offsets[t * n_blocks + b + 1]`` in two parallel arrays:
-``docs`` (uint16 id inside the block, ascending) and ``wbits`` (the weight as IEEE half-float
-bits, uint16). ``blockmax[t * n_blocks + b]`` is the largest weight bits of that run (positive
-half floats order like their bit patterns), used to skip blocks that cannot reach the top k.
+``1 << block_shift`` local ids; every (term t, block b) has a run, ``key = t * n_blocks + b``.
+A sparse run is ``docs[doffsets[key]:doffsets[key+1]]`` (uint16 id inside the block,
+ascending) with the same number of ``wbits`` from ``woffsets[key]`` (weight as IEEE half-float
+bits). A dense run (empty ``docs`` range) has one ``wbits`` per document of the block, 0 where
+the term is absent: chosen when more than half the block has the term. ``blockmax[key]`` is
+the largest weight bits of the run (positive half floats order like their bit patterns), used
+to skip blocks that cannot reach the top k.
 
 Scoring accumulates ``boost * LUT[wbits]`` (``LUT`` = float32 log1p of every half float) into a
 float32 array the size of one block, which stays in L2 cache. Float32 rounding is handled by
@@ -57,7 +59,8 @@ def fill_postings(terms, docs, wbits, n_blocks, block_shift, cursor, out_docs, o
 
 @njit(cache=True, nogil=True)
 def remap_postings(
-    offsets,
+    doffsets,
+    woffsets,
     docs,
     wbits,
     n_terms,
@@ -73,26 +76,74 @@ def remap_postings(
 ):
     """Count (``fill=False``) or scatter (``fill=True``) one source segment's live postings.
 
-    ``remap[old local id]`` is the new local id or -1 for a deleted document. Sources are fed in
-    order of their new id ranges, so every output run stays sorted.
+    Output is the sparse layout (``densify`` converts it). ``remap[old local id]`` is the new
+    local id or -1 for a deleted document. Sources are fed in order of their new id ranges, so
+    every output run stays sorted.
     """
     mask = (1 << block_shift) - 1
     for t in range(n_terms):
         for b in range(n_blocks):
             key = t * n_blocks + b
             base = b << block_shift
-            for p in range(offsets[key], offsets[key + 1]):
-                new = remap[base + docs[p]]
+            dlo = doffsets[key]
+            dhi = doffsets[key + 1]
+            wlo = woffsets[key]
+            dense = dlo == dhi
+            n_run = woffsets[key + 1] - wlo
+            for r in range(n_run):
+                if dense:
+                    if wbits[wlo + r] == 0:
+                        continue
+                    old = base + r
+                else:
+                    old = base + docs[dlo + r]
+                new = remap[old]
                 if new < 0:
                     continue
                 nkey = t * new_n_blocks + (new >> block_shift)
                 if fill:
                     pos = cursor[nkey]
                     out_docs[pos] = new & mask
-                    out_wbits[pos] = wbits[p]
+                    out_wbits[pos] = wbits[wlo + r]
                     cursor[nkey] = pos + 1
                 else:
                     counts[nkey] += 1
+
+
+@njit(cache=True, nogil=True)
+def dense_layout(offsets, n_docs, n_blocks, block_shift, doffsets, woffsets):
+    """Choose each run's layout: dense (a weight for every document of the block, 0 = absent)
+    when more than half the block has the term, since that costs < 4 bytes per posting and
+    scans sequentially; sparse (uint16 id + weight) otherwise. Fills both offset arrays."""
+    block = 1 << block_shift
+    for key in range(offsets.shape[0] - 1):
+        b = key % n_blocks
+        nloc = min(block, n_docs - b * block)
+        count = offsets[key + 1] - offsets[key]
+        if 2 * count > nloc:
+            doffsets[key + 1] = doffsets[key]
+            woffsets[key + 1] = woffsets[key] + nloc
+        else:
+            doffsets[key + 1] = doffsets[key] + count
+            woffsets[key + 1] = woffsets[key] + count
+
+
+@njit(cache=True, nogil=True)
+def densify(offsets, sp_docs, sp_wbits, doffsets, woffsets, out_docs, out_wbits):
+    """Copy sparse runs into the final arrays, expanding the ones ``dense_layout`` chose."""
+    for key in range(offsets.shape[0] - 1):
+        lo = offsets[key]
+        hi = offsets[key + 1]
+        dlo = doffsets[key]
+        wlo = woffsets[key]
+        if doffsets[key + 1] == dlo:
+            out_wbits[wlo : woffsets[key + 1]] = 0
+            for p in range(lo, hi):
+                out_wbits[wlo + sp_docs[p]] = sp_wbits[p]
+        else:
+            for p in range(lo, hi):
+                out_docs[dlo + p - lo] = sp_docs[p]
+                out_wbits[wlo + p - lo] = sp_wbits[p]
 
 
 @njit(cache=True, nogil=True)
@@ -139,7 +190,23 @@ def _find(docs, lo, hi, local):
 
 
 @njit(cache=True, nogil=True)
-def gather_weights(qterms, offsets, docs, wbits, n_terms, n_blocks, block_shift, locals_):
+def _weight_of(doffsets, woffsets, docs, wbits, key, local):
+    """Weight bits of document ``local`` in run ``key`` (0 = term absent)."""
+    dlo = doffsets[key]
+    dhi = doffsets[key + 1]
+    wlo = woffsets[key]
+    if dlo == dhi:
+        if local < woffsets[key + 1] - wlo:
+            return wbits[wlo + local]
+        return np.uint16(0)
+    pos = _find(docs, dlo, dhi, local)
+    if pos < 0:
+        return np.uint16(0)
+    return wbits[wlo + pos - dlo]
+
+
+@njit(cache=True, nogil=True)
+def gather_weights(qterms, doffsets, woffsets, docs, wbits, n_terms, n_blocks, block_shift, locals_):
     """Half-float bits of each query term in each candidate document (0 = term absent)."""
     out = np.zeros((locals_.shape[0], qterms.shape[0]), dtype=np.uint16)
     mask = (1 << block_shift) - 1
@@ -148,17 +215,13 @@ def gather_weights(qterms, offsets, docs, wbits, n_terms, n_blocks, block_shift,
         local = locals_[i] & mask
         for j in range(qterms.shape[0]):
             t = qterms[j]
-            if t >= n_terms:
-                continue
-            key = t * n_blocks + b
-            pos = _find(docs, offsets[key], offsets[key + 1], local)
-            if pos >= 0:
-                out[i, j] = wbits[pos]
+            if t < n_terms:
+                out[i, j] = _weight_of(doffsets, woffsets, docs, wbits, t * n_blocks + b, local)
     return out
 
 
 @njit(cache=True, nogil=True)
-def document_terms(offsets, docs, wbits, n_terms, n_blocks, block_shift, doc):
+def document_terms(doffsets, woffsets, docs, wbits, n_terms, n_blocks, block_shift, doc):
     """Reconstruct one document's (term ids, weight bits) from the postings: no forward index."""
     b = doc >> block_shift
     local = doc & ((1 << block_shift) - 1)
@@ -166,11 +229,10 @@ def document_terms(offsets, docs, wbits, n_terms, n_blocks, block_shift, doc):
     bits = np.empty(n_terms, dtype=np.uint16)
     n = 0
     for t in range(n_terms):
-        key = t * n_blocks + b
-        pos = _find(docs, offsets[key], offsets[key + 1], local)
-        if pos >= 0:
+        w = _weight_of(doffsets, woffsets, docs, wbits, t * n_blocks + b, local)
+        if w != 0:
             terms[n] = t
-            bits[n] = wbits[pos]
+            bits[n] = w
             n += 1
     return terms[:n], bits[:n]
 
@@ -181,17 +243,25 @@ def _kth_largest(scores, n, k):
 
 
 @njit(cache=True, nogil=True)
-def _accumulate(acc, docs, wbits, lut, lo, hi, qb):
-    """The hot loop: scatter-add one postings run (bounds hoisted so LLVM keeps them in registers)."""
+def _accumulate(acc, docs, wbits, lut, lo, hi, wshift, qb):
+    """The hot loop: scatter-add one sparse run (bounds hoisted so LLVM keeps them in registers)."""
     for p in range(lo, hi):
-        acc[docs[p]] += qb * lut[wbits[p]]
+        acc[docs[p]] += qb * lut[wbits[p + wshift]]
+
+
+@njit(cache=True, nogil=True)
+def _accumulate_dense(acc, wbits, lut, lo, n, qb):
+    """Dense run: one weight per document of the block, added in order (absent = 0 = log1p 0)."""
+    for i in range(n):
+        acc[i] += qb * lut[wbits[lo + i]]
 
 
 @njit(cache=True, nogil=True)
 def search_segment(
     qterms,
     qboosts,
-    offsets,
+    doffsets,
+    woffsets,
     docs,
     wbits,
     blockmax,
@@ -234,7 +304,13 @@ def search_segment(
         acc[:nloc] = 0
         for j in range(m):
             key = qterms[j] * n_blocks + b
-            _accumulate(acc, docs, wbits, lut, offsets[key], offsets[key + 1], qboosts[j])
+            dlo = doffsets[key]
+            dhi = doffsets[key + 1]
+            wlo = woffsets[key]
+            if dlo == dhi:
+                _accumulate_dense(acc, wbits, lut, wlo, woffsets[key + 1] - wlo, qboosts[j])
+            else:
+                _accumulate(acc, docs, wbits, lut, dlo, dhi, wlo - dlo, qboosts[j])
         lim = theta - 2 * eps
         for i in range(nloc):
             s = acc[i]

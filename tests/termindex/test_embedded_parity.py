@@ -71,6 +71,9 @@ def test_parity_many_blocks_and_segments(tmp_path, docs, queries, oracle):
         index.upsert(part)
     assert index.count() == N_DOCS
     assert index.segment_count() == 3
+    seg = index._snap.segments[0]  # both run layouts are exercised: dense (frequent terms) and sparse
+    assert ((np.diff(seg.doffsets) == 0) & (np.diff(seg.woffsets) > 0)).any()
+    assert (np.diff(seg.doffsets) > 0).any()
     tied = _assert_parity(index, oracle, queries)
     assert tied >= 5, "the document set should produce exact ties in some top-10 lists"
 
