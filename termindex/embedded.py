@@ -215,41 +215,47 @@ class EmbeddedIndex(TermIndex):
         boosts = np.array([q[t] for t in qterms], dtype=np.float64)
         boosts32 = boosts.astype(np.float32)
         lut = kern.log1p_table()
-        # eps bounds |float32 score - float64 score| of any document (and of a block bound):
-        # each product has relative error <= ~3 * 2**-24 (boost, table, multiply), the sum adds
-        # <= m * 2**-24 of the total; ub is an upper bound of every score. Doubled for safety.
-        ub = 0.0
-        for seg in snap.segments:
-            present = qterms < seg.n_terms
-            if present.any():
-                maxes = lut[seg.termmax[qterms[present]]].astype(np.float64)
-                ub = max(ub, float(np.dot(boosts[present], maxes)))
-        eps = np.float32((len(qterms) + 4) * 2.0**-23 * ub + 1e-30)
+        qlut = kern.quant_tables()[0]
+        # Candidates come from A = sum of boost * q, q a quantized upper bound of log1p(w) with
+        # (q - 1) * STEP <= log1p(w) < q * STEP (kernels.QUANT_STEP). With Q = sum of boosts:
+        #   score <= STEP * A_exact + s   and   score >= STEP * (A_exact - Q) - s,
+        # so the k-th score is >= STEP * (theta - Q - eps_q) - s when k documents have A >= theta,
+        # and a document can only reach it if A >= theta - margin. eps_q and eps_t bound float32
+        # error (each product ~3 * 2**-24 relative, the sum m * 2**-24 of the total, doubled);
+        # s covers float64 rounding of log1p and of the quantization.
+        step = kern.QUANT_STEP
+        total = float(boosts.sum())
+        m = len(qterms)
+        eps_q = (m + 4) * 2.0**-23 * 255.0 * total
+        eps_t = (m + 4) * 2.0**-23 * 12.0 * total
+        slack = 1e-12 * (1.0 + 12.0 * total)
+        margin = np.float32(total + 2 * eps_q + 2 * slack / step + 1e-6)
+        kth_floor = np.array([step, step * (total + eps_q) + slack + eps_t], dtype=np.float32)
         theta = np.float32(-np.inf)
         found: list[tuple[int, np.ndarray, np.ndarray]] = []
         for si, seg in enumerate(snap.segments):
             present = qterms < seg.n_terms
             if not seg.n_docs or not present.any():
                 continue
-            s32, locs, theta = kern.search_segment(
+            a32, locs, theta = kern.search_segment(
                 qterms[present], boosts32[present], seg.doffsets, seg.woffsets, seg.docs, seg.wbits,
-                seg.blockmax, lut, seg.deleted, seg.n_docs, seg.n_blocks, seg.block_shift, k, theta, eps,
+                seg.quant, seg.blockmax, lut, qlut, seg.deleted, seg.n_docs, seg.n_blocks, seg.block_shift,
+                k, theta, margin, kth_floor,
             )  # fmt: skip
             theta = np.float32(theta)
             if len(locs):
-                found.append((si, s32, locs))
+                found.append((si, a32, locs))
         if not found:
             return []
-        all_s = np.concatenate([f[1] for f in found])
-        if len(all_s) > k:
-            kth = np.partition(all_s, len(all_s) - k)[len(all_s) - k]
-            cut = kth - 2 * eps
+        all_a = np.concatenate([f[1] for f in found])
+        if len(all_a) > k:
+            cut = np.partition(all_a, len(all_a) - k)[len(all_a) - k] - margin
         else:
             cut = -np.inf
-        rows: list[tuple[float, str, int, int, np.ndarray]] = []
-        for si, s32, locs in found:
+        parts = []  # (segment, local ids, exact scores, weights) of the candidates
+        for si, a32, locs in found:
             seg = snap.segments[si]
-            locs = locs[s32 >= cut]
+            locs = locs[a32 >= cut]
             if not len(locs):
                 continue
             bits = kern.gather_weights(
@@ -267,7 +273,13 @@ class EmbeddedIndex(TermIndex):
             scores = np.zeros(len(locs), dtype=np.float64)
             for j in range(len(qterms)):  # same order and ufunc as oracle.BruteForceOracle
                 scores += boosts[j] * np.log1p(np.ascontiguousarray(weights[:, j]))
-            for r in range(len(locs)):
+            parts.append((si, locs, scores, weights))
+        all_scores = np.concatenate([p[2] for p in parts])
+        kth_score = -np.inf if len(all_scores) <= k else np.partition(all_scores, len(all_scores) - k)[-k]
+        rows: list[tuple[float, str, int, int, np.ndarray]] = []
+        for si, locs, scores, weights in parts:  # ids are decoded only for the top k and its ties
+            seg = snap.segments[si]
+            for r in np.flatnonzero(scores >= kth_score):
                 rows.append((float(scores[r]), seg.doc_id(int(locs[r])), si, int(locs[r]), weights[r]))
         rows.sort(key=lambda row: (-row[0], row[1]))
         hits = []

@@ -11,6 +11,8 @@ Index directory::
         docs.u16           sparse runs: document id inside its block (ascending within a run)
         weights.u16        weight as IEEE half-float bits (see oracle.round_like_embedded); a
                            dense run (empty docs range) has one per document of the block, 0 = absent
+        quant.u8           dense runs only: quantized upper bound of each log1p(weight), streamed by
+                           queries (1 byte per document); see embedded_kernels.QUANT_STEP
         blockmax.u16       largest weight bits of each (term, block) run: block-max pruning
         termmax.u16        largest weight bits of each term: the float32 error bound of a query
         ids.bin / ids.i64  document ids (UTF-8) and their offsets, by local id
@@ -19,7 +21,7 @@ Index directory::
         deletes-g00000012.u8       tombstones (1 = deleted) as of that generation, if any
 
 A stored term costs 4 bytes in a sparse run (uint16 local id + half-float weight) and less in
-a dense run (2 bytes per document of the block, used when more than half have the term), plus
+a dense run (3 bytes per document of the block, used when more than 3/4 have the term), plus
 per-(term, block) and per-document overheads. Everything big is a raw little-endian array,
 memory-mapped read-only.
 """
@@ -45,7 +47,7 @@ from termindex.errors import IndexNotFound, TermIndexError
 log = logging.getLogger(__name__)
 
 FORMAT_NAME = "termindex-embedded"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 MANIFEST = "manifest.json"
 LOCK = "write.lock"
 MAX_BLOCK_SHIFT = 16  # local ids inside a block are uint16
@@ -136,6 +138,7 @@ class Segment:
     n_postings: int
     docs: np.ndarray
     wbits: np.ndarray
+    quant: np.ndarray
     blockmax: np.ndarray
     termmax: np.ndarray
     id_bytes: np.ndarray
@@ -164,6 +167,7 @@ class Segment:
             n_postings=info["n_postings"],
             docs=map_array(path / "docs.u16", "<u2"),
             wbits=map_array(path / "weights.u16", "<u2"),
+            quant=map_array(path / "quant.u8", "u1"),
             blockmax=map_array(path / "blockmax.u16", "<u2"),
             termmax=map_array(path / "termmax.u16", "<u2"),
             id_bytes=map_array(path / "ids.bin", "u1"),
@@ -252,19 +256,21 @@ def _finish_segment(
     kern.dense_layout(offsets, n_docs, n_blocks, block_shift, doffsets, woffsets)
     docs = _alloc(tmp, "docs.u16", int(doffsets[-1]))
     wbits = _alloc(tmp, "weights.u16", int(woffsets[-1]))
+    quant = _alloc(tmp, "quant.u8", int(woffsets[-1] - doffsets[-1]), dtype="u1")
     if len(out_wbits):
-        kern.densify(offsets, out_docs, out_wbits, doffsets, woffsets, docs, wbits)
+        qtab = kern.quant_tables()[0]
+        kern.densify(offsets, out_docs, out_wbits, doffsets, woffsets, qtab, docs, wbits, quant)
     del out_docs, out_wbits
     for fname in ("sparse-docs.u16", "sparse-weights.u16"):
         (tmp / fname).unlink()
     blockmax = np.zeros(n_terms * n_blocks, dtype=np.uint16)
     kern.run_maxima(woffsets, wbits, blockmax)
     termmax = blockmax.reshape(n_terms, n_blocks).max(axis=1) if n_terms else np.zeros(0, np.uint16)
-    for arr in (docs, wbits):  # written through np.memmap: flush to disk
+    for arr in (docs, wbits, quant):  # written through np.memmap: flush to disk
         if isinstance(arr, np.memmap):
             arr.flush()
-    del docs, wbits
-    for fname in ("docs.u16", "weights.u16"):
+    del docs, wbits, quant
+    for fname in ("docs.u16", "weights.u16", "quant.u8"):
         with open(tmp / fname, "rb+") as f:
             os.fsync(f.fileno())
     order = np.argsort(hashes, kind="stable").astype(np.int32)
@@ -291,12 +297,12 @@ def _finish_segment(
     fsync_dir(root)
 
 
-def _alloc(tmp: Path, fname: str, size: int) -> np.ndarray:
-    """A uint16 output array backed by a file, so big segments need not fit in RAM twice."""
+def _alloc(tmp: Path, fname: str, size: int, dtype: str = "<u2") -> np.ndarray:
+    """An output array backed by a file, so big segments need not fit in RAM twice."""
     if size == 0:
         (tmp / fname).touch()
-        return np.zeros(0, dtype=np.uint16)
-    return np.memmap(tmp / fname, dtype="<u2", mode="w+", shape=(size,))
+        return np.zeros(0, dtype=dtype)
+    return np.memmap(tmp / fname, dtype=dtype, mode="w+", shape=(size,))
 
 
 def _temp_dir(root: Path) -> Path:

@@ -35,6 +35,25 @@ def log1p_table() -> np.ndarray:
     return table
 
 
+# Upper-bound quantization of a contribution c = log1p(w): q = floor(c / QUANT_STEP) + 1 for a
+# stored weight, 0 for an absent one, so (q - 1) * STEP <= c < q * STEP and q > 0 marks a match.
+QUANT_STEP = float(np.log1p(np.float64(65504.0)) / 254.0)  # q <= 255 for every half float
+
+
+@lru_cache(maxsize=1)
+def quant_tables() -> tuple[np.ndarray, np.ndarray]:
+    """(uint8, float32) quantized log1p of every half-float bit pattern (see QUANT_STEP)."""
+    values = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float64)
+    ok = np.isfinite(values) & (values > 0)
+    q = np.zeros(65536, dtype=np.int64)
+    q[ok] = np.floor(np.log1p(values[ok]) / QUANT_STEP).astype(np.int64) + 1
+    q8 = np.minimum(q, 255).astype(np.uint8)
+    q32 = q8.astype(np.float32)
+    q8.setflags(write=False)
+    q32.setflags(write=False)
+    return q8, q32
+
+
 # --------------------------------------------------------------------------- building / merging
 
 
@@ -112,15 +131,16 @@ def remap_postings(
 
 @njit(cache=True, nogil=True)
 def dense_layout(offsets, n_docs, n_blocks, block_shift, doffsets, woffsets):
-    """Choose each run's layout: dense (a weight for every document of the block, 0 = absent)
-    when more than half the block has the term, since that costs < 4 bytes per posting and
-    scans sequentially; sparse (uint16 id + weight) otherwise. Fills both offset arrays."""
+    """Choose each run's layout: dense (a weight and a quantized bound for every document of
+    the block, 0 = absent: 3 bytes per block document) when more than 3/4 of the block has the
+    term, so it costs < 4 bytes per posting and scans sequentially at 1 byte per document;
+    sparse (uint16 id + weight) otherwise. Fills both offset arrays."""
     block = 1 << block_shift
     for key in range(offsets.shape[0] - 1):
         b = key % n_blocks
         nloc = min(block, n_docs - b * block)
         count = offsets[key + 1] - offsets[key]
-        if 2 * count > nloc:
+        if 3 * nloc < 4 * count:
             doffsets[key + 1] = doffsets[key]
             woffsets[key + 1] = woffsets[key] + nloc
         else:
@@ -129,17 +149,24 @@ def dense_layout(offsets, n_docs, n_blocks, block_shift, doffsets, woffsets):
 
 
 @njit(cache=True, nogil=True)
-def densify(offsets, sp_docs, sp_wbits, doffsets, woffsets, out_docs, out_wbits):
-    """Copy sparse runs into the final arrays, expanding the ones ``dense_layout`` chose."""
+def densify(offsets, sp_docs, sp_wbits, doffsets, woffsets, qtab, out_docs, out_wbits, out_quant):
+    """Copy sparse runs into the final arrays, expanding the ones ``dense_layout`` chose.
+
+    A dense run's quantized bounds live at ``woffsets[key] - doffsets[key]`` in ``out_quant``
+    (the number of dense weights before it), so no third offsets array is needed.
+    """
     for key in range(offsets.shape[0] - 1):
         lo = offsets[key]
         hi = offsets[key + 1]
         dlo = doffsets[key]
         wlo = woffsets[key]
         if doffsets[key + 1] == dlo:
+            qlo = wlo - dlo
             out_wbits[wlo : woffsets[key + 1]] = 0
+            out_quant[qlo : qlo + woffsets[key + 1] - wlo] = 0
             for p in range(lo, hi):
                 out_wbits[wlo + sp_docs[p]] = sp_wbits[p]
+                out_quant[qlo + sp_docs[p]] = qtab[sp_wbits[p]]
         else:
             for p in range(lo, hi):
                 out_docs[dlo + p - lo] = sp_docs[p]
@@ -243,17 +270,35 @@ def _kth_largest(scores, n, k):
 
 
 @njit(cache=True, nogil=True)
-def _accumulate(acc, docs, wbits, lut, lo, hi, wshift, qb):
-    """The hot loop: scatter-add one sparse run (bounds hoisted so LLVM keeps them in registers)."""
-    for p in range(lo, hi):
-        acc[docs[p]] += qb * lut[wbits[p + wshift]]
+def _accumulate(acc, docs, wbits, qlut, lo, hi, wshift, qb):
+    """Sparse run: scatter-add quantized bounds (uint8 table: 64 KiB, stays in cache; slice views
+    let LLVM keep the bounds in registers: ~2x the indexed loop)."""
+    d = docs[lo:hi]
+    w = wbits[lo + wshift : hi + wshift]
+    for p in range(hi - lo):
+        acc[d[p]] += qb * np.float32(qlut[w[p]])
 
 
 @njit(cache=True, nogil=True)
-def _accumulate_dense(acc, wbits, lut, lo, n, qb):
-    """Dense run: one weight per document of the block, added in order (absent = 0 = log1p 0)."""
+def _accumulate_dense(acc, quant, lo, n, qb):
+    """Dense run: one quantized bound per document of the block, added in order (absent = 0).
+
+    Written over slice views: LLVM then vectorizes it (~0.04 ns per document, 12x the indexed
+    loop).
+    """
+    a = acc[:n]
+    b = quant[lo : lo + n]
     for i in range(n):
-        acc[i] += qb * lut[wbits[lo + i]]
+        a[i] += qb * np.float32(b[i])
+
+
+@njit(cache=True, nogil=True, fastmath=True)
+def _chunk_max(a):
+    """Max of a few scores; fastmath only lets LLVM reorder the max (exact, no NaN here)."""
+    best = a[0]
+    for i in range(1, a.shape[0]):
+        best = max(best, a[i])
+    return best
 
 
 @njit(cache=True, nogil=True)
@@ -264,23 +309,29 @@ def search_segment(
     woffsets,
     docs,
     wbits,
+    quant,
     blockmax,
     lut,
+    qlut,
     deleted,
     n_docs,
     n_blocks,
     block_shift,
     k,
     theta,
-    eps,
+    margin,
+    kth_floor,
 ):
-    """Candidates of one segment for an exact top-k: (float32 scores, local ids, new threshold).
+    """Candidates of one segment for an exact top-k: (bound sums, local ids, new threshold).
 
-    ``qterms`` must all be < the segment's ``n_terms``. ``theta`` is the k-th best float32
-    score seen so far (from earlier segments; -inf at first). Every document whose float32
-    score is within ``2 * eps`` of the final k-th score is returned, so rescoring in float64
-    yields the exact top k; ``eps`` bounds one document's float32 error. Blocks are visited best
-    upper bound first and skipped once their bound is below ``theta - 4 * eps``.
+    Each document gets A = sum of boost * q (quantized upper bounds, see QUANT_STEP) in float32:
+    dense runs stream 1 byte per document, sparse runs map weights through ``qlut``.
+    ``theta`` is the k-th largest A so far (-inf at first, then carried across segments).
+    Every matched document with A >= theta - ``margin`` is returned: the caller chose
+    ``margin`` so that no document of the exact top k (in float64) is left out, and rescores
+    them. ``kth_floor(theta)`` = QUANT_STEP * (theta - slack) is a lower bound of the k-th true
+    score: blocks whose true upper bound (``blockmax`` through ``lut``) is below it are skipped.
+    ``qterms`` must all be < the segment's ``n_terms``.
     """
     m = qterms.shape[0]
     ub = np.zeros(n_blocks, dtype=np.float32)
@@ -295,9 +346,11 @@ def search_segment(
     cand_s = np.empty(cap, dtype=np.float32)
     cand_l = np.empty(cap, dtype=np.int64)
     n = 0
+    step = kth_floor[0]
+    slack = kth_floor[1]
     for oi in range(n_blocks):
         b = order[oi]
-        if ub[b] <= 0 or ub[b] < theta - 4 * eps:
+        if ub[b] <= 0 or ub[b] < step * theta - slack:
             break
         first = b << block_shift
         nloc = min(block, n_docs - first)
@@ -308,38 +361,42 @@ def search_segment(
             dhi = doffsets[key + 1]
             wlo = woffsets[key]
             if dlo == dhi:
-                _accumulate_dense(acc, wbits, lut, wlo, woffsets[key + 1] - wlo, qboosts[j])
+                _accumulate_dense(acc, quant, wlo - dlo, woffsets[key + 1] - wlo, qboosts[j])
             else:
-                _accumulate(acc, docs, wbits, lut, dlo, dhi, wlo - dlo, qboosts[j])
-        lim = theta - 2 * eps
-        for i in range(nloc):
-            s = acc[i]
-            if s < lim or s <= 0 or deleted[first + i] != 0:
-                continue
-            if n == cap:  # full: raise theta, drop what fell below, grow if still crowded
-                if n >= k:
-                    theta = max(theta, _kth_largest(cand_s, n, k))
-                    lim = theta - 2 * eps
-                w = 0
-                for r in range(n):
-                    if cand_s[r] >= theta - 2 * eps:
-                        cand_s[w] = cand_s[r]
-                        cand_l[w] = cand_l[r]
-                        w += 1
-                n = w
-                if n > cap // 2:
-                    cap *= 2
-                    grown_s = np.empty(cap, dtype=np.float32)
-                    grown_l = np.empty(cap, dtype=np.int64)
-                    grown_s[:n] = cand_s[:n]
-                    grown_l[:n] = cand_l[:n]
-                    cand_s = grown_s
-                    cand_l = grown_l
-                if s < lim:
+                _accumulate(acc, docs, wbits, qlut, dlo, dhi, wlo - dlo, qboosts[j])
+        lim = theta - margin
+        for c0 in range(0, nloc, 64):
+            c1 = min(c0 + 64, nloc)
+            if _chunk_max(acc[c0:c1]) < lim:
+                continue  # nothing in these 64 documents reaches the threshold (vectorized test)
+            for i in range(c0, c1):
+                s = acc[i]
+                if s < lim or s <= 0 or deleted[first + i] != 0:
                     continue
-            cand_s[n] = s
-            cand_l[n] = first + i
-            n += 1
+                if n == cap:  # full: raise theta, drop what fell below, grow if still crowded
+                    if n >= k:
+                        theta = max(theta, _kth_largest(cand_s, n, k))
+                        lim = theta - margin
+                    w = 0
+                    for r in range(n):
+                        if cand_s[r] >= lim:
+                            cand_s[w] = cand_s[r]
+                            cand_l[w] = cand_l[r]
+                            w += 1
+                    n = w
+                    if n > cap // 2:
+                        cap *= 2
+                        grown_s = np.empty(cap, dtype=np.float32)
+                        grown_l = np.empty(cap, dtype=np.int64)
+                        grown_s[:n] = cand_s[:n]
+                        grown_l[:n] = cand_l[:n]
+                        cand_s = grown_s
+                        cand_l = grown_l
+                    if s < lim:
+                        continue
+                cand_s[n] = s
+                cand_l[n] = first + i
+                n += 1
         if n >= k:
             theta = max(theta, _kth_largest(cand_s, n, k))
     return cand_s[:n].copy(), cand_l[:n].copy(), theta

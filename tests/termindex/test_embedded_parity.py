@@ -135,3 +135,22 @@ def test_round_like_embedded_is_half_float():
     assert np.array_equal(r, w.astype(np.float16).astype(np.float64))
     assert round_like_embedded(1e6) == 65504.0
     assert round_like_embedded(1e-12) == 2.0**-24
+
+
+def test_near_ties_inside_one_quantization_step(tmp_path):
+    """Candidates come from coarse upper bounds (8-bit quantized log1p); documents whose weights
+    differ far below one quantization step must still come back in exact order."""
+    rng = np.random.default_rng(3)
+    n = 2000
+    weights = 2.0 + rng.permutation(n) * 2.0**-9  # distinct half floats, few distinct 8-bit bounds
+    docs = [
+        TermDocument(f"n{i:04d}", {3: float(w), 4: float(weights[(i * 7) % n]), 9 + i % 5: 1.0})
+        for i, w in enumerate(weights)
+    ]
+    docs += [TermDocument(f"dup{i}", dict(docs[i].terms)) for i in range(0, n, 97)]  # exact ties
+    index = EmbeddedIndex(tmp_path / "idx", create=True, block_size=256)
+    index.upsert(docs)
+    oracle = BruteForceOracle(docs, round_weights=round_like_embedded)
+    for q in [{3: 1.0}, {3: 1.0, 4: 2.0}, {3: 0.37, 4: 1.91, 9: 0.5}, {4: 3.0, 10: 1.0, 11: 1.0}]:
+        for k in (1, 10, 25):
+            assert _pairs(index.search(q, k=k)) == _pairs(oracle.search(q, k=k)), (q, k)
