@@ -191,6 +191,16 @@ class EmbeddedIndex(TermIndex):
             metadata=seg.metadata(local),
         )
 
+    def warmup(self) -> None:
+        """Compile (or load from numba's cache) the query kernels and touch the index once, so a
+        service's first real query does not pay for it. Call at startup."""
+        snap = self._snapshot()
+        for seg in snap.segments:
+            if seg.n_terms and len(seg.termmax):
+                term = int(np.argmax(seg.termmax))
+                self.search({term: 1.0}, k=1)
+                return
+
     def iter_documents(self) -> Iterator[TermDocument]:
         """Every live document (slow: rebuilds terms from postings; for export and tests)."""
         snap = self._snapshot()

@@ -94,7 +94,10 @@ def _snapshot(index: EmbeddedIndex, queries) -> list:
     return [[(h.id, h.score) for h in index.search(q, k=10)] for q in queries]
 
 
-@pytest.mark.parametrize("phase", ["segment-files", "segment-renamed", "manifest-temp", "natural"])
+@pytest.mark.parametrize(
+    "phase",
+    ["segment-files", "segment-renamed", "manifest-temp", pytest.param("natural", marks=pytest.mark.slow)],
+)
 def test_killed_writer_leaves_last_good_state(tmp_path, phase):
     path = tmp_path / "idx"
     index = EmbeddedIndex(path, create=True)
@@ -131,6 +134,7 @@ def test_killed_writer_leaves_last_good_state(tmp_path, phase):
     assert len([p for p in path.iterdir() if p.name.startswith("seg-")]) == 2
 
 
+@pytest.mark.slow
 def test_concurrent_reader_processes_see_consistent_generations(tmp_path):
     path = tmp_path / "idx"
     writer = EmbeddedIndex(path, create=True, max_segments=4)

@@ -21,6 +21,15 @@ def index(tmp_path) -> EmbeddedIndex:
     return EmbeddedIndex(tmp_path / "idx", create=True, block_size=64)
 
 
+def test_empty_index(index):
+    assert index.count() == 0
+    assert index.search({1: 1.0}) == []
+    index.warmup()  # nothing to compile against yet: a no-op
+    assert index.upsert([]) == 0 and index.delete([]) == 0
+    index.compact()
+    assert index.segment_count() == 0
+
+
 def test_upsert_replaces_by_id(index):
     assert index.upsert([_doc(1, {5: 1.0, 6: 2.0}, v=1), _doc(2, {5: 0.5})]) == 2
     assert index.upsert([_doc(1, {7: 3.0}, v=2)]) == 1
@@ -28,6 +37,7 @@ def test_upsert_replaces_by_id(index):
     assert index.get("img-1").terms == {7: 3.0}
     assert index.get("img-1").metadata == {"v": 2}
     assert [h.id for h in index.search({5: 1.0})] == ["img-2"]  # the old version is gone
+    index.warmup()
     assert [h.id for h in index.search({7: 1.0})] == ["img-1"]
 
 
