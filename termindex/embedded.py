@@ -36,7 +36,7 @@ import numpy as np
 from termindex import embedded_format as fmt
 from termindex import embedded_kernels as kern
 from termindex.base import Hit, TermDocument, TermIndex, validate_id, validate_weights
-from termindex.errors import DocumentNotFound, InvalidQuery, TermIndexError
+from termindex.errors import DocumentNotFound, IndexNotFound, InvalidQuery, TermIndexError
 from termindex.oracle import round_like_embedded
 
 log = logging.getLogger(__name__)
@@ -104,7 +104,7 @@ class EmbeddedIndex(TermIndex):
         self._cache: dict[str, fmt.Segment] = {}
         if not (self.root / fmt.MANIFEST).exists():
             if not create:
-                raise fmt.IndexNotFound(f"no embedded index at {self.root} (create it with create=True)")
+                raise IndexNotFound(f"no embedded index at {self.root} (create it with create=True)")
             self.root.mkdir(parents=True, exist_ok=True)
             with self._write_lock():
                 if not (self.root / fmt.MANIFEST).exists():
@@ -130,7 +130,7 @@ class EmbeddedIndex(TermIndex):
                 return _Snapshot(manifest, key, tuple(segments))
             except FileNotFoundError:
                 if not (self.root / fmt.MANIFEST).exists():
-                    raise fmt.IndexNotFound(f"no embedded index at {self.root}") from None
+                    raise IndexNotFound(f"no embedded index at {self.root}") from None
                 time.sleep(0.005 * (attempt + 1))  # a writer replaced the manifest meanwhile
         raise TermIndexError(f"could not read a consistent state of {self.root}")
 
@@ -147,7 +147,7 @@ class EmbeddedIndex(TermIndex):
             try:
                 self.refresh()
             except FileNotFoundError:
-                raise fmt.IndexNotFound(f"embedded index at {self.root} was removed") from None
+                raise IndexNotFound(f"embedded index at {self.root} was removed") from None
         return self._snap
 
     @property

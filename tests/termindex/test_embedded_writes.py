@@ -215,3 +215,15 @@ def test_upsert_arrays_matches_upsert(tmp_path):
     with pytest.raises(InvalidQuery, match="weight"):
         b.upsert_arrays(["z"], np.array([0, 1]), np.array([4]), np.array([np.nan]))
     assert b.count() == 402
+
+
+def test_postings_take_at_most_four_bytes_per_term(tmp_path):
+    docs = random_documents(2000, vocab_size=500, terms_per_doc=(20, 120), seed=13)
+    index = EmbeddedIndex(tmp_path / "idx", create=True, block_size=256)
+    index.upsert(docs)
+    stats = index.stats()
+    assert stats["postings"] == sum(len(d.terms) for d in docs)
+    seg = index._snap.segments[0].path
+    postings_bytes = sum((seg / f).stat().st_size for f in ("docs.u16", "weights.u16", "quant.u8"))
+    assert postings_bytes <= 4 * stats["postings"]
+    assert stats["bytes_on_disk"] >= postings_bytes
