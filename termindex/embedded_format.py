@@ -194,7 +194,9 @@ class Segment:
 
     def metadata(self, local: int) -> dict[str, Any]:
         raw = bytes(self.meta_bytes[self.meta_offsets[local] : self.meta_offsets[local + 1]])
-        return json.loads(raw) if raw else {}
+        if raw in (b"", b"{}"):  # the common case costs nothing
+            return {}
+        return json.loads(raw.decode("utf-8"))
 
     def lookup(self, ids: Sequence[str], hashes: np.ndarray | None = None) -> np.ndarray:
         """Local id of each id in this segment (deleted or not), -1 where absent."""
