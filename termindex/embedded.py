@@ -10,8 +10,11 @@ Design (format details in ``embedded_format``):
 - Readers hold an immutable snapshot (manifest + mapped segments). With ``auto_refresh`` (the
   default) each call ``stat``s the manifest (one syscall) and reloads only when it changed.
 - Weights are stored as half floats (``oracle.round_like_embedded``); scores are exact for the
-  stored weights: float32 accumulation finds candidates, float64 rescoring (ascending term id,
-  ``numpy.log1p``) orders them, ties broken by id ascending.
+  stored weights. Candidates come from summing 8-bit quantized upper bounds of log1p(w) in
+  float32 (1 byte per document for frequent terms); every document that could still be in the
+  top k by a proven margin is rescored in float64 (ascending term id, ``numpy.log1p``, as the
+  oracle does), ties broken by id ascending. Call ``warmup()`` at service start: the kernels
+  compile on first use (cached on disk by numba afterwards).
 - ``get`` rebuilds a document's terms from the postings (no forward index: keeps 4 bytes per
   stored term), so it returns the stored, rounded weights.
 """

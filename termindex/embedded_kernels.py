@@ -4,14 +4,16 @@ Postings layout of one segment (see ``embedded_format``): documents are grouped 
 ``1 << block_shift`` local ids; every (term t, block b) has a run, ``key = t * n_blocks + b``.
 A sparse run is ``docs[doffsets[key]:doffsets[key+1]]`` (uint16 id inside the block,
 ascending) with the same number of ``wbits`` from ``woffsets[key]`` (weight as IEEE half-float
-bits). A dense run (empty ``docs`` range) has one ``wbits`` per document of the block, 0 where
-the term is absent: chosen when more than half the block has the term. ``blockmax[key]`` is
-the largest weight bits of the run (positive half floats order like their bit patterns), used
-to skip blocks that cannot reach the top k.
+bits). A dense run (empty ``docs`` range) has one ``wbits`` and one ``quant`` byte per document
+of the block, 0 where the term is absent: chosen when more than 3/4 of the block has the term.
+``blockmax[key]`` is the largest weight bits of the run (positive half floats order like their
+bit patterns), used to skip blocks that cannot reach the top k.
 
-Scoring accumulates ``boost * LUT[wbits]`` (``LUT`` = float32 log1p of every half float) into a
-float32 array the size of one block, which stays in L2 cache. Float32 rounding is handled by
-keeping every candidate within ``2 * eps`` of the k-th score, then rescoring them in float64.
+Scoring accumulates ``boost * q`` (q: quantized upper bound of log1p(w), streamed from
+``quant`` for dense runs, looked up from the weight bits for sparse runs) into a float32 array
+the size of one block, which stays in L2 cache. The caller turns the quantization step and
+float32 rounding into a margin, keeps every document within it of the k-th bound sum, and
+rescores those in float64 from the half-float weights.
 
 Kernels compile at first use and are cached on disk (``cache=True``).
 """
