@@ -337,6 +337,15 @@ def _accumulate_dense(acc, quant, lo, n, qb):
         a[i] += qb * np.float32(b[i])
 
 
+@njit(cache=True, nogil=True)
+def _assign_dense(acc, quant, lo, n, qb):
+    """First dense run of a block: overwrite instead of zeroing then adding (same values)."""
+    a = acc[:n]
+    b = quant[lo : lo + n]
+    for i in range(n):
+        a[i] = qb * np.float32(b[i])
+
+
 @njit(cache=True, nogil=True, fastmath=True)
 def _chunk_max(a):
     """Max of a few scores; fastmath only lets LLVM reorder the max (exact, no NaN here)."""
@@ -399,8 +408,18 @@ def search_segment(
             break
         first = b << block_shift
         nloc = min(block, n_docs - first)
-        acc[:nloc] = 0
+        first_dense = -1  # a dense run initializes acc by assignment: no separate memset
         for j in range(m):
+            key = qterms[j] * n_blocks + b
+            if doffsets[key] == doffsets[key + 1] and woffsets[key + 1] - woffsets[key] == nloc:
+                first_dense = j
+                _assign_dense(acc, quant, woffsets[key] - doffsets[key], nloc, qboosts[j])
+                break
+        if first_dense < 0:
+            acc[:nloc] = 0
+        for j in range(m):
+            if j == first_dense:
+                continue
             key = qterms[j] * n_blocks + b
             dlo = doffsets[key]
             dhi = doffsets[key + 1]
