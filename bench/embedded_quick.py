@@ -96,16 +96,21 @@ def main() -> None:
         "--no-scipy", action="store_true", help="skip the scipy baseline (needs ~8 bytes/term RAM)"
     )
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--reuse", action="store_true", help="only time queries on the index already in --dir")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(message)s")
 
     cdf, by_id = zipf_cdf(args.vocab, args.zipf, args.seed)
     root = args.dir or tempfile.mkdtemp(prefix="embedded-bench-")
+    path = os.path.join(root, "idx")
+    reuse = args.reuse and os.path.exists(os.path.join(path, "manifest.json"))
+    if reuse:
+        args.no_scipy = True  # the documents are not regenerated
     # few large segments while loading, one merge at the end
-    index = EmbeddedIndex(os.path.join(root, "idx"), create=True, vocab_size=args.vocab, max_segments=64)
+    index = EmbeddedIndex(path, create=True, vocab_size=args.vocab, max_segments=64)
     gen_s = build_s = 0.0
     keep = []  # (indptr, terms, weights) kept for the scipy baseline
-    for c, start in enumerate(range(0, args.docs, args.segment_docs)):
+    for c, start in enumerate(range(0, 0 if reuse else args.docs, args.segment_docs)):
         stop = min(args.docs, start + args.segment_docs)
         t0 = time.perf_counter()
         indptr, terms = _sample_documents(stop - start, args.terms, cdf, args.seed * 1000 + c)
@@ -156,8 +161,8 @@ def main() -> None:
             agree += {h.id for h in hits} == {ids[i] for i in top}
     ours_a = np.array(ours) * 1e3
     report = {
-        "docs": args.docs,
-        "terms_per_doc": round(stats["postings"] / args.docs, 1),
+        "docs": stats["documents"],
+        "terms_per_doc": round(stats["postings"] / stats["documents"], 1),
         "postings": stats["postings"],
         "bytes_per_term": round(stats["bytes_per_posting"], 3),
         "generate_s": round(gen_s, 1),
