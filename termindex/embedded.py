@@ -228,6 +228,7 @@ class EmbeddedIndex(TermIndex):
         boosts = np.array([q[t] for t in qterms], dtype=np.float64)
         boosts32 = boosts.astype(np.float32)
         lut = kern.log1p_table()
+        log1p64 = kern.log1p_table64()
         qlut = kern.quant_tables()[0]
         # Candidates come from A = sum of boost * q, q a quantized upper bound of log1p(w) with
         # (q - 1) * STEP <= log1p(w) < q * STEP (kernels.QUANT_STEP). With Q = sum of boosts:
@@ -282,27 +283,25 @@ class EmbeddedIndex(TermIndex):
                 seg.block_shift,
                 locs,
             )
-            weights = bits.view(np.float16).astype(np.float64)
-            scores = np.zeros(len(locs), dtype=np.float64)
-            for j in range(len(qterms)):  # same order and ufunc as oracle.BruteForceOracle
-                scores += boosts[j] * np.log1p(np.ascontiguousarray(weights[:, j]))
-            parts.append((si, locs, scores, weights))
+            scores = kern.rescore(bits, boosts, log1p64)
+            parts.append((si, locs, scores, bits))
         all_scores = np.concatenate([p[2] for p in parts])
         kth_score = -np.inf if len(all_scores) <= k else np.partition(all_scores, len(all_scores) - k)[-k]
         rows: list[tuple[float, str, int, int, np.ndarray]] = []
-        for si, locs, scores, weights in parts:  # ids are decoded only for the top k and its ties
+        for si, locs, scores, bits in parts:  # ids are decoded only for the top k and its ties
             seg = snap.segments[si]
             for r in np.flatnonzero(scores >= kth_score):
-                rows.append((float(scores[r]), seg.doc_id(int(locs[r])), si, int(locs[r]), weights[r]))
+                rows.append((float(scores[r]), seg.doc_id(int(locs[r])), si, int(locs[r]), bits[r]))
         rows.sort(key=lambda row: (-row[0], row[1]))
         hits = []
-        for score, doc_id, si, local, weights in rows[:k]:
+        for score, doc_id, si, local, bits in rows[:k]:
             contributions = None
             if explain:
+                weights = bits.view(np.float16).astype(np.float64)
                 contributions = {
-                    int(t): (float(w), float(b * np.log1p(w)))
-                    for t, b, w in zip(qterms, boosts, weights, strict=True)
-                    if w > 0
+                    int(t): (float(w), float(b * log1p64[wb]))
+                    for t, b, w, wb in zip(qterms, boosts, weights, bits, strict=True)
+                    if wb
                 }
             hits.append(Hit(id=doc_id, score=score, metadata=snap.segments[si].metadata(local),
                             contributions=contributions))  # fmt: skip
