@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
-import scipy.sparse as sp
 
 from termindex.base import Hit, TermDocument, validate_weights
 
@@ -73,6 +72,8 @@ class BruteForceOracle:
     """
 
     def __init__(self, docs: Iterable[TermDocument], round_weights: RoundFn | None = None) -> None:
+        import scipy.sparse as sp  # tests and benchmarks only: the engines import this module
+
         self.ids: list[str] = []
         self.metadata: list[Mapping] = []
         rows: list[np.ndarray] = []
