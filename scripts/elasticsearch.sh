@@ -77,6 +77,9 @@ pick_home() {
   fi
   mkdir -p "$ES_HOME_DIR"
   ES_HOME_DIR=$(cd "$ES_HOME_DIR" && pwd)
+  if is_root && ! others_can_reach "$ES_HOME_DIR"; then
+    die "$ES_HOME_DIR is not reachable by user $ES_USER (every parent needs o+x): pick another VSPARTA_ES_HOME"
+  fi
   DIST=$ES_HOME_DIR/dist/elasticsearch-$VERSION
   NODE=$ES_HOME_DIR/node-$PORT
   PIDFILE=$NODE/es.pid
@@ -150,6 +153,11 @@ EOF
 }
 
 write_config() {
+  # Transport (node-to-node) ports near the HTTP port, so nodes on different ports don't collide.
+  local TRANSPORT_PORTS=9300-9400
+  if [ "$PORT" != 9200 ] && [ "$PORT" -le 65000 ]; then
+    TRANSPORT_PORTS="$((PORT + 100))-$((PORT + 200))"
+  fi
   mkdir -p "$NODE/config" "$NODE/data" "$NODE/logs" "$NODE/tmp"
   cp "$DIST/config/log4j2.properties" "$NODE/config/"
   cat >"$NODE/config/elasticsearch.yml" <<EOF
@@ -160,7 +168,7 @@ path.data: $NODE/data
 path.logs: $NODE/logs
 network.host: 127.0.0.1
 http.port: $PORT
-transport.port: $((PORT + 100))-$((PORT + 200))
+transport.port: $TRANSPORT_PORTS
 discovery.type: single-node
 # The integ-test-zip carries x-pack core/security; a local test node runs without security.
 xpack.security.enabled: false
@@ -190,6 +198,13 @@ pid_alive() {
   pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
   [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] &&
     tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q 'org.elasticsearch.bootstrap.Elasticsearch'
+}
+
+# The process exists and has not exited (an exiting JVM loses its cmdline before it is a zombie).
+proc_running() {
+  local state
+  state=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
 }
 
 log_tail() {
@@ -272,13 +287,16 @@ cmd_stop() {
   log "stopping pid $pid"
   kill -TERM "$pid" 2>/dev/null || true
   for _ in $(seq 1 60); do
-    pid_alive || break
+    proc_running "$pid" || break
     sleep 0.5
   done
-  if pid_alive; then
+  if proc_running "$pid"; then
     log "still alive after 30s: kill -9 $pid"
     kill -KILL "$pid" 2>/dev/null || true
-    sleep 1
+    for _ in $(seq 1 20); do
+      proc_running "$pid" || break
+      sleep 0.5
+    done
   fi
   rm -f "$PIDFILE"
   log "stopped"
