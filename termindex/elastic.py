@@ -149,7 +149,7 @@ class ElasticsearchIndex(TermIndex):
                 )
         version = self._create_version()
         self._swap_alias(version, current=[])
-        self._set_load_settings(version, loading=False)
+        self._finish_version(version)
 
     def _active(self) -> list[str]:
         with errors("read alias"):
@@ -271,6 +271,12 @@ class ElasticsearchIndex(TermIndex):
             }
         with errors("update settings"):
             self._client.indices.put_settings(index=index, body=body)
+
+    def _finish_version(self, index: str) -> None:
+        """A new version's load settings back to serving ones (refresh, replicas, durable translog)."""
+        self._set_load_settings(index, loading=False)
+        with errors("update settings"):
+            self._client.indices.put_settings(index=index, body={"index": {"translog.durability": None}})
 
     @contextmanager
     def bulk_load(self) -> Iterator[ElasticsearchIndex]:
@@ -445,7 +451,7 @@ class Reindex:
         if self._done:
             raise TermIndexError(f"reindex into {self.version} already finished")
         p = self.parent
-        p._set_load_settings(self.version, loading=False)
+        p._finish_version(self.version)
         self.index.refresh()
         p._swap_alias(self.version, [c for c in p._active() if c != self.version])
         self._done = True

@@ -153,3 +153,21 @@ def test_create_is_idempotent_and_refuses_a_concrete_index_name(es_url: str) -> 
         finally:
             helper._client.indices.delete(index=name)
             helper.drop()
+
+
+def test_new_version_loads_fast_then_gets_serving_settings(es_url: str) -> None:
+    with fresh_index(es_url, "serving", replicas=0) as index:
+        client = index._client
+        new = index.begin_reindex()
+
+        def settings() -> dict:
+            return client.indices.get_settings(index=new.version)[new.version]["settings"]["index"]
+
+        loading = settings()
+        assert loading["refresh_interval"] == "-1" and loading["translog"]["durability"] == "async"
+        new.upsert(docs("n", 20))
+        new.commit()
+        serving = settings()
+        assert "refresh_interval" not in serving and "translog" not in serving  # back to defaults
+        assert serving["number_of_replicas"] == "0"
+        assert index.count() == 20
