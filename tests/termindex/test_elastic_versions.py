@@ -132,6 +132,8 @@ def test_bulk_load_disables_refresh_and_replicas_then_restores(es_url: str) -> N
             during = settings()
             index.upsert(docs("x", 50))
             assert index.count() == 0  # nothing refreshed yet: the load is not visible mid-way
+            # ...but a resumed job sees what it already wrote (realtime get).
+            assert index.existing_ids(["x-0000", "x-0049", "nope"]) == {"x-0000", "x-0049"}
         assert during["refresh_interval"] == "-1" and during["number_of_replicas"] == "0"
         after = settings()
         assert after["refresh_interval"] == "5s" and after["number_of_replicas"] == "0"
