@@ -110,10 +110,14 @@ class ElasticsearchIndex(TermIndex):
         # Reads and writes go to the alias; a Reindex writes to its concrete version instead.
         self._target = self.alias
         self._load_depth = 0
-        if create:
-            self._ensure_alias()
-        else:
-            self._check_exists()
+        try:
+            if create:
+                self._ensure_alias()
+            else:
+                self._check_exists()
+        except BaseException:
+            self._client.close()
+            raise
 
     @classmethod
     def _bound_to(cls, parent: ElasticsearchIndex, target: str) -> ElasticsearchIndex:
