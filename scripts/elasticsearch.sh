@@ -85,21 +85,41 @@ pick_home() {
   PIDFILE=$NODE/es.pid
 }
 
+# Debian's OpenJDK 17: 7.17 runs on it; newer JDKs (24+) dropped the security manager it needs.
+scan_java17() {
+  JAVA_DIR=""
+  for d in /usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/jvm/java-17-openjdk-arm64 /usr/lib/jvm/java-17-openjdk; do
+    if [ -x "$d/bin/java" ]; then
+      JAVA_DIR=$d
+      return 0
+    fi
+  done
+  return 1
+}
+
 find_java() {
   if [ -n "${ES_JAVA_HOME:-}" ]; then
     JAVA_DIR=$ES_JAVA_HOME
-  else
-    JAVA_DIR=""
-    # 7.17 runs on 17; newer JDKs (24+) dropped the security manager it needs.
-    for d in /usr/lib/jvm/java-17-openjdk-amd64 /usr/lib/jvm/java-17-openjdk-arm64 /usr/lib/jvm/java-17-openjdk; do
-      if [ -x "$d/bin/java" ]; then
-        JAVA_DIR=$d
-        break
-      fi
-    done
-    [ -n "$JAVA_DIR" ] || die "no OpenJDK 17 found: apt-get install -y openjdk-17-jre-headless, or set ES_JAVA_HOME"
+  elif ! scan_java17; then
+    apt_install openjdk-17-jre-headless "Elasticsearch 7.17 runs on Java 17 (or set ES_JAVA_HOME)"
+    scan_java17 || die "openjdk-17 installed but not found under /usr/lib/jvm: set ES_JAVA_HOME"
   fi
   [ -x "$JAVA_DIR/bin/java" ] || die "ES_JAVA_HOME=$JAVA_DIR has no bin/java"
+}
+
+# Debian packages this script needs; installed when root, otherwise a clear error.
+apt_install() {
+  local pkg=$1 why=$2
+  if is_root && command -v apt-get >/dev/null 2>&1; then
+    log "installing $pkg ($why)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq "$pkg" >/dev/null 2>&1 || {
+      apt-get update -qq >/dev/null
+      apt-get install -y -qq "$pkg" >/dev/null
+    } || die "apt-get could not install $pkg"
+  else
+    die "$pkg is missing ($why): apt-get install $pkg"
+  fi
 }
 
 # GROUP:ARTIFACT:VERSION:PACKAGING -> file in $CACHE (Maven verifies checksums; -C makes a
@@ -109,14 +129,7 @@ fetch() {
   if [ -s "$CACHE/$file" ]; then
     return 0
   fi
-  if ! command -v mvn >/dev/null 2>&1; then
-    if is_root && command -v apt-get >/dev/null 2>&1; then
-      log "installing maven (its client fetches the Elasticsearch artifacts)"
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq maven >/dev/null
-    else
-      die "mvn not found: install Maven (apt-get install maven) to fetch $coords"
-    fi
-  fi
+  command -v mvn >/dev/null 2>&1 || apt_install maven "Maven's client fetches the Elasticsearch artifacts"
   mkdir -p "$CACHE"
   log "fetching $coords"
   mvn -q -B -C "$MVN_DEP_PLUGIN:copy" -Dartifact="$coords" -DoutputDirectory="$CACHE" \
@@ -130,6 +143,7 @@ install_dist() {
   fi
   fetch "org.elasticsearch.distribution.integ-test-zip:elasticsearch:$VERSION:zip" "elasticsearch-$VERSION.zip"
   fetch "org.elasticsearch.plugin:mapper-extras-client:$VERSION:jar" "mapper-extras-client-$VERSION.jar"
+  command -v unzip >/dev/null 2>&1 || apt_install unzip "to unpack the distribution"
   log "unpacking Elasticsearch $VERSION into $ES_HOME_DIR/dist"
   rm -rf "$DIST"
   mkdir -p "$ES_HOME_DIR/dist"
@@ -189,7 +203,9 @@ EOF
 }
 
 answers() {
-  curl -fsS --max-time 3 "$URL/" 2>/dev/null | grep -q '"cluster_name"'
+  local body
+  body=$(curl -fsS --max-time 3 "$URL/" 2>/dev/null) || return 1
+  [[ $body == *'"cluster_name"'* ]]
 }
 
 pid_alive() {
@@ -264,8 +280,9 @@ wait_green() {
     log "warning: could not install the zero-replica template"
   local left=$((deadline - SECONDS))
   [ $left -gt 0 ] || left=1
-  if ! curl -fsS --max-time $((left + 5)) "$URL/_cluster/health?wait_for_status=green&timeout=${left}s" |
-    grep -q '"status":"green"'; then
+  local health
+  health=$(curl -sS --max-time $((left + 5)) "$URL/_cluster/health?wait_for_status=green&timeout=${left}s" || true)
+  if [[ $health != *'"status":"green"'* ]]; then
     log_tail 40 >&2
     die "cluster at $URL is not green within ${TIMEOUT}s: $(curl -sS "$URL/_cluster/health" || true)"
   fi
