@@ -19,8 +19,9 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from termindex.base import TermDocument
+from termindex.base import Hit, TermDocument
 from termindex.elastic import ElasticsearchIndex
+from termindex.oracle import BruteForceOracle
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length"}
 
@@ -83,6 +84,56 @@ def random_queries(n: int, vocab: int, seed: int) -> list[dict[int, float]]:
             q = {t: float(np.round(rng.uniform(0.1, 3.0), 3)) for t in q}
         queries.append(q)
     return queries
+
+
+# Lucene scores in float32: each clause is (float)(boost * ln(1 + w)) (relative error <= 2**-24,
+# plus 2**-24 for a non-integer boost rounded to float32), the clauses are summed in double and the
+# sum rounded to float32 (2**-24). All clauses are positive, so |es - exact| <= 3 * 2**-24 * exact;
+# 4 leaves room for a last-bit difference between Java's and numpy's log.
+FLOAT32_REL_TOL = 4 * 2.0**-24
+
+
+def float32_tol(score: float) -> float:
+    return FLOAT32_REL_TOL * abs(score) + 1e-30
+
+
+def check_es_top_k(
+    hits: list[Hit], oracle: BruteForceOracle, query: dict[int, float], k: int
+) -> tuple[bool, bool]:
+    """Assert Elasticsearch's top k against an oracle built on ES-rounded weights.
+
+    Returns (identical to the oracle's list, contains an exact score tie). Only float32
+    near-ties may differ from the oracle's order: two documents whose exact scores lie within
+    the float32 error bound can compare equal (then by id) or swapped in Elasticsearch.
+    """
+    pos = {doc_id: i for i, doc_id in enumerate(oracle.ids)}
+    scores, matched = oracle.scores(query)
+    assert len(hits) == min(k, int(matched.sum())), query
+    # Each hit's float32 score is the oracle's within float32 evaluation error.
+    for h in hits:
+        s = scores[pos[h.id]]
+        assert abs(h.score - s) <= float32_tol(s), (query, h.id, h.score, s)
+    # Elasticsearch's own order: score descending, then id ascending on equal scores.
+    tied = False
+    for a, b in zip(hits, hits[1:], strict=False):
+        assert a.score > b.score or (a.score == b.score and a.id < b.id), (query, a, b)
+        tied |= a.score == b.score
+    # Against the oracle's exact ranking (score desc, id asc over matching documents).
+    idx = np.flatnonzero(matched)
+    expected_ids = [oracle.ids[i] for i in sorted(idx, key=lambda i: (-scores[i], oracle.ids[i]))[:k]]
+    got_ids = [h.id for h in hits]
+    if got_ids == expected_ids:
+        return True, tied
+    for g, e in zip(got_ids, expected_ids, strict=True):
+        if g != e:  # a float32 near-tie at this position
+            sg, se = scores[pos[g]], scores[pos[e]]
+            assert abs(sg - se) <= float32_tol(sg) + float32_tol(se), (query, g, sg, e, se)
+    # And no matching document left out may definitely beat the last hit.
+    returned = set(got_ids)
+    for i in idx:
+        if oracle.ids[i] not in returned:
+            assert scores[i] <= hits[-1].score + float32_tol(scores[i]), (query, oracle.ids[i], scores[i])
+    return False, tied
 
 
 def free_port() -> int:
