@@ -140,7 +140,8 @@ def search_body(query: Mapping[int, float], k: int, explain: bool) -> dict[str, 
         "track_total_hits": False,
         "query": {"bool": {"should": clauses}},
         "sort": [{"_score": {"order": "desc"}}, {"doc_id": {"order": "asc"}}],
-        "_source": ["metadata", "terms"] if explain else ["metadata"],
+        # For explanations, only the query's own terms of each hit (not its ~1000 terms).
+        "_source": ["metadata", *(f"terms.{t}" for t in sorted(q))] if explain else ["metadata"],
     }
 
 
