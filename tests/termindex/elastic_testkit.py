@@ -12,6 +12,7 @@ import http.server
 import json
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -147,11 +148,15 @@ class FaultProxy:
 
     Modes: ``"429"`` (whole request rejected), ``"429-items"`` (200 with every item rejected
     with 429, as a busy node answers), ``"drop"`` (connection closed without a response).
+    ``delay`` (seconds) holds every ``_search`` request that long first (a stalled node).
     ``stop()``/``start()`` close and reopen the listening port ("connection refused" between).
     """
 
-    def __init__(self, upstream: str, mode: str = "429", failures: int = 0, port: int = 0) -> None:
+    def __init__(
+        self, upstream: str, mode: str = "429", failures: int = 0, port: int = 0, delay: float = 0.0
+    ) -> None:
         self.upstream = urlsplit(upstream)
+        self.delay = delay
         self.mode = mode
         self.failures = failures
         self.bulk_attempts = 0
@@ -196,6 +201,8 @@ class FaultProxy:
             def _forward(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
+                if proxy.delay and "_search" in self.path:
+                    time.sleep(proxy.delay)
                 if proxy._should_fail(self.path):
                     if proxy.mode == "drop":
                         self.close_connection = True

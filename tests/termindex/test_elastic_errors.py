@@ -6,11 +6,12 @@ import math
 import time
 
 import pytest
-from elastic_testkit import free_port, fresh_index, unique_name
+from elastic_testkit import FaultProxy, free_port, fresh_index, unique_name
 
 from termindex import open_index
 from termindex.base import TermDocument
 from termindex.elastic import ElasticsearchIndex
+from termindex.elastic_common import errors
 from termindex.errors import DocumentNotFound, EngineUnavailable, IndexNotFound, InvalidQuery
 
 pytestmark = pytest.mark.elasticsearch
@@ -148,3 +149,18 @@ def test_open_index_spec_and_rank_feature_mapping(es_url: str, index: Elasticsea
     assert index.get("meta").metadata == {"nested": {"deep": [1, {"x": "y"}]}, "k-1": None}
     assert index._client.indices.get_mapping(index=concrete)[concrete]["mappings"] == mapping
     index.delete(["meta"])
+
+
+def test_stalled_node_times_out_as_unavailable(es_url: str, index: ElasticsearchIndex) -> None:
+    with FaultProxy(es_url, delay=3.0) as proxy:
+        slow = ElasticsearchIndex(proxy.url, index.alias, request_timeout=0.5)
+        t0 = time.monotonic()
+        with pytest.raises(EngineUnavailable, match="timed out"):
+            slow.search({1: 1.0})
+        assert time.monotonic() - t0 < 2.5
+        slow.close()
+
+
+def test_elasticsearch_400_becomes_invalid_query(index: ElasticsearchIndex) -> None:
+    with pytest.raises(InvalidQuery, match="parsing_exception"), errors("search"):
+        index._client.search(index=index.alias, query={"no_such_query": {}})
