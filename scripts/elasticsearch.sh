@@ -132,8 +132,12 @@ fetch() {
   command -v mvn >/dev/null 2>&1 || apt_install maven "Maven's client fetches the Elasticsearch artifacts"
   mkdir -p "$CACHE"
   log "fetching $coords"
-  mvn -q -B -C "$MVN_DEP_PLUGIN:copy" -Dartifact="$coords" -DoutputDirectory="$CACHE" \
-    -Dmdep.useBaseVersion=true >&2 || die "maven could not fetch $coords"
+  local out
+  out=$(mvn -q -B -C "$MVN_DEP_PLUGIN:copy" -Dartifact="$coords" -DoutputDirectory="$CACHE" \
+    -Dmdep.useBaseVersion=true 2>&1) || {
+    echo "$out" >&2
+    die "maven could not fetch $coords"
+  }
   [ -s "$CACHE/$file" ] || die "maven ran but $CACHE/$file is missing"
 }
 
