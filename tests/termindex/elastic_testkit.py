@@ -16,13 +16,16 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import numpy as np
 
 from termindex.base import Hit, TermDocument
 from termindex.elastic import ElasticsearchIndex
-from termindex.oracle import BruteForceOracle
+
+if TYPE_CHECKING:
+    from termindex.oracle import BruteForceOracle
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length"}
 
