@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 ENGINES = ["scipy", "embedded", "elasticsearch", "service", "pisa", "seismic", "dense-numpy", "dense-faiss"]
 QUICK = {"sizes": "1K,5K,20K", "queries": 200, "build_budget": 90.0, "query_budget": 8.0}
-FULL = {"sizes": "1K,5K,113K,1M", "queries": 1000, "build_budget": 1800.0, "query_budget": 60.0}
+FULL = {"sizes": "1K,5K,113K,1M", "queries": 1000, "build_budget": 1200.0, "query_budget": 60.0}
 _SUFFIX = {"K": 1_000, "M": 1_000_000}
 
 
