@@ -69,27 +69,49 @@ class DocumentWriter(threading.Thread):
         exporter: TermDocExporter | None,
         *,
         queue_size: int = 4,
+        commit_docs: int = 256,
         on_commit: Callable[[int], None] | None = None,
     ) -> None:
         super().__init__(name="indexer-writer", daemon=True)
         self.target = target
         self.exporter = exporter
         self.on_commit = on_commit
+        self.commit_docs = commit_docs
         self._queue: queue.Queue[object] = queue.Queue(maxsize=max(1, queue_size))
         self.error: BaseException | None = None
         self.written = 0
         self.seconds = 0.0
 
+    def _next(self) -> tuple[list[TermDocument], bool]:
+        """One batch, merged with whatever else is already queued up to ``commit_docs``.
+
+        Small encoder batches become fewer, larger engine writes (one segment or one bulk
+        request each) without ever waiting for more input.
+        """
+        item = self._queue.get()
+        if item is _DONE:
+            return [], True
+        assert isinstance(item, list)
+        batch = list(item)
+        while len(batch) < self.commit_docs:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is _DONE:
+                return batch, True
+            assert isinstance(item, list)
+            batch.extend(item)
+        return batch, False
+
     def run(self) -> None:
-        while True:
-            batch = self._queue.get()
-            if batch is _DONE:
-                return
-            if self.error is not None:
-                continue  # drain so the producer never blocks on a dead writer
+        done = False
+        while not done:
+            batch, done = self._next()
+            if not batch or self.error is not None:
+                continue  # after an error: drain so the producer never blocks on a dead writer
             try:
                 start = time.perf_counter()
-                assert isinstance(batch, list)
                 if self.target is not None:
                     self.target.write(batch)
                 if self.exporter is not None:

@@ -182,3 +182,14 @@ def bad_files() -> dict[str, str]:
 @pytest.fixture
 def max_pixels() -> int:
     return MAX_PIXELS
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A real VisualSparta model, tiny and randomly initialised, saved like a trained one."""
+    from model.configuration import config_from_spec
+    from model.modeling import build_model
+
+    folder = tmp_path_factory.mktemp("tiny-model")
+    build_model(config_from_spec("tiny")).save_pretrained(folder)
+    return folder
