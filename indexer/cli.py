@@ -16,11 +16,13 @@ import argparse
 import logging
 import os
 import signal
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from indexer.mapper import parse_top_n
 from indexer.reader import INPUT_FORMATS
 from indexer.runner import IndexConfig, run_index
+from termindex import TermIndexError
 
 log = logging.getLogger(__name__)
 
@@ -105,9 +107,15 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         summary = run_index(config)
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, FileNotFoundError) as exc:  # bad options or input: the user can fix it
         log.error("%s", exc)
         return 2
+    except TermIndexError as exc:  # engine unreachable or refusing writes
+        log.error("the index could not be written: %s", exc)
+        return 1
+    except BrokenProcessPool:
+        log.error("a decode worker process died (out of memory?); rerun with --resume, fewer --workers")
+        return 1
     if summary.interrupted_by:
         return 128 + int(signal.Signals[summary.interrupted_by])
     return 0

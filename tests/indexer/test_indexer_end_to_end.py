@@ -68,10 +68,6 @@ def es_spec(es_url: str) -> Iterator[str]:
             pass
 
 
-def good_ids(images: Path) -> list[str]:
-    return [it.id for it in read_items(images) if not it.location.split(os.sep)[-2:-1] == ["bad"]]
-
-
 def _check_job(
     spec: str, image_folder: Path, tiny_model: Path, tmp_path: Path, bad_files: dict[str, str]
 ) -> None:
@@ -236,3 +232,29 @@ def test_interrupted_job_resumes_to_exactly_the_uninterrupted_documents(
         assert len(expected) == N_MANY
         assert snapshot(index, ids) == expected
     assert read_export(export) == read_export(ref_export)  # no duplicate, none missing, same terms
+
+
+@pytest.mark.elasticsearch
+def test_resume_into_elasticsearch_skips_what_is_there(
+    image_folder: Path, tiny_model: Path, tmp_path: Path, es_spec: str
+) -> None:
+    """Half the documents are already in the index (an earlier, stopped job): --resume adds the rest."""
+    args = ["--batch-size", "1", "--workers", "0"]
+    assert (
+        vsparta(index_args(image_folder, tiny_model, es_spec, *args, "--shard", "0", "--num-shards", "2"))
+        == 0
+    )
+    ids = [it.id for it in read_items(image_folder)]
+    with open_index(es_spec) as index:
+        before = snapshot(index, ids)
+    from indexer.runner import IndexConfig, IndexJob
+
+    config = IndexConfig(
+        input=image_folder, backend=es_spec, model=tiny_model, top_n=64, device="cpu", batch_size=1,
+        workers=0, resume=True, max_pixels=200_000, progress=False,
+    )  # fmt: skip
+    summary = IndexJob(config).run()
+    assert summary.skipped == len(before) > 0 and summary.indexed == 12 - len(before)
+    with open_index(es_spec) as index:
+        after = snapshot(index, ids)
+    assert len(after) == 12 and {k: after[k] for k in before} == before
