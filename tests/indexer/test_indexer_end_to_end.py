@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import threading
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ import pytest
 
 from indexer.items import path_id
 from indexer.reader import read_items
-from termindex import TermIndex, open_index
+from termindex import IndexNotFound, TermIndex, open_index
 from vsparta.cli import main as vsparta
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,14 +56,14 @@ def refresh(index: TermIndex) -> None:
 
 @pytest.fixture
 def es_spec(es_url: str) -> Iterator[str]:
-    """A fresh alias name on the real node; its indices are deleted afterwards."""
+    """A fresh alias name on the real node; it and the ``-one``/``-sharded`` ones are dropped after."""
     name = f"indexer-test-{uuid.uuid4().hex[:10]}"
     yield f"{es_url}/{name}"
-    for target in (f"{name}*",):
-        req = urllib.request.Request(f"{es_url}/{target}", method="DELETE")
+    for alias in (name, f"{name}-one", f"{name}-sharded"):
         try:
-            urllib.request.urlopen(req, timeout=30).close()
-        except OSError:
+            with open_index(f"{es_url}/{alias}") as index:
+                index.drop()  # type: ignore[attr-defined]
+        except IndexNotFound:
             pass
 
 
