@@ -73,8 +73,8 @@ def make_images(folder: Path, n: int, size: tuple[int, int], seed: int = 0) -> l
         im = Image.fromarray(arr)
         draw = ImageDraw.Draw(im)
         for _ in range(6):
-            x0, y0 = int(rng.integers(0, w - 40)), int(rng.integers(0, h - 40))
-            x1, y1 = x0 + int(rng.integers(20, w // 3)), y0 + int(rng.integers(20, h // 3))
+            x0, y0 = int(rng.integers(0, max(1, w - 8))), int(rng.integers(0, max(1, h - 8)))
+            x1, y1 = x0 + int(rng.integers(4, max(5, w // 3))), y0 + int(rng.integers(4, max(5, h // 3)))
             draw.ellipse((x0, y0, x1, y1), fill=tuple(int(c) for c in rng.integers(0, 256, 3)))
         path = folder / f"img{i:05d}.jpg"
         im.save(path, quality=90)
@@ -83,20 +83,24 @@ def make_images(folder: Path, n: int, size: tuple[int, int], seed: int = 0) -> l
 
 
 def build_model(kind: str, folder: Path) -> Path:
-    """Save a model for ``kind`` (tiny / default / an existing folder) and return its folder."""
+    """Save a model for ``kind`` and return its folder.
+
+    ``default``: the ``base`` preset (MiniLM-L6 dimensions, 224 px) initialised from MiniLM, as
+    ``vsparta train`` starts by default; ``tiny``/``small``/``base``: random init; or an existing
+    saved model folder.
+    """
     if Path(kind).is_dir():
         return Path(kind)
-    from model.configuration import config_from_spec
+    from model.configuration import DEFAULT_TEXT_MODEL, PRESETS, config_from_spec
     from model.modeling import build_model as build
-    from model.modeling import config_for_text_model
 
     out = folder / f"model-{kind}"
-    if kind == "tiny":
-        model = build(config_from_spec("tiny"))
-    elif kind == "default":
-        model = build(config_for_text_model(), init="default")
+    if kind == "default":
+        model = build(config_from_spec("base"), init=DEFAULT_TEXT_MODEL)
+    elif kind in PRESETS:
+        model = build(config_from_spec(kind))
     else:
-        raise ValueError(f"unknown model {kind!r}: tiny, default or a saved model folder")
+        raise ValueError(f"unknown model {kind!r}: default, {', '.join(PRESETS)} or a saved model folder")
     model.save_pretrained(out)
     return out
 
@@ -268,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_arguments(parser)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("elasticsearch").setLevel(logging.WARNING)  # one line per bulk request otherwise
     return run(parser.parse_args(argv))
 
 

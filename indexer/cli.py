@@ -84,6 +84,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not getattr(args, "verbose", False):
+        logging.getLogger("elasticsearch").setLevel(logging.WARNING)  # one line per bulk request otherwise
     config = IndexConfig(
         input=args.input,
         input_format=args.input_format,
