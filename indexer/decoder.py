@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import signal
 import threading
 import time
@@ -84,9 +85,21 @@ def decode_chunk(
     return [decode_item(it, preprocess, max_pixels) for it in items]
 
 
-def _worker_init() -> None:
-    """Ctrl-C reaches the whole process group: let only the parent decide how to stop."""
+def _worker_init(parent_pid: int) -> None:
+    """Ctrl-C reaches the whole process group: let only the parent decide how to stop.
+
+    A parent killed with SIGKILL cannot shut the pool down, and its workers would wait on the
+    task queue forever (they hold its write end themselves): a watchdog thread exits the worker
+    once it has been re-parented.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True).start()
+
+
+def _exit_with_parent(parent_pid: int, interval: float = 1.0) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(interval)
+    os._exit(1)
 
 
 def _chunks(items: Iterable[WorkItem], size: int) -> Iterator[list[WorkItem]]:
@@ -122,7 +135,9 @@ class Decoder:
     def __enter__(self) -> Decoder:
         if self.workers > 0:
             ctx = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init)
+            self._pool = ProcessPoolExecutor(
+                self.workers, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)
+            )
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
 from indexer.items import path_id
@@ -209,8 +210,12 @@ def test_interrupted_job_resumes_to_exactly_the_uninterrupted_documents(
     )
     assert reached.wait(120), "".join(lines[-20:])
     assert proc.poll() is None, "the job finished before it could be interrupted:\n" + "".join(lines[-20:])
+    workers = psutil.Process(proc.pid).children(recursive=True)
+    assert workers, "expected decode worker processes"
     proc.send_signal(signal.SIGKILL if how == "kill -9" else signal.SIGTERM)
     rc = proc.wait(60)
+    _, alive = psutil.wait_procs(workers, timeout=20)
+    assert not alive, f"worker processes outlived the job: {alive}"
     ids = [it.id for it in read_items(many_images)]
     with open_index(spec) as index:
         partial = snapshot(index, ids)
