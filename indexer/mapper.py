@@ -64,7 +64,7 @@ class EncoderMapper:
     def map(self, batch: Sequence[Decoded]) -> tuple[list[TermDocument], list[Failure]]:
         start = time.perf_counter()
         pixels = [d for d in batch if d.item.kind == "pixels"]
-        regions = [d for d in batch if d.item.kind == "regions"]
+        regions, failures = self._usable_regions([d for d in batch if d.item.kind == "regions"])
         results: dict[str, dict[int, float]] = {}
         if pixels:
             stacked = np.stack([d.payload for d in pixels])
@@ -76,7 +76,21 @@ class EncoderMapper:
                 results[d.item.id] = terms
         self.seconds += time.perf_counter() - start
         self.images += len(batch)
-        return _documents([d.item for d in batch], results, self.top_n)
+        docs, empty = _documents([d.item for d in batch if d.item.id in results], results, self.top_n)
+        return docs, failures + empty
+
+    def _usable_regions(self, decoded: list[Decoded]) -> tuple[list[Decoded], list[Failure]]:
+        """Region files whose feature size the model cannot take fail alone, not the whole batch."""
+        dim = getattr(getattr(self.encoder, "config", None), "region_feature_dim", None)
+        ok, failures = [], []
+        for d in decoded:
+            got = d.payload.features.shape[1]
+            if dim is not None and got != dim:
+                msg = f"region features have {got} dimensions, the model takes {dim}"
+                failures.append(Failure(d.item.id, d.item.location, "bad_regions", msg))
+            else:
+                ok.append(d)
+        return ok, failures
 
 
 class TermsMapper:
