@@ -26,7 +26,9 @@ class IndexTarget:
     """The engine as the indexer uses it: batched writes, bulk-load mode, which ids exist.
 
     Engines may offer faster paths (``existing_ids``, ``bulk_load``, ``flush``); the portable
-    fallback for ``existing`` is one ``get`` per id.
+    fallback for ``existing`` is one ``get`` per id. Until the engines offer ``existing_ids``,
+    two stopgaps use their internals: a realtime ``_mget`` for Elasticsearch and the id lookup
+    of the embedded engine.
     """
 
     def __init__(self, index: TermIndex) -> None:
@@ -39,6 +41,9 @@ class IndexTarget:
             return set(fast(ids))
         if type(self.index).__name__ == "ElasticsearchIndex":
             return _es_existing(self.index, ids)
+        if type(self.index).__name__ == "EmbeddedIndex" and hasattr(self.index, "_locate"):
+            snap = self.index._snapshot()  # id lookups only; ``get`` would rebuild every document's terms
+            return {doc_id for doc_id in ids if self.index._locate(snap, doc_id) is not None}
         found = set()
         for doc_id in ids:
             try:
