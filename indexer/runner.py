@@ -32,6 +32,7 @@ from termindex import TermIndex, open_index
 log = logging.getLogger(__name__)
 
 RESUME_CHECK_CHUNK = 512
+COMMIT_DOCS = 256  # documents per engine write when the writer has a backlog
 
 
 @dataclass
@@ -211,7 +212,14 @@ class IndexJob:
             smoothing=0.1,
         )
         caught: list[int] = []
-        writer = DocumentWriter(target, exporter, on_commit=bar.update)
+        # Up to ~2 engine commits of documents may wait: a slow engine gets fewer, larger writes.
+        writer = DocumentWriter(
+            target,
+            exporter,
+            queue_size=max(4, 2 * COMMIT_DOCS // cfg.batch_size),
+            commit_docs=COMMIT_DOCS,
+            on_commit=bar.update,
+        )
         try:
             with (
                 stop_on_signals(self.stop, caught),
