@@ -90,6 +90,7 @@ class DocumentWriter(threading.Thread):
         *,
         queue_size: int = 4,
         commit_docs: int = 256,
+        commit_interval: float = 1.0,
         on_commit: Callable[[int], None] | None = None,
     ) -> None:
         super().__init__(name="indexer-writer", daemon=True)
@@ -97,25 +98,27 @@ class DocumentWriter(threading.Thread):
         self.exporter = exporter
         self.on_commit = on_commit
         self.commit_docs = commit_docs
+        self.commit_interval = commit_interval
         self._queue: queue.Queue[object] = queue.Queue(maxsize=max(1, queue_size))
         self.error: BaseException | None = None
         self.written = 0
         self.seconds = 0.0
 
     def _next(self) -> tuple[list[TermDocument], bool]:
-        """One batch, merged with whatever else is already queued up to ``commit_docs``.
+        """One batch, merged with what arrives within ``commit_interval``, up to ``commit_docs``.
 
         Small encoder batches become fewer, larger engine writes (one segment or one bulk
-        request each) without ever waiting for more input.
+        request each); a document waits at most ``commit_interval`` seconds for company.
         """
         item = self._queue.get()
         if item is _DONE:
             return [], True
         assert isinstance(item, list)
         batch = list(item)
+        deadline = time.monotonic() + self.commit_interval
         while len(batch) < self.commit_docs:
             try:
-                item = self._queue.get_nowait()
+                item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 break
             if item is _DONE:
