@@ -18,12 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from indexer.decoder import Decoded, Decoder
 from indexer.failures import FailureReport
 from indexer.items import WorkItem, shard_of, validate_shard
 from indexer.mapper import Encoder, EncoderMapper, TermsMapper
+from indexer.progress import Progress
 from indexer.reader import INPUT_FORMATS, detect_format, read_items
 from indexer.termdocs import TermDocExporter
 from indexer.writer import DocumentWriter, IndexTarget, chunked_ids, writing
@@ -205,12 +204,7 @@ class IndexJob:
             else None
         )
         report = FailureReport(cfg.failures)
-        bar = tqdm(
-            total=len(items),
-            unit="img",
-            disable=None if cfg.progress is None else not cfg.progress,
-            smoothing=0.1,
-        )
+        bar = Progress(len(items), cfg.progress)
         caught: list[int] = []
         # Up to ~2 engine commits of documents may wait: a slow engine gets fewer, larger writes.
         writer = DocumentWriter(
@@ -269,7 +263,11 @@ class IndexJob:
         return EncoderMapper(encoder, cfg.top_n), encoder.id_to_token, preprocess
 
     def _pending(
-        self, items: list[WorkItem], target: IndexTarget | None, exporter: TermDocExporter | None, bar: tqdm
+        self,
+        items: list[WorkItem],
+        target: IndexTarget | None,
+        exporter: TermDocExporter | None,
+        bar: Progress,
     ) -> Iterator[WorkItem]:
         """Items still to do; with --resume, those already committed are counted and skipped."""
         if not self.config.resume:
@@ -295,7 +293,7 @@ class IndexJob:
         mapper: EncoderMapper | TermsMapper,
         writer: DocumentWriter,
         report: FailureReport,
-        bar: tqdm,
+        bar: Progress,
     ) -> None:
         batch: list[Decoded] = []
 

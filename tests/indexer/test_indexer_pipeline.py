@@ -143,3 +143,16 @@ def test_bad_options_are_clear_errors(tmp_path: Path) -> None:
         IndexConfig(input=tmp_path, export_jsonl=tmp_path, shard=2, num_shards=2).validate()
     with pytest.raises(ValueError, match="batch-size"):
         IndexConfig(input=tmp_path, export_jsonl=tmp_path, batch_size=0).validate()
+
+
+def test_progress_logs_lines_when_not_on_a_terminal(caplog: pytest.LogCaptureFixture) -> None:
+    from indexer.progress import Progress
+
+    progress = Progress(10, enabled=None, log_every=0.0)  # pytest's stderr is not a terminal
+    with caplog.at_level("INFO", logger="indexer.progress"):
+        progress.update(4)
+    progress.close()
+    assert not progress.bar_shown and progress.done == 4
+    assert any(
+        "4/10 images" in r.message and "images/s" in r.message and "ETA" in r.message for r in caplog.records
+    )
