@@ -109,12 +109,12 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         summary = run_index(config)
-    except (ValueError, FileNotFoundError) as exc:  # bad options or input: the user can fix it
-        log.error("%s", exc)
-        return 2
     except TermIndexError as exc:  # engine unreachable or refusing writes
         log.error("the index could not be written: %s", exc)
         return 1
+    except (ValueError, FileNotFoundError) as exc:  # bad options or input: the user can fix it
+        log.error("%s", exc)
+        return 2
     except BrokenProcessPool:
         log.error("a decode worker process died (out of memory?); rerun with --resume, fewer --workers")
         return 1

@@ -184,37 +184,36 @@ class IndexJob:
         self.summary.total = len(items)
         log.info("%d items to index (%s input, shard %d/%d)", len(items), fmt, cfg.shard, cfg.num_shards)
 
-        mapper, id_to_token, preprocess = self._mapper(fmt)
-        own_index = self._index is None and cfg.backend is not None
-        index = (
-            self._index
-            if self._index is not None
-            else (open_index(cfg.backend, create=True) if cfg.backend else None)
-        )
-        target = IndexTarget(index) if index is not None else None
-        exporter = (
-            TermDocExporter(
-                cfg.export_jsonl,
-                id_to_token,
-                shard=cfg.shard,
-                docs_per_file=cfg.export_docs_per_file,
-                resume=cfg.resume,
+        with contextlib.ExitStack() as resources:
+            # The engine first: an unreachable one fails before minutes of model loading.
+            index = self._index
+            if index is None and cfg.backend is not None:
+                index = resources.enter_context(open_index(cfg.backend, create=True))
+            mapper, id_to_token, preprocess = self._mapper(fmt)
+            target = IndexTarget(index) if index is not None else None
+            exporter = None
+            if cfg.export_jsonl is not None:
+                exporter = TermDocExporter(
+                    cfg.export_jsonl,
+                    id_to_token,
+                    shard=cfg.shard,
+                    docs_per_file=cfg.export_docs_per_file,
+                    resume=cfg.resume,
+                )
+                resources.callback(exporter.close)
+            report = FailureReport(cfg.failures)
+            resources.callback(report.close)
+            bar = Progress(len(items), cfg.progress)
+            resources.callback(bar.close)
+            caught: list[int] = []
+            # Up to ~2 engine commits of documents may wait: a slow engine gets fewer, larger writes.
+            writer = DocumentWriter(
+                target,
+                exporter,
+                queue_size=max(4, 2 * COMMIT_DOCS // cfg.batch_size),
+                commit_docs=COMMIT_DOCS,
+                on_commit=bar.update,
             )
-            if cfg.export_jsonl is not None
-            else None
-        )
-        report = FailureReport(cfg.failures)
-        bar = Progress(len(items), cfg.progress)
-        caught: list[int] = []
-        # Up to ~2 engine commits of documents may wait: a slow engine gets fewer, larger writes.
-        writer = DocumentWriter(
-            target,
-            exporter,
-            queue_size=max(4, 2 * COMMIT_DOCS // cfg.batch_size),
-            commit_docs=COMMIT_DOCS,
-            on_commit=bar.update,
-        )
-        try:
             with (
                 stop_on_signals(self.stop, caught),
                 target.bulk() if target is not None else contextlib.nullcontext(),
@@ -231,13 +230,6 @@ class IndexJob:
                 )
                 self._encode_loop(stream, mapper, writer, report, bar)
             writer.raise_if_failed()
-        finally:
-            bar.close()
-            report.close()
-            if exporter is not None:
-                exporter.close()
-            if own_index and index is not None:
-                index.close()
         s = self.summary
         s.indexed = writer.written
         s.write_seconds = writer.seconds

@@ -158,8 +158,9 @@ class DocumentWriter(threading.Thread):
                 continue
 
     def raise_if_failed(self) -> None:
+        """Re-raise the writer's error in the caller's thread, keeping its type (engine errors)."""
         if self.error is not None:
-            raise RuntimeError(f"writing documents failed: {self.error}") from self.error
+            raise self.error
 
     def finish(self) -> None:
         """Write everything queued, then stop the thread."""

@@ -156,3 +156,28 @@ def test_progress_logs_lines_when_not_on_a_terminal(caplog: pytest.LogCaptureFix
     assert any(
         "4/10 images" in r.message and "images/s" in r.message and "ETA" in r.message for r in caplog.records
     )
+
+
+def test_engine_errors_stop_the_job_with_the_engine_error(
+    image_folder: Path, tmp_path: Path, colour_encoder
+) -> None:
+    """A writer-thread failure surfaces in the caller with its type; nothing hangs."""
+    from termindex import InvalidQuery, open_index
+
+    index = open_index(
+        f"embedded:{tmp_path / 'small-vocab'}", create=True, vocab_size=50
+    )  # colour ids reach 299
+    config = IndexConfig(input=image_folder, backend="unused", workers=0, batch_size=2, progress=False)
+    with pytest.raises(InvalidQuery, match="vocab_size"):
+        run_index(config, encoder=colour_encoder, index=index)
+    index.close()
+
+
+def test_cli_unreachable_engine_is_a_clear_error(
+    image_folder: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from vsparta.cli import main
+
+    rc = main(["index", str(image_folder), "--model", "/nonexistent", "--backend", "http://127.0.0.1:9/x"])
+    assert rc == 1
+    assert "could not be written" in caplog.text
