@@ -26,7 +26,7 @@ from termindex import IndexNotFound, TermIndex, open_index
 from vsparta.cli import main as vsparta
 
 ROOT = Path(__file__).resolve().parents[2]
-N_MANY, KILL_AFTER = 60, 10  # images in the crash tests; interrupt once this many are committed
+N_MANY, KILL_AFTER = 200, 10  # images in the crash tests; interrupt once this many are committed
 
 
 def index_args(images: Path, model: Path, backend: str, *extra: str) -> list[str]:
