@@ -197,6 +197,7 @@ class IndexJob:
                     cfg.export_jsonl,
                     id_to_token,
                     shard=cfg.shard,
+                    num_shards=cfg.num_shards,
                     docs_per_file=cfg.export_docs_per_file,
                     resume=cfg.resume,
                 )

@@ -93,6 +93,7 @@ class TermDocExporter:
         id_to_token: Callable[[int], str],
         *,
         shard: int = 0,
+        num_shards: int = 1,
         docs_per_file: int = 10_000,
         resume: bool = False,
     ) -> None:
@@ -106,21 +107,22 @@ class TermDocExporter:
         self.ids: set[str] = set()
         self._fh: TextIO | None = None
         self._in_file = 0
-        own = self._own_parts()
+        own = self._parts(only_shard=True)
         if resume:
             for part in own:
                 self.ids.update(self._repair(part))
             self._next_part = max((n for n, _ in own), default=-1) + 1
         else:
-            for _, part in own:  # a fresh run replaces this shard's earlier export
+            # A fresh run replaces its shard's earlier export; an unsharded one replaces all shards'.
+            for _, part in own if num_shards > 1 else self._parts(only_shard=False):
                 part.unlink()
             self._next_part = 0
 
-    def _own_parts(self) -> list[tuple[int, Path]]:
+    def _parts(self, only_shard: bool) -> list[tuple[int, Path]]:
         out = []
         for p in self.folder.iterdir():
             m = _PART.match(p.name)
-            if m and int(m.group(1)) == self.shard:
+            if m and (not only_shard or int(m.group(1)) == self.shard):
                 out.append((int(m.group(2)), p))
         return sorted(out)
 

@@ -72,6 +72,9 @@ def test_shards_partition_the_input(image_folder: Path, tmp_path: Path, colour_e
     assert sum(p.indexed for p in parts) == whole.indexed == 12
     assert read_export(out) == read_export(tmp_path / "whole")
     assert len(list(out.glob("terms-S*.jsonl"))) == 3  # one numbered file per shard
+    run_index(_config(image_folder, out), encoder=colour_encoder)  # unsharded rerun replaces them all
+    assert [p.name for p in out.glob("terms-S*.jsonl")] == ["terms-S00000-00000.jsonl"]
+    assert read_export(out) == read_export(tmp_path / "whole")
 
 
 def test_term_document_round_trip_without_a_model(
