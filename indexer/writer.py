@@ -14,7 +14,6 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
 
 from indexer.termdocs import TermDocExporter
 from termindex import DocumentNotFound, TermDocument, TermIndex
@@ -26,9 +25,8 @@ class IndexTarget:
     """The engine as the indexer uses it: batched writes, bulk-load mode, which ids exist.
 
     Engines may offer faster paths (``existing_ids``, ``bulk_load``, ``flush``); the portable
-    fallback for ``existing`` is one ``get`` per id. Until the engines offer ``existing_ids``,
-    two stopgaps use their internals: a realtime ``_mget`` for Elasticsearch and the id lookup
-    of the embedded engine.
+    fallback for ``existing`` is one ``get`` per id. Until the embedded engine offers
+    ``existing_ids`` (Elasticsearch does: a realtime ``_mget``), a stopgap uses its id lookup.
     """
 
     def __init__(self, index: TermIndex) -> None:
@@ -39,8 +37,6 @@ class IndexTarget:
         fast = getattr(self.index, "existing_ids", None)
         if callable(fast):
             return set(fast(ids))
-        if type(self.index).__name__ == "ElasticsearchIndex":
-            return _es_existing(self.index, ids)
         if type(self.index).__name__ == "EmbeddedIndex" and hasattr(self.index, "_locate"):
             snap = self.index._snapshot()  # id lookups only; ``get`` would rebuild every document's terms
             return {doc_id for doc_id in ids if self.index._locate(snap, doc_id) is not None}
@@ -63,18 +59,6 @@ class IndexTarget:
         flush = getattr(self.index, "flush", None)
         if callable(flush):
             flush()
-
-
-def _es_existing(index: Any, ids: list[str]) -> set[str]:
-    """One realtime ``_mget`` without sources instead of one GET per id.
-
-    Stopgap until the engine offers ``existing_ids``: uses its client and current write target.
-    """
-    from termindex.elastic_common import errors
-
-    with errors("mget"):
-        resp = index._client.mget(index=index._target, body={"ids": ids}, _source=False)
-    return {d["_id"] for d in resp["docs"] if d.get("found")}
 
 
 _DONE = object()
