@@ -26,11 +26,12 @@ from indexer.progress import Progress
 from indexer.reader import INPUT_FORMATS, detect_format, read_items
 from indexer.termdocs import TermDocExporter
 from indexer.writer import DocumentWriter, IndexTarget, chunked_ids, writing
-from termindex import TermIndex, open_index
+from termindex import IndexNotFound, TermIndex, open_index
 
 log = logging.getLogger(__name__)
 
 RESUME_CHECK_CHUNK = 512
+SHARD_WAIT_SECONDS = 600.0  # how long shards 1..N-1 wait for shard 0 to create the index
 COMMIT_DOCS = 256  # documents per engine write when the writer has a backlog
 
 
@@ -163,6 +164,37 @@ def _tokenizer(config: IndexConfig) -> Any:
     return QueryTokenizer.from_pretrained(path)
 
 
+def open_backend(
+    spec: str,
+    shard: int,
+    num_shards: int,
+    stop: threading.Event | None = None,
+    wait: float = SHARD_WAIT_SECONDS,
+) -> TermIndex:
+    """Open the target; with several shards only shard 0 creates it, the others wait for it.
+
+    N jobs started at once must not each create the index (for Elasticsearch each would make
+    its own version behind the alias); one creator makes the result the same as one job's.
+    """
+    if num_shards == 1 or shard == 0:
+        return open_index(spec, create=True)
+    deadline = time.monotonic() + wait
+    logged = 0.0
+    while True:
+        try:
+            return open_index(spec)
+        except IndexNotFound:
+            now = time.monotonic()
+            if now > deadline or (stop is not None and stop.is_set()):
+                raise IndexNotFound(
+                    f"{spec} does not exist: shard 0 creates it; start shard 0 (or create the index) first"
+                ) from None
+            if now - logged > 10:
+                log.info("waiting for shard 0 to create %s", spec)
+                logged = now
+            time.sleep(0.5)
+
+
 class IndexJob:
     """One run of the pipeline. Pass ``encoder``/``index`` to reuse loaded ones (benchmarks)."""
 
@@ -188,7 +220,9 @@ class IndexJob:
             # The engine first: an unreachable one fails before minutes of model loading.
             index = self._index
             if index is None and cfg.backend is not None:
-                index = resources.enter_context(open_index(cfg.backend, create=True))
+                index = resources.enter_context(
+                    open_backend(cfg.backend, cfg.shard, cfg.num_shards, self.stop)
+                )
             mapper, id_to_token, preprocess = self._mapper(fmt)
             target = IndexTarget(index) if index is not None else None
             exporter = None

@@ -13,6 +13,8 @@ import signal
 import subprocess
 import sys
 import threading
+import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -262,3 +264,66 @@ def test_resume_into_elasticsearch_skips_what_is_there(
     with open_index(es_spec) as index:
         after = snapshot(index, ids)
     assert len(after) == 12 and {k: after[k] for k in before} == before
+
+
+@pytest.mark.elasticsearch
+def test_shard_jobs_started_together_build_one_elasticsearch_index(
+    image_folder: Path, tiny_model: Path, es_spec: str
+) -> None:
+    """Shard 1 starts first and waits for shard 0 to create the index: one version, one job's docs."""
+    from indexer.runner import IndexConfig, run_index
+
+    one, sharded = f"{es_spec}-one", f"{es_spec}-sharded"
+    assert vsparta(index_args(image_folder, tiny_model, one, "--batch-size", "1", "--workers", "0")) == 0
+
+    def shard(i: int) -> None:
+        run_index(
+            IndexConfig(
+                input=image_folder,
+                backend=sharded,
+                model=tiny_model,
+                top_n=64,
+                device="cpu",
+                batch_size=1,
+                workers=0,
+                max_pixels=200_000,
+                progress=False,
+                shard=i,
+                num_shards=2,
+            )  # fmt: skip
+        )
+
+    errors: list[BaseException] = []
+    late = threading.Thread(target=lambda: _catch(errors, shard, 1))
+    late.start()
+    time.sleep(1.5)  # shard 1 is now waiting for the index
+    shard(0)
+    late.join(120)
+    assert not errors and not late.is_alive()
+    url, _, alias = sharded.rpartition("/")
+    with urllib.request.urlopen(f"{url}/_alias/{alias}", timeout=10) as resp:
+        assert len(json.load(resp)) == 1  # the alias points at exactly one index
+    ids = [it.id for it in read_items(image_folder)]
+    with open_index(one) as a, open_index(sharded) as b:
+        expected = snapshot(a, ids)
+        assert len(expected) == 12 and snapshot(b, ids) == expected
+
+
+def _catch(errors: list[BaseException], fn, *args) -> None:
+    try:
+        fn(*args)
+    except BaseException as exc:  # noqa: BLE001 - reported by the test
+        errors.append(exc)
+
+
+def test_other_shards_wait_for_shard_zero_to_create_the_index(tmp_path: Path) -> None:
+    from indexer.runner import open_backend
+    from termindex import IndexNotFound as NotFound
+
+    spec = f"embedded:{tmp_path / 'index'}"
+    start = time.monotonic()
+    with pytest.raises(NotFound, match="shard 0 creates it"):
+        open_backend(spec, shard=1, num_shards=2, wait=0.6)
+    assert time.monotonic() - start >= 0.6
+    open_backend(spec, shard=0, num_shards=2).close()
+    open_backend(spec, shard=1, num_shards=2, wait=0.6).close()
