@@ -1,0 +1,264 @@
+"""What the sync and async Elasticsearch engines share: mapping, request bodies, response parsing,
+error translation. Pure functions, no I/O, so both clients build and read exactly the same JSON.
+
+Layout of one document (``_id`` = document id, so a repeated load overwrites):
+
+    {"doc_id": "img-1", "terms": {"2874": 1.53, ...}, "metadata": {...}, "image": "a/b.jpg"}
+
+``terms`` is a ``rank_features`` field keyed by *vocabulary id* (feature names may not contain
+dots, and word-pieces such as "." exist). ``doc_id`` repeats ``_id`` as a keyword with doc values
+because sorting on ``_id`` is deprecated; it breaks score ties by id ascending, as the oracle does.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from termindex.base import Hit, TermDocument, validate_id, validate_weights
+from termindex.errors import (
+    DocumentNotFound,
+    EngineUnavailable,
+    IndexNotFound,
+    InvalidQuery,
+    TermIndexError,
+)
+
+# Lucene's FeatureField takes positive *normal* float32 values only.
+MIN_FEATURE_VALUE = 1.17549435e-38
+MAX_FEATURE_VALUE = 3.4028234e38
+# Elasticsearch refuses _id values longer than 512 bytes (UTF-8), which is stricter than
+# base.MAX_ID_LENGTH (characters) for non-ASCII ids.
+MAX_ID_BYTES = 512
+# index.max_result_window: deeper pages need search_after, which top-k search never does.
+MAX_K = 10_000
+_ALIAS_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+
+MAPPING: dict[str, Any] = {
+    "dynamic": "strict",
+    "properties": {
+        "doc_id": {"type": "keyword"},
+        "terms": {"type": "rank_features"},
+        # Arbitrary user metadata: kept in _source, never mapped, so it cannot explode the mapping.
+        "metadata": {"type": "object", "enabled": False},
+        "image": {"type": "keyword", "index": False},
+    },
+}
+
+
+def validate_alias(name: str) -> str:
+    """Index/alias names: lowercase, no wildcards or separators (ES rules, plus our '-v<N>')."""
+    if not isinstance(name, str) or not _ALIAS_RE.match(name) or len(name) > 200:
+        raise ValueError(
+            f"Elasticsearch index name must be lowercase letters, digits, '_', '.', '-' "
+            f"(not starting with a symbol), got {name!r}"
+        )
+    return name
+
+
+def stored_value(weight: float) -> float:
+    """The value Elasticsearch keeps for a feature weight (float32, then 9 significant bits).
+
+    Lucene's FeatureField stores ``floatToIntBits(v) >>> 15`` as a term frequency: the low 15
+    mantissa bits are truncated. Explanations use this value so contributions add up to the score.
+    """
+    bits = struct.unpack("<I", struct.pack("<f", weight))[0]
+    return struct.unpack("<f", struct.pack("<I", (bits >> 15) << 15))[0]
+
+
+def check_es_id(doc_id: Any) -> str:
+    doc_id = validate_id(doc_id)
+    if len(doc_id.encode("utf-8")) > MAX_ID_BYTES:
+        raise InvalidQuery(f"document id longer than {MAX_ID_BYTES} bytes in UTF-8: {doc_id[:40]!r}...")
+    return doc_id
+
+
+def doc_source(doc: TermDocument) -> dict[str, Any]:
+    """The _source of one document; raises InvalidQuery for what Elasticsearch would reject."""
+    doc_id = check_es_id(doc.id)
+    terms = validate_weights(doc.terms, what=f"document {doc_id!r} terms")
+    for t, w in terms.items():
+        if not MIN_FEATURE_VALUE <= w <= MAX_FEATURE_VALUE:
+            raise InvalidQuery(
+                f"document {doc_id!r}: weight {w!r} of term {t} is outside the float32 normal range "
+                f"[{MIN_FEATURE_VALUE:g}, {MAX_FEATURE_VALUE:g}] that rank_features stores"
+            )
+    metadata = dict(doc.metadata or {})
+    source: dict[str, Any] = {
+        "doc_id": doc_id,
+        "terms": {str(t): w for t, w in terms.items()},
+        "metadata": metadata,
+    }
+    image = metadata.get("image")
+    if isinstance(image, str):
+        source["image"] = image
+    return source
+
+
+def index_body(shards: int, replicas: int) -> dict[str, Any]:
+    """Settings and mapping of a new version, created ready for a bulk load."""
+    return {
+        "settings": {
+            "index": {
+                "number_of_shards": shards,
+                "number_of_replicas": replicas,
+                "refresh_interval": "-1",
+                # Not searchable until commit, and a crash means loading again anyway: no fsync
+                # per bulk request while loading (restored to "request" by _finish_version).
+                "translog": {"durability": "async"},
+            }
+        },
+        "mappings": MAPPING,
+    }
+
+
+def check_k(k: Any) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        raise InvalidQuery(f"k must be an integer in [1, {MAX_K}], got {k!r}")
+    return k
+
+
+def search_body(query: Mapping[int, float], k: int, explain: bool) -> dict[str, Any]:
+    """``bool.should`` of ``rank_feature`` log clauses: score = sum of boost * ln(1 + w).
+
+    No ``track_total_hits``: Lucene may then skip hits that cannot enter the top k. Ties sort by
+    ``doc_id`` ascending. ``explain`` fetches the hit's terms so contributions can be computed
+    here, exactly, without the (slow, per-hit) explain API.
+    """
+    q = validate_weights(query, what="query")
+    k = check_k(k)
+    clauses = [
+        {"rank_feature": {"field": f"terms.{t}", "log": {"scaling_factor": 1}, "boost": b}}
+        for t, b in sorted(q.items())
+    ]
+    return {
+        "size": k,
+        "track_total_hits": False,
+        "query": {"bool": {"should": clauses}},
+        "sort": [{"_score": {"order": "desc"}}, {"doc_id": {"order": "asc"}}],
+        # For explanations, only the query's own terms of each hit (not its ~1000 terms).
+        "_source": ["metadata", *(f"terms.{t}" for t in sorted(q))] if explain else ["metadata"],
+    }
+
+
+def contributions(query: Mapping[int, float], terms: Mapping[str, Any]) -> dict[int, tuple[float, float]]:
+    """Per matched term: (weight as stored by ES, boost * ln(1 + weight))."""
+    out: dict[int, tuple[float, float]] = {}
+    for t, b in query.items():
+        w = terms.get(str(t))
+        if w is not None:
+            v = stored_value(float(w))
+            out[t] = (v, float(b) * math.log1p(v))
+    return out
+
+
+def parse_hits(resp: Mapping[str, Any], query: Mapping[int, float], explain: bool) -> list[Hit]:
+    q = validate_weights(query, what="query")
+    hits = []
+    for h in resp["hits"]["hits"]:
+        src = h.get("_source") or {}
+        hits.append(
+            Hit(
+                id=h["_id"],
+                score=float(h["_score"]),
+                metadata=src.get("metadata") or {},
+                contributions=contributions(q, src.get("terms") or {}) if explain else None,
+            )
+        )
+    return hits
+
+
+def parse_doc(resp: Mapping[str, Any]) -> TermDocument:
+    src = resp.get("_source") or {}
+    terms = {int(t): float(w) for t, w in (src.get("terms") or {}).items()}
+    return TermDocument(id=resp["_id"], terms=terms, metadata=src.get("metadata") or {})
+
+
+def similar_query(doc: TermDocument, n_terms: int) -> dict[int, float]:
+    """The document's ``n_terms`` heaviest terms, ties by id (as ``TermIndex.similar``)."""
+    if isinstance(n_terms, bool) or not isinstance(n_terms, int) or n_terms < 1:
+        raise InvalidQuery(f"n_terms must be a positive integer, got {n_terms!r}")
+    return dict(sorted(doc.terms.items(), key=lambda kv: (-kv[1], kv[0]))[:n_terms])
+
+
+def _error_type(exc: Any) -> str:
+    info = getattr(exc, "info", None)
+    if isinstance(info, Mapping):
+        err = info.get("error")
+        if isinstance(err, Mapping):
+            return str(err.get("type", ""))
+    return ""
+
+
+def _reason(exc: Any) -> str:
+    info = getattr(exc, "info", None)
+    if isinstance(info, Mapping) and isinstance(info.get("error"), Mapping):
+        err = info["error"]
+        root = err.get("root_cause") or [err]
+        first = root[0] if root and isinstance(root[0], Mapping) else err
+        caused = err.get("caused_by")
+        reason = f"{first.get('type')}: {first.get('reason')}"
+        if isinstance(caused, Mapping) and caused.get("reason") != first.get("reason"):
+            reason += f" ({caused.get('reason')})"
+        return reason
+    return str(getattr(exc, "error", "") or exc)
+
+
+def translate(exc: Exception, what: str, *, doc_id: str | None = None) -> TermIndexError:
+    """Map a client exception to ``termindex.errors``; callers ``raise translate(e) from e``."""
+    from elasticsearch import exceptions as es
+
+    if isinstance(exc, TermIndexError):
+        return exc
+    if isinstance(exc, es.ConnectionTimeout):
+        return EngineUnavailable(f"Elasticsearch timed out ({what}): {exc}")
+    if isinstance(exc, es.ConnectionError):  # includes SSL errors and refused connections
+        return EngineUnavailable(f"Elasticsearch is not reachable ({what}): {getattr(exc, 'info', exc)}")
+    if isinstance(exc, es.TransportError):
+        status = exc.status_code
+        etype = _error_type(exc)
+        if status == 404 and etype == "index_not_found_exception":
+            return IndexNotFound(f"index or alias not found ({what}): {_reason(exc)}")
+        if status == 404 and doc_id is not None:
+            return DocumentNotFound(doc_id)
+        if status == 404:
+            return IndexNotFound(f"not found ({what}): {_reason(exc)}")
+        if status == 400:
+            return InvalidQuery(f"Elasticsearch rejected the request ({what}): {_reason(exc)}")
+        if status in (429, 502, 503, 504):
+            return EngineUnavailable(f"Elasticsearch is overloaded or unavailable ({what}): {_reason(exc)}")
+        return TermIndexError(f"Elasticsearch error {status} ({what}): {_reason(exc)}")
+    return TermIndexError(f"unexpected error talking to Elasticsearch ({what}): {exc!r}")
+
+
+@contextmanager
+def errors(what: str, *, doc_id: str | None = None) -> Iterator[None]:
+    """Translate client errors inside the block (works around ``await`` too)."""
+    from elasticsearch import exceptions as es
+
+    try:
+        yield
+    except (es.ElasticsearchException, OSError) as exc:
+        raise translate(exc, what, doc_id=doc_id) from exc
+
+
+def client_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Split engine options into (client kwargs, the rest). One place for both clients."""
+    opts = dict(options)
+    timeout = float(opts.pop("request_timeout", 10.0))
+    if not timeout > 0:
+        raise ValueError(f"request_timeout must be > 0 seconds, got {timeout!r}")
+    client = {
+        "timeout": timeout,
+        # Immediate transport-level retries hide outages; the bulk loader retries with backoff.
+        "max_retries": 0,
+        "retry_on_timeout": False,
+    }
+    for key in ("http_auth", "api_key", "verify_certs", "ca_certs", "http_compress"):
+        if key in opts:
+            client[key] = opts.pop(key)
+    return client, opts

@@ -1,0 +1,166 @@
+"""Bad input, odd ids, a missing index and an unreachable node all give clear termindex errors."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+from elastic_testkit import FaultProxy, free_port, fresh_index, unique_name
+
+from termindex import open_index
+from termindex.base import TermDocument
+from termindex.elastic import ElasticsearchIndex
+from termindex.elastic_common import errors
+from termindex.errors import DocumentNotFound, EngineUnavailable, IndexNotFound, InvalidQuery
+
+pytestmark = pytest.mark.elasticsearch
+
+ODD_IDS = [
+    "a/b/c",
+    "with space",
+    'double"quote',
+    "single'quote",
+    "hash#frag",
+    "q?x=1&y=2",
+    "ünïcödé-日本語-🙂",
+    "%2F-percent",
+    ".",
+    "..",
+    "back\\slash",
+    "<tag>,comma*star",
+    "+plus:colon",
+]
+
+
+@pytest.fixture(scope="module")
+def index(es_url: str):
+    with fresh_index(es_url, "errors") as idx:
+        idx.upsert([TermDocument("base", {1: 1.0, 2: 2.0}, {"image": "x.jpg"})])
+        yield idx
+
+
+def test_odd_ids_round_trip(index: ElasticsearchIndex) -> None:
+    assert index.upsert([TermDocument(i, {3: 1.0 + n}, {"n": n}) for n, i in enumerate(ODD_IDS)]) == len(
+        ODD_IDS
+    )
+    for n, doc_id in enumerate(ODD_IDS):
+        doc = index.get(doc_id)
+        assert doc.id == doc_id and doc.metadata == {"n": n} and doc.terms == {3: 1.0 + n}
+    hits = index.search({3: 1.0}, k=50)
+    assert [h.id for h in hits] == list(reversed(ODD_IDS))  # higher weight first
+    assert index.delete(ODD_IDS) == len(ODD_IDS)
+    with pytest.raises(DocumentNotFound):
+        index.get(ODD_IDS[0])
+
+
+@pytest.mark.parametrize(
+    "query, match",
+    [
+        ({}, "empty"),
+        ({1: float("nan")}, "finite"),
+        ({1: math.inf}, "finite"),
+        ({1: -1.0}, "> 0"),
+        ({1: 0.0}, "> 0"),
+        ({"cat": 1.0}, "non-negative integer"),
+        ({-3: 1.0}, "non-negative integer"),
+        ({1: "heavy"}, "not a number"),
+    ],
+)
+def test_invalid_queries(index: ElasticsearchIndex, query: dict, match: str) -> None:
+    with pytest.raises(InvalidQuery, match=match):
+        index.search(query)
+
+
+@pytest.mark.parametrize("k", [0, -1, 10_001, 2.5, True])
+def test_invalid_k(index: ElasticsearchIndex, k: object) -> None:
+    with pytest.raises(InvalidQuery, match="k must be"):
+        index.search({1: 1.0}, k=k)  # type: ignore[arg-type]
+
+
+def test_unknown_token_matches_nothing(index: ElasticsearchIndex) -> None:
+    assert index.search({999_999: 1.0}) == []
+    assert [h.id for h in index.search({999_999: 1.0, 1: 1.0})] == ["base"]
+
+
+@pytest.mark.parametrize(
+    "doc, match",
+    [
+        (TermDocument("", {1: 1.0}), "non-empty string"),
+        (TermDocument("bad\nid", {1: 1.0}), "control characters"),
+        (TermDocument("é" * 300, {1: 1.0}), "512 bytes"),
+        (TermDocument("nan", {1: float("nan")}), "finite"),
+        (TermDocument("neg", {1: -0.5}), "> 0"),
+        (TermDocument("zero", {1: 0.0}), "> 0"),
+        (TermDocument("tiny", {1: 1e-39}), "float32 normal range"),
+        (TermDocument("huge", {1: 1e39}), "float32 normal range"),
+        (TermDocument("empty", {}), "empty"),
+    ],
+)
+def test_invalid_documents_are_rejected_before_sending(
+    index: ElasticsearchIndex, doc: TermDocument, match: str
+) -> None:
+    with pytest.raises(InvalidQuery, match=match):
+        index.upsert([doc])
+    assert index.count() == 1
+
+
+def test_missing_document(index: ElasticsearchIndex) -> None:
+    with pytest.raises(DocumentNotFound):
+        index.get("no-such-doc")
+    assert index.delete(["no-such-doc"]) == 0
+
+
+def test_missing_index(es_url: str) -> None:
+    name = unique_name("missing")
+    with pytest.raises(IndexNotFound, match=name):
+        ElasticsearchIndex(es_url, name)
+    with pytest.raises(IndexNotFound):
+        open_index(f"{es_url}/{name}")
+
+
+def test_bad_index_names_and_options(es_url: str) -> None:
+    for bad in ("UPPER", "with space", "a/b", "*", "-lead"):
+        with pytest.raises(ValueError, match="index name"):
+            ElasticsearchIndex(es_url, bad)
+    with pytest.raises(ValueError, match="unknown Elasticsearch options"):
+        ElasticsearchIndex(es_url, "x", create=True, chunk_sise=3)
+    with pytest.raises(ValueError, match="request_timeout"):
+        ElasticsearchIndex(es_url, "x", request_timeout=0)
+
+
+def test_unreachable_node_fails_fast(es_url: str) -> None:
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    t0 = time.monotonic()
+    with pytest.raises(EngineUnavailable, match="not reachable"):
+        ElasticsearchIndex(url, "anything")
+    assert time.monotonic() - t0 < 3.0
+
+
+def test_open_index_spec_and_rank_feature_mapping(es_url: str, index: ElasticsearchIndex) -> None:
+    with open_index(f"{es_url}/{index.alias}") as same:
+        assert same.count() == 1
+    (concrete,) = index._active()
+    mapping = index._client.indices.get_mapping(index=concrete)[concrete]["mappings"]
+    assert mapping["properties"]["terms"] == {"type": "rank_features"}
+    assert mapping["properties"]["metadata"]["enabled"] is False
+    # Arbitrary metadata never changes the mapping (no dynamic fields).
+    index.upsert([TermDocument("meta", {1: 1.0}, {"nested": {"deep": [1, {"x": "y"}]}, "k-1": None})])
+    assert index.get("meta").metadata == {"nested": {"deep": [1, {"x": "y"}]}, "k-1": None}
+    assert index._client.indices.get_mapping(index=concrete)[concrete]["mappings"] == mapping
+    index.delete(["meta"])
+
+
+def test_stalled_node_times_out_as_unavailable(es_url: str, index: ElasticsearchIndex) -> None:
+    with FaultProxy(es_url, delay=3.0) as proxy:
+        slow = ElasticsearchIndex(proxy.url, index.alias, request_timeout=0.5)
+        t0 = time.monotonic()
+        with pytest.raises(EngineUnavailable, match="timed out"):
+            slow.search({1: 1.0})
+        assert time.monotonic() - t0 < 2.5
+        slow.close()
+
+
+def test_elasticsearch_400_becomes_invalid_query(index: ElasticsearchIndex) -> None:
+    with pytest.raises(InvalidQuery, match="parsing_exception"), errors("search"):
+        index._client.search(index=index.alias, query={"no_such_query": {}})

@@ -1,0 +1,87 @@
+"""scripts/elasticsearch.sh: status tells the truth; start is idempotent; a full start/stop cycle."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from elastic_testkit import free_port
+
+pytestmark = pytest.mark.elasticsearch
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "elasticsearch.sh"
+
+
+def script(*args: str, port: int, timeout: float = 60, **env: str) -> subprocess.CompletedProcess[str]:
+    full_env = os.environ | {"VSPARTA_ES_PORT": str(port)} | env
+    return subprocess.run(
+        ["bash", str(SCRIPT), *args], env=full_env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_status_is_true_while_the_node_runs(es_url: str) -> None:
+    port = urlsplit(es_url).port or 9200
+    res = script("status", port=port)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["status"] in ("green", "yellow")
+    again = script("start", port=port)  # idempotent: nothing is started twice
+    assert again.returncode == 0 and "already running" in again.stderr
+
+
+def test_status_is_false_on_a_closed_port() -> None:
+    res = script("status", port=free_port(), timeout=15)
+    assert res.returncode == 1 and "not running" in res.stderr
+
+
+def _request(url: str, method: str = "GET", body: dict | None = None) -> dict:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return json.loads(resp.read())
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for its reaper has exited already)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+@pytest.mark.slow
+def test_full_lifecycle_on_a_spare_port(es_url: str) -> None:
+    """Install into a fresh work dir (downloads cached), start, use rank_features, stop by pid."""
+    port = free_port()
+    home = Path(tempfile.mkdtemp(prefix="vsparta-es-test-", dir="/var/tmp"))
+    home.chmod(0o755)  # the node's own user must reach it
+    env = {"VSPARTA_ES_HOME": str(home), "VSPARTA_ES_HEAP": "256m"}
+    try:
+        started = script("start", port=port, timeout=300, **env)
+        assert started.returncode == 0, started.stderr
+        assert "green" in started.stderr
+        pid = int((home / f"node-{port}" / "es.pid").read_text())
+        if os.geteuid() == 0:  # never run as root
+            assert Path(f"/proc/{pid}").stat().st_uid != 0
+        assert script("status", port=port, **env).returncode == 0
+        url = f"http://127.0.0.1:{port}"
+        _request(f"{url}/rf", "PUT", {"mappings": {"properties": {"terms": {"type": "rank_features"}}}})
+        _request(f"{url}/rf/_doc/a?refresh=true", "PUT", {"terms": {"3": 2.0}})
+        clause = {"rank_feature": {"field": "terms.3", "log": {"scaling_factor": 1}, "boost": 2}}
+        hits = _request(f"{url}/rf/_search", "POST", {"query": clause})["hits"]["hits"]
+        assert hits[0]["_score"] == pytest.approx(2 * 1.0986123, rel=1e-6)  # 2 ln(1 + 2)
+        stopped = script("stop", port=port, **env)
+        assert stopped.returncode == 0, stopped.stderr
+        assert not _alive(pid)
+        assert script("status", port=port, **env).returncode == 1
+        assert script("stop", port=port, **env).returncode == 0  # stopping twice is fine
+    finally:
+        script("stop", port=port, **env)
+        shutil.rmtree(home, ignore_errors=True)

@@ -1,0 +1,175 @@
+"""Versioned indices behind the alias: atomic swap under load, rollback, repeated loads."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from elastic_testkit import fresh_index, unique_name
+
+from termindex.base import TermDocument
+from termindex.elastic import ElasticsearchIndex
+from termindex.errors import TermIndexError
+
+pytestmark = pytest.mark.elasticsearch
+
+TERM = 5
+
+
+def docs(prefix: str, n: int, weight: float = 1.0) -> list[TermDocument]:
+    return [
+        TermDocument(f"{prefix}-{i:04d}", {TERM: weight + i / n, 9: 0.5}, {"set": prefix}) for i in range(n)
+    ]
+
+
+def test_alias_swap_under_concurrent_searches(es_url: str) -> None:
+    with fresh_index(es_url, "swap") as index:
+        index.upsert(docs("old", 200))
+        errors: list[BaseException] = []
+        seen: list[tuple[float, float, frozenset[str]]] = []  # (start, end, sets in the result)
+        stop = threading.Event()
+
+        def searcher() -> None:
+            reader = ElasticsearchIndex(es_url, index.alias)  # its own client, like another process
+            try:
+                while not stop.is_set():
+                    t0 = time.monotonic()
+                    try:
+                        hits = reader.search({TERM: 1.0}, k=20)
+                    except BaseException as exc:  # every failure counts, whatever its type
+                        errors.append(exc)
+                        continue
+                    sets = frozenset(h.metadata["set"] for h in hits)
+                    seen.append((t0, time.monotonic(), sets))
+            finally:
+                reader.close()
+
+        threads = [threading.Thread(target=searcher) for _ in range(3)]
+        for t in threads:
+            t.start()
+        try:
+            time.sleep(0.5)
+            new = index.begin_reindex()
+            new.upsert(docs("new", 300, weight=2.0))
+            time.sleep(0.3)  # searches keep running against the old version meanwhile
+            commit_started = time.monotonic()
+            new.commit()
+            swapped_at = time.monotonic()
+            time.sleep(0.7)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join(30)
+
+        assert not errors, errors[:3]
+        assert len(seen) > 20
+        # Never a mix: each search saw exactly one version.
+        assert all(len(s) == 1 for _, _, s in seen)
+        before = [s for t0, t1, s in seen if t1 < commit_started]
+        after = [s for t0, t1, s in seen if t0 > swapped_at]
+        assert before and all(s == {"old"} for s in before)
+        assert after and all(s == {"new"} for s in after)
+        assert index.count() == 300
+        versions = index.list_versions()
+        assert [v.active for v in versions] == [False, True]
+        assert [v.docs for v in versions] == [200, 300]
+
+
+def test_rollback_and_pruning_keep_old_versions(es_url: str) -> None:
+    with fresh_index(es_url, "rollback", keep_versions=2) as index:
+        index.upsert(docs("v1", 3))
+        for n, prefix in ((4, "v2"), (5, "v3")):
+            with index.begin_reindex() as new:
+                new.upsert(docs(prefix, n))
+        versions = index.list_versions()
+        # keep_versions=2: v1 pruned, v2 kept for rollback, v3 active.
+        assert [(v.number, v.active, v.docs) for v in versions] == [(2, False, 4), (3, True, 5)]
+        assert index.rollback() == f"{index.alias}-v2"
+        assert index.count() == 4 and index.get("v2-0000").metadata == {"set": "v2"}
+        with pytest.raises(TermIndexError, match="no version"):
+            index.rollback()
+        index.activate(f"{index.alias}-v3")
+        assert index.count() == 5
+
+
+def test_failed_reindex_is_aborted_and_alias_untouched(es_url: str) -> None:
+    with fresh_index(es_url, "abort") as index:
+        index.upsert(docs("old", 3))
+        with pytest.raises(RuntimeError), index.begin_reindex() as new:
+            new.upsert(docs("new", 2))
+            raise RuntimeError("indexer crashed")
+        assert [v.number for v in index.list_versions()] == [1]
+        assert index.count() == 3
+
+
+def test_repeated_bulk_load_overwrites_never_duplicates(es_url: str) -> None:
+    with fresh_index(es_url, "repeat", chunk_size=64) as index:
+        batch = docs("d", 500)
+        for _ in range(3):
+            with index.bulk_load():
+                assert index.upsert(batch) == 500
+        assert index.count() == 500
+        # A reload with new weights replaces the documents in place.
+        changed = [TermDocument(d.id, {TERM: 7.0}, {"set": "changed"}) for d in batch[:10]]
+        index.upsert(changed)
+        assert index.count() == 500
+        assert index.get("d-0003").terms == {TERM: 7.0}
+        assert index.delete(["d-0003", "d-0003", "missing"]) == 1
+        assert index.count() == 499
+
+
+def test_bulk_load_disables_refresh_and_replicas_then_restores(es_url: str) -> None:
+    with fresh_index(es_url, "settings") as index:
+        (concrete,) = index._active()
+        client = index._client
+        client.indices.put_settings(index=concrete, body={"index": {"refresh_interval": "5s"}})
+
+        def settings() -> dict:
+            return client.indices.get_settings(index=concrete)[concrete]["settings"]["index"]
+
+        with index.bulk_load():
+            during = settings()
+            index.upsert(docs("x", 50))
+            assert index.count() == 0  # nothing refreshed yet: the load is not visible mid-way
+            # ...but a resumed job sees what it already wrote (realtime get).
+            assert index.existing_ids(["x-0000", "x-0049", "nope"]) == {"x-0000", "x-0049"}
+        assert during["refresh_interval"] == "-1" and during["number_of_replicas"] == "0"
+        after = settings()
+        assert after["refresh_interval"] == "5s" and after["number_of_replicas"] == "0"
+        assert index.count() == 50
+
+
+def test_create_is_idempotent_and_refuses_a_concrete_index_name(es_url: str) -> None:
+    with fresh_index(es_url, "idem") as index:
+        index.upsert(docs("a", 2))
+        again = ElasticsearchIndex(es_url, index.alias, create=True)
+        assert again.count() == 2 and len(again.list_versions()) == 1
+        again.close()
+    name = unique_name("concrete")
+    with ElasticsearchIndex(es_url, unique_name("tmp"), create=True) as helper:
+        helper._client.indices.create(index=name)
+        try:
+            with pytest.raises(TermIndexError, match="not an alias"):
+                ElasticsearchIndex(es_url, name, create=True)
+        finally:
+            helper._client.indices.delete(index=name)
+            helper.drop()
+
+
+def test_new_version_loads_fast_then_gets_serving_settings(es_url: str) -> None:
+    with fresh_index(es_url, "serving", replicas=0) as index:
+        client = index._client
+        new = index.begin_reindex()
+
+        def settings() -> dict:
+            return client.indices.get_settings(index=new.version)[new.version]["settings"]["index"]
+
+        loading = settings()
+        assert loading["refresh_interval"] == "-1" and loading["translog"]["durability"] == "async"
+        new.upsert(docs("n", 20))
+        new.commit()
+        serving = settings()
+        assert "refresh_interval" not in serving and "translog" not in serving  # back to defaults
+        assert serving["number_of_replicas"] == "0"
+        assert index.count() == 20

@@ -1,0 +1,156 @@
+"""The embedded engine returns exactly the brute-force oracle's top 10 (ids and scores).
+
+How ties and rounding are handled, explicitly:
+
+- Rounding: the engine stores half floats; the oracle is built on ``round_like_embedded``
+  weights, so both score the same numbers. No tolerance is needed for that.
+- Float32: the engine accumulates in float32 only to find candidates; it keeps every document
+  within a proven float32 error bound of the k-th score and rescores them in float64 in the
+  oracle's order (ascending term id, numpy's log1p). Scores are therefore compared with ``==``.
+- Ties: ~5% of documents copy another document's terms, so exact ties occur; both sides break
+  them by id ascending, and the test checks that tied ranks actually occurred.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from termindex import open_index
+from termindex.base import TermDocument
+from termindex.embedded import EmbeddedIndex
+from termindex.oracle import (
+    BruteForceOracle,
+    random_documents,
+    random_queries,
+    round_like_elasticsearch,
+    round_like_embedded,
+)
+
+N_DOCS = 3000
+VOCAB = 2000
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[TermDocument]:
+    return random_documents(N_DOCS, vocab_size=VOCAB, seed=0)
+
+
+@pytest.fixture(scope="module")
+def queries() -> list[dict[int, float]]:
+    return random_queries(300, vocab_size=VOCAB, seed=1)
+
+
+@pytest.fixture(scope="module")
+def oracle(docs) -> BruteForceOracle:
+    return BruteForceOracle(docs, round_weights=round_like_embedded)
+
+
+def _pairs(hits):
+    return [(h.id, h.score) for h in hits]
+
+
+def _assert_parity(index, oracle, queries, k=10) -> int:
+    """Identical (id, score) lists; returns how many results lists contained an exact tie."""
+    tied = 0
+    for q in queries:
+        got = _pairs(index.search(q, k=k))
+        want = _pairs(oracle.search(q, k=k))
+        assert got == want, f"query {q}"
+        scores = [s for _, s in want]
+        tied += any(a == b for a, b in zip(scores, scores[1:], strict=False))
+    return tied
+
+
+def test_parity_many_blocks_and_segments(tmp_path, docs, queries, oracle):
+    # block_size 256 -> 12 blocks: block-max skipping is exercised; 3 segments: cross-segment top-k
+    index = EmbeddedIndex(tmp_path / "idx", create=True, block_size=256)
+    for part in (docs[:1000], docs[1000:2200], docs[2200:]):
+        index.upsert(part)
+    assert index.count() == N_DOCS
+    assert index.segment_count() == 3
+    seg = index._snap.segments[0]  # both run layouts are exercised: dense (frequent terms) and sparse
+    assert ((np.diff(seg.doffsets) == 0) & (np.diff(seg.woffsets) > 0)).any()
+    assert (np.diff(seg.doffsets) > 0).any()
+    tied = _assert_parity(index, oracle, queries)
+    assert tied >= 5, "the document set should produce exact ties in some top-10 lists"
+
+
+def test_parity_default_block_size_and_k(tmp_path, docs, queries, oracle):
+    index = open_index(f"embedded:{tmp_path / 'idx'}", create=True)
+    index.upsert(docs)
+    _assert_parity(index, oracle, queries[:60], k=1)
+    _assert_parity(index, oracle, queries[:60], k=50)
+    # k beyond the number of matches returns every match
+    q = {int(next(iter(docs[7].terms))): 1.0}
+    assert len(index.search(q, k=10_000)) == len(oracle.search(q, k=10_000))
+
+
+def test_parity_after_compaction(tmp_path, docs, queries, oracle):
+    index = EmbeddedIndex(tmp_path / "idx", create=True, block_size=512)
+    for start in range(0, N_DOCS, 500):
+        index.upsert(docs[start : start + 500])
+    assert index.segment_count() == 6
+    index.compact()
+    assert index.segment_count() == 1
+    _assert_parity(index, oracle, queries[:100])
+
+
+def test_explain_contributions_sum_to_score(tmp_path, docs, queries):
+    index = EmbeddedIndex(tmp_path / "idx", create=True, block_size=256)
+    index.upsert(docs)
+    for q in queries[:50]:
+        for hit in index.search(q, k=5, explain=True):
+            assert hit.contributions, "every hit matches at least one term"
+            assert set(hit.contributions) <= set(q)
+            total = 0.0
+            for t in sorted(hit.contributions):
+                weight, part = hit.contributions[t]
+                assert part == q[t] * math.log1p(weight) or math.isclose(
+                    part, q[t] * math.log1p(weight), rel_tol=1e-15
+                )
+                total += part
+            assert total == pytest.approx(hit.score, rel=1e-12)
+            stored = index.get(hit.id).terms
+            assert all(stored[t] == w for t, (w, _) in hit.contributions.items())
+
+
+def test_round_like_elasticsearch_keeps_nine_significant_bits():
+    assert round_like_elasticsearch(1.0) == 1.0
+    assert round_like_elasticsearch(1.0 + 2.0**-8) == 1.0 + 2.0**-8  # 8 stored mantissa bits
+    assert round_like_elasticsearch(1.0 + 2.0**-9) == 1.0  # the 9th is truncated
+    assert round_like_elasticsearch(1.0 + 2.0**-8 - 2.0**-20) == 1.0  # toward zero, not nearest
+    w = np.random.default_rng(0).lognormal(size=10_000)
+    r = round_like_elasticsearch(w)
+    assert np.all(r <= w) and np.all((w - r) / w < 2.0**-8)
+    assert np.all(r.astype(np.float32).view(np.uint32) & 0x7FFF == 0)
+
+
+def test_round_like_embedded_is_half_float():
+    w = np.random.default_rng(0).lognormal(size=10_000)
+    r = round_like_embedded(w)
+    assert np.all(np.abs(r - w) / w <= 2.0**-11)
+    assert np.array_equal(r, w.astype(np.float16).astype(np.float64))
+    assert round_like_embedded(1e6) == 65504.0
+    assert round_like_embedded(1e-12) == 2.0**-24
+
+
+def test_near_ties_inside_one_quantization_step(tmp_path):
+    """Candidates come from coarse upper bounds (8-bit quantized log1p); documents whose weights
+    differ far below one quantization step must still come back in exact order."""
+    rng = np.random.default_rng(3)
+    n = 2000
+    weights = 2.0 + rng.permutation(n) * 2.0**-9  # distinct half floats, few distinct 8-bit bounds
+    docs = [
+        TermDocument(f"n{i:04d}", {3: float(w), 4: float(weights[(i * 7) % n]), 9 + i % 5: 1.0})
+        for i, w in enumerate(weights)
+    ]
+    docs += [TermDocument(f"dup{i}", dict(docs[i].terms)) for i in range(0, n, 97)]  # exact ties
+    index = EmbeddedIndex(tmp_path / "idx", create=True, block_size=256)
+    index.upsert(docs)
+    oracle = BruteForceOracle(docs, round_weights=round_like_embedded)
+    for q in [{3: 1.0}, {3: 1.0, 4: 2.0}, {3: 0.37, 4: 1.91, 9: 0.5}, {4: 3.0, 10: 1.0, 11: 1.0}]:
+        for k in (1, 10, 25):
+            assert _pairs(index.search(q, k=k)) == _pairs(oracle.search(q, k=k)), (q, k)
