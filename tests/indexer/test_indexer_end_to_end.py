@@ -270,7 +270,7 @@ def test_resume_into_elasticsearch_skips_what_is_there(
 def test_shard_jobs_started_together_build_one_elasticsearch_index(
     image_folder: Path, tiny_model: Path, es_spec: str
 ) -> None:
-    """Shard 1 starts first and waits for shard 0 to create the index: one version, one job's docs."""
+    """Shards started together: shard 0 creates the index, shard 1 waits; one version, one job's docs."""
     from indexer.runner import IndexConfig, run_index
 
     one, sharded = f"{es_spec}-one", f"{es_spec}-sharded"
@@ -294,12 +294,12 @@ def test_shard_jobs_started_together_build_one_elasticsearch_index(
         )
 
     errors: list[BaseException] = []
-    late = threading.Thread(target=lambda: _catch(errors, shard, 1))
-    late.start()
-    time.sleep(1.5)  # shard 1 is now waiting for the index
-    shard(0)
-    late.join(120)
-    assert not errors and not late.is_alive()
+    jobs = [threading.Thread(target=_catch, args=(errors, shard, i)) for i in (1, 0)]
+    for job in jobs:  # at the same moment: each would otherwise create its own version
+        job.start()
+    for job in jobs:
+        job.join(120)
+    assert not errors and not any(job.is_alive() for job in jobs)
     url, _, alias = sharded.rpartition("/")
     with urllib.request.urlopen(f"{url}/_alias/{alias}", timeout=10) as resp:
         assert len(json.load(resp)) == 1  # the alias points at exactly one index
