@@ -199,15 +199,17 @@ def _out(line: str) -> None:
 
 def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
     from indexer.runner import IndexConfig, IndexJob
-    from model.encode import TermEncoder
     from termindex import open_index
 
-    paths = make_images(work / "images", args.images, tuple(args.image_size))
-    _out(
-        f"{len(paths)} generated JPEGs of {args.image_size[0]}x{args.image_size[1]}, batch {args.batch_size}"
-    )
     results["models"] = {}
-    for kind in [k for k in args.models.split(",") if k]:
+    kinds = [k for k in args.models.split(",") if k]
+    if kinds:
+        paths = make_images(work / "images", args.images, tuple(args.image_size))
+        w, h = args.image_size
+        _out(f"{len(paths)} generated JPEGs of {w}x{h}, batch {args.batch_size}")
+    for kind in kinds:
+        from model.encode import TermEncoder  # torch: only when a model is measured
+
         folder = build_model(kind, work)
         encoder = TermEncoder.from_pretrained(folder, device="cpu")
         cfg = encoder.config
