@@ -87,7 +87,8 @@ class VisualSpartaConfig(PretrainedConfig):
         image_std: list[float] | tuple[float, ...] = (0.5, 0.5, 0.5),
         hf_vision_model: str | None = None,
         hf_vision_config: dict[str, Any] | None = None,
-        phi_bias_init: float = 0.0,
+        phi_bias_init: float = 0.1,
+        word_init_std: float = 1e-3,
         top_n: int | None = 1000,
         max_query_tokens: int = 64,
         text_model: str | None = None,
@@ -120,6 +121,7 @@ class VisualSpartaConfig(PretrainedConfig):
         self.hf_vision_model = hf_vision_model
         self.hf_vision_config = hf_vision_config
         self.phi_bias_init = phi_bias_init
+        self.word_init_std = word_init_std
         self.top_n = top_n
         self.max_query_tokens = max_query_tokens
         self.text_model = text_model

@@ -112,9 +112,12 @@ class VisualSpartaPreTrainedModel(PreTrainedModel):
             _init.kaiming_normal_(module.weight, nonlinearity="relu")
         if isinstance(module, VisualSpartaModel):
             _init.constant_(module.phi_bias, float(self.config.phi_bias_init))
-            # ŵ·H with H LayerNorm-ed (entries ~1): std H^-1/2 gives dot products ~N(0, 1) from the
-            # start, so a model trained from scratch does not begin with all scores ~0.
-            _init.normal_(module.word_embeddings.weight, mean=0.0, std=self.config.hidden_size**-0.5)
+            # Near-zero E_tok rows: a token never seen in training keeps ŵ ≈ 0, so its φ ≈ ReLU(b) for
+            # every image and it never outranks a term the model learned for that image (this keeps
+            # the top-n cut meaningful for models trained from scratch); b > 0 keeps the ReLU open at
+            # the start so gradients flow. A text-model init overwrites these rows anyway.
+            std = self.config.word_init_std
+            _init.normal_(module.word_embeddings.weight, mean=0.0, std=std)
         if isinstance(module, ImageEncoder) and module.cls is not None:
             _init.normal_(module.cls, mean=0.0, std=self.config.initializer_range)
 
