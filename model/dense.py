@@ -2,16 +2,20 @@
 
 Text: [CLS] of a transformer over the query (token + position + segment embeddings). Image: a
 learned [CLS] slot prepended to the same image input VisualSparta sees (regions or stem patches,
-plus labels), through the same kind of transformer. Score: dot product of the two [CLS] vectors.
+plus labels), through the same kind of transformer. Score: CLIP's cosine similarity times a
+learned temperature (default: it trains faster and more stably from scratch), or LightningDOT's
+plain dot product of the two [CLS] vectors (``similarity="dot"``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from model.configuration import VisualSpartaConfig
@@ -19,12 +23,17 @@ from model.layers import Encoder, TextEmbeddings
 from model.modeling import ImageEncoder, VisualSpartaModel, VisualSpartaPreTrainedModel
 from model.regions import RegionBatch
 
+Similarity = Literal["cosine", "dot"]
+
 
 class DenseConfig(VisualSpartaConfig):
     model_type = "visualsparta_dense"
 
-    def __init__(self, cls_token_id: int = 101, **kwargs: Any) -> None:
+    def __init__(self, cls_token_id: int = 101, similarity: Similarity = "cosine", **kwargs: Any) -> None:
+        if similarity not in get_args(Similarity):
+            raise ValueError(f"similarity must be one of {get_args(Similarity)}, got {similarity!r}")
         self.cls_token_id = cls_token_id
+        self.similarity = similarity
         super().__init__(**kwargs)
 
 
@@ -36,24 +45,36 @@ class DenseDualEncoder(VisualSpartaPreTrainedModel):
         self.text_embeddings = TextEmbeddings(config)
         self.text_encoder = Encoder(config)
         self.image = ImageEncoder(config, cls_token=True)
+        self.logit_scale = nn.Parameter(torch.tensor(math.log(1 / 0.07)))  # CLIP's init; used for cosine
         self.post_init()
+
+    def _init_weights(self, module: nn.Module) -> None:
+        super()._init_weights(module)
+        if module is self:
+            with torch.no_grad():
+                self.logit_scale.fill_(math.log(1 / 0.07))
 
     def _text_targets(self) -> list[tuple[TextEmbeddings, nn.Module]]:
         return [(self.text_embeddings, self.text_encoder), (self.image.embeddings, self.image.encoder)]
 
     def encode_text(self, query_ids: torch.Tensor, query_mask: torch.Tensor) -> torch.Tensor:
-        """``[Bq, m]`` -> ``[Bq, H]``: the [CLS] output of the text transformer."""
+        """``[Bq, m]`` -> ``[Bq, H]``: the [CLS] output of the text transformer (unit length for cosine,
+        times the temperature, so that a plain dot product with image vectors is the score)."""
         cls = torch.full_like(query_ids[:, :1], self.config.cls_token_id)
         ids = torch.cat([cls, query_ids], dim=1)  # [Bq, 1+m]
         mask = torch.cat([torch.ones_like(query_mask[:, :1]), query_mask], dim=1)
-        return self.text_encoder(self.text_embeddings(ids), mask)[:, 0]
+        q = self.text_encoder(self.text_embeddings(ids), mask)[:, 0]
+        if self.config.similarity == "cosine":
+            q = F.normalize(q.float(), dim=-1) * self.logit_scale.clamp(max=math.log(100)).exp()
+        return q
 
     def encode_image_vectors(
         self, pixel_values: torch.Tensor | None = None, regions: RegionBatch | None = None
     ) -> torch.Tensor:
-        """``[Bi, H]``: the [CLS] output of the image transformer."""
+        """``[Bi, H]``: the [CLS] output of the image transformer (unit length for cosine)."""
         h, _ = self.image(pixel_values=pixel_values, regions=regions)
-        return h[:, 0]
+        v = h[:, 0]
+        return F.normalize(v.float(), dim=-1) if self.config.similarity == "cosine" else v
 
     def forward(
         self,

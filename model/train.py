@@ -72,7 +72,7 @@ class TrainResult:
 
 def _config_fields() -> set[str]:
     names = set(inspect.signature(VisualSpartaConfig.__init__).parameters) - {"self", "kwargs"}
-    return names | {"cls_token_id"}
+    return names | {"cls_token_id", "similarity"}
 
 
 def make_config(kind: str, spec: str, init: str | None) -> VisualSpartaConfig:

@@ -87,3 +87,18 @@ def test_load_model_rejects_other_folders(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text('{"model_type": "bert"}')
     with pytest.raises(ValueError, match="unknown model_type"):
         load_model(tmp_path)
+
+
+def test_dense_similarity_options() -> None:
+    with pytest.raises(ValueError, match="similarity"):
+        DenseConfig(**TINY, similarity="l2")
+    torch.manual_seed(0)
+    ids, mask = torch.tensor([[2417, 14291]]), torch.tensor([[True, True]])
+    x = torch.randn(2, 3, 32, 32)
+    cos = DenseDualEncoder(DenseConfig(**TINY)).eval()
+    with torch.no_grad():
+        scores = cos(ids, mask, pixel_values=x)
+        assert scores.abs().max() <= cos.logit_scale.exp() + 1e-4  # bounded by the temperature
+        dot = DenseDualEncoder(DenseConfig(**TINY, similarity="dot")).eval()
+        q, v = dot.encode_text(ids, mask), dot.encode_image_vectors(pixel_values=x)
+        assert torch.allclose(dot(ids, mask, pixel_values=x), q @ v.T)
