@@ -95,10 +95,11 @@ def test_dense_similarity_options() -> None:
     torch.manual_seed(0)
     ids, mask = torch.tensor([[2417, 14291]]), torch.tensor([[True, True]])
     x = torch.randn(2, 3, 32, 32)
-    cos = DenseDualEncoder(DenseConfig(**TINY)).eval()
+    cos = DenseDualEncoder(DenseConfig(**TINY, similarity="cosine")).eval()
     with torch.no_grad():
         scores = cos(ids, mask, pixel_values=x)
         assert scores.abs().max() <= cos.logit_scale.exp() + 1e-4  # bounded by the temperature
-        dot = DenseDualEncoder(DenseConfig(**TINY, similarity="dot")).eval()
+        dot = DenseDualEncoder(DenseConfig(**TINY)).eval()
+        assert dot.config.similarity == "dot"
         q, v = dot.encode_text(ids, mask), dot.encode_image_vectors(pixel_values=x)
         assert torch.allclose(dot(ids, mask, pixel_values=x), q @ v.T)
