@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The README's first command: on a fresh machine, install, generate the scene data set, train a
+# small VisualSparta model on CPU, index the test images into the embedded engine and serve the
+# API and web page on http://127.0.0.1:8000 (Ctrl-C stops it). Extra arguments go to `vsparta demo`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV=${VSPARTA_VENV:-.venv}
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+"$VENV/bin/python" -m pip install -q --upgrade pip
+"$VENV/bin/python" -m pip install -q -e ".[model,service]"
+
+exec "$VENV/bin/vsparta" demo "$@"
