@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from model.images import load_image
 from model.manifest import ManifestRecord
 from model.preprocess import ImagePreprocessor
 from model.regions import RegionBatch, Regions, collate_regions, load_regions
@@ -25,13 +26,8 @@ log = logging.getLogger(__name__)
 
 
 def load_rgb(path: str | Path) -> Image.Image:
-    """One RGB image. Uses ``model.images.load_image`` (robust: EXIF, CMYK, alpha, truncated files)
-    when that module is present; the bare PIL fallback below is only for a checkout without it."""
-    try:
-        from model.images import load_image
-    except ImportError:  # pragma: no cover - model/images.py is part of the project
-        with Image.open(path) as im:
-            return im.convert("RGB")
+    """One RGB image, EXIF-rotated; odd modes converted, broken files raise ``ImageError`` (a ValueError)
+    naming the file and the reason (``model.images``)."""
     return load_image(path)
 
 

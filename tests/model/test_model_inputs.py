@@ -156,3 +156,23 @@ def test_hf_stem_from_a_local_vision_model(tmp_path: Path) -> None:
     (tmp_path / "vit" / "model.safetensors").unlink()  # the checkpoint must not need the source any more
     enc = TermEncoder.from_pretrained(tmp_path / "m", device="cpu")
     assert len(enc.encode_pixels(np.zeros((1, 3, 32, 32), dtype=np.float32), top_n=5)) == 1
+
+
+def test_training_data_handles_odd_and_broken_images(tmp_path: Path, tiny_config) -> None:
+    from model.data import ImageStore
+    from model.manifest import ManifestRecord
+
+    good = draw_scene("red", "square", "left")
+    good.convert("L").save(tmp_path / "gray.png")
+    good.convert("CMYK").save(tmp_path / "cmyk.jpg")
+    good.convert("RGBA").save(tmp_path / "alpha.png")
+    good.save(tmp_path / "full.png")
+    (tmp_path / "trunc.png").write_bytes((tmp_path / "full.png").read_bytes()[:60])
+    names = ["gray.png", "cmyk.jpg", "alpha.png", "trunc.png"]
+    recs = [ManifestRecord(n, tmp_path / n, ["a red square"]) for n in names]
+    store = ImageStore(recs, tiny_config, lambda s: [1], cache=False)
+    pixels, _ = store.image_batch([0, 1, 2])
+    assert pixels.shape == (3, 3, 32, 32) and torch.isfinite(pixels).all()
+    assert abs(float(pixels[1, 0].mean()) - float(pixels[2, 0].mean())) < 0.1  # CMYK ~ RGBA ~ original
+    with pytest.raises(ValueError, match="trunc.png"):
+        store.image_batch([3])
