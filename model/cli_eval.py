@@ -47,12 +47,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import torch
+    from transformers.utils import logging as hf_logging
 
     from model.dense import DenseDualEncoder, load_model
     from model.encode import resolve_device
     from model.evaluate import evaluate, format_table
     from model.karpathy import load_records
     from model.modeling import VisualSpartaModel
+
+    hf_logging.disable_progress_bar()  # per-file "Loading weights" bars would drown the real progress
 
     if not args.model and not args.dense:
         log.error("give --model and/or --dense")

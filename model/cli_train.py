@@ -60,8 +60,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import torch
+    from transformers.utils import logging as hf_logging
 
     from model.train import TrainOptions, train
+
+    hf_logging.disable_progress_bar()  # per-file "Loading weights" bars would drown the real progress
 
     threads = args.threads or (
         int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS") else None
