@@ -38,4 +38,5 @@ def test_image_sets_and_fold_recalls() -> None:
     scores[rows, (targets[rows] + 1) % n] = 2.0  # every other query prefers its neighbour
     res = fold_recalls(scores, targets, n)
     assert res["2000"]["R@1"] == 50.0 and res["2000"]["R@5"] == 100.0
-    assert res["1K"]["R@1"] == 50.0
+    # within a 1K fold, the last image's neighbour lies outside it, so that query is right there
+    assert abs(res["1K"]["R@1"] - 100 * 1001 / 2000) < 1e-9
