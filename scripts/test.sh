@@ -10,7 +10,7 @@ VENV=${VSPARTA_VENV:-.venv}
 "$VENV/bin/python" -m pip install -q --upgrade pip
 "$VENV/bin/python" -m pip install -q -e ".[all]"
 
-bash scripts/install-chromium.sh
+bash scripts/install-system-deps.sh
 
 started_es=0
 if ! bash scripts/elasticsearch.sh status >/dev/null 2>&1; then

@@ -1,17 +1,117 @@
-"""Placeholder: this subcommand is not built yet (see the open issues)."""
+"""`vsparta serve`: run the HTTP query service and web page with uvicorn.
+
+Flags override ``VSPARTA_*`` environment variables, which override the defaults.
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
+from typing import Any
+
+from pydantic import ValidationError
+
+from service.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
 
 
+def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags shared by `serve` and `search`; unset flags fall back to the environment."""
+    parser.add_argument(
+        "--backend",
+        metavar="SPEC",
+        help="index spec: embedded:/path/to/index or http://host:9200/ALIAS (env VSPARTA_BACKEND)",
+    )
+    parser.add_argument(
+        "--model",
+        dest="model_path",
+        metavar="PATH",
+        help="saved model folder with tokenizer.json (env VSPARTA_MODEL_PATH)",
+    )
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    add_settings_arguments(parser)
+    parser.add_argument(
+        "--image-root",
+        dest="image_roots",
+        action="append",
+        metavar="DIR",
+        help="folder images may be served from; repeat for several (env VSPARTA_IMAGE_ROOTS)",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
+    parser.add_argument("--max-k", type=int, help="largest k a request may ask for (env VSPARTA_MAX_K)")
+    parser.add_argument(
+        "--engine-timeout",
+        dest="engine_timeout_s",
+        type=float,
+        metavar="SECONDS",
+        help="seconds per engine call before answering 503 (env VSPARTA_ENGINE_TIMEOUT_S)",
+    )
+    parser.add_argument(
+        "--cors-origin", dest="cors_origins", action="append", metavar="URL", help="allow this origin (CORS)"
+    )
+    parser.add_argument(
+        "--thumbnail-cache", dest="thumbnail_cache_dir", metavar="DIR", help="thumbnail folder"
+    )
+
+
+SETTING_FLAGS = ("backend", "model_path", "image_roots", "max_k", "engine_timeout_s", "cors_origins")
+FLAG_NAMES = {
+    "backend": "--backend",
+    "model_path": "--model",
+    "image_roots": "--image-root",
+    "max_k": "--max-k",
+    "engine_timeout_s": "--engine-timeout",
+    "cors_origins": "--cors-origin",
+    "thumbnail_cache_dir": "--thumbnail-cache",
+}
+
+
+def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
+    """Settings from flags given on the command line, then the environment."""
+    overrides: dict[str, Any] = {
+        name: getattr(args, name)
+        for name in (*SETTING_FLAGS, "thumbnail_cache_dir")
+        if getattr(args, name, None) is not None
+    }
+    return ServiceSettings(**overrides)
+
+
+def explain_settings_error(exc: ValidationError) -> str:
+    """One line per problem, naming the flag or variable to fix."""
+    lines = []
+    for err in exc.errors():
+        field = str(err["loc"][0]) if err["loc"] else ""
+        hint = (
+            f" (--{field.replace('_path', '').replace('_', '-')} or VSPARTA_{field.upper()})" if field else ""
+        )
+        lines.append(f"{field or 'settings'}{hint}: {err['msg']}")
+    return "; ".join(lines)
+
+
+def serve(settings: ServiceSettings, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Run until interrupted. ``vsparta demo`` calls this after indexing."""
+    import uvicorn
+
+    from service.app import create_app
+
+    log.info("VisualSparta search on http://%s:%d/  (API docs: http://%s:%d/docs)", host, port, host, port)
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=False)
 
 
 def run(args: argparse.Namespace) -> int:
-    log.error("`vsparta %s` is not built yet; see the open issues.", args.command)
-    return 2
+    try:
+        settings = settings_from_args(args)
+    except ValidationError as exc:
+        log.error("invalid settings: %s", explain_settings_error(exc))
+        return 2
+    if not settings.model_path.exists():
+        log.error("model path %s does not exist (--model or VSPARTA_MODEL_PATH)", settings.model_path)
+        return 2
+    if not settings.image_roots:
+        log.warning("no --image-root given: image and thumbnail URLs will answer 404")
+    serve(settings, args.host, args.port)
+    return 0

@@ -1,17 +1,94 @@
-"""Placeholder: this subcommand is not built yet (see the open issues)."""
+"""`vsparta search "query"`: query an index from the command line, without the HTTP service.
+
+Same tokenizer, engines and result shape as ``POST /search``; no torch.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import sys
+import time
+from typing import Any, TextIO
+
+from pydantic import ValidationError
+
+from model.query_tokenizer import QueryTokenizer
+from service.cli import add_settings_arguments, explain_settings_error, settings_from_args
+from service.results import hit_to_result, query_from_text
+from termindex import open_index
+from termindex.errors import EngineUnavailable, IndexNotFound, InvalidQuery
 
 log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    parser.add_argument("query", help='free text, e.g. "a red cube"')
+    add_settings_arguments(parser)
+    parser.add_argument("-k", type=int, default=10, help="number of results (default: %(default)s)")
+    parser.add_argument("--explain", action="store_true", help="show matched tokens, weights, contributions")
+    parser.add_argument("--json", action="store_true", help="print the same JSON as POST /search")
 
 
-def run(args: argparse.Namespace) -> int:
-    log.error("`vsparta %s` is not built yet; see the open issues.", args.command)
-    return 2
+def format_table(response: dict[str, Any], explain: bool) -> str:
+    """A fixed-width table: rank, score, id, image (and matched tokens with --explain)."""
+    results = response["results"]
+    head = f"query tokens: {' '.join(response['query_tokens'])}  ({response['took_ms']:.1f} ms)"
+    if not results:
+        return head + "\nno results\n"
+    id_w = max(2, *(len(r["id"]) for r in results))
+    lines = [head, f"{'#':>3}  {'score':>8}  {'id':<{id_w}}  image"]
+    for rank, r in enumerate(results, 1):
+        image = r["metadata"].get("image", "")
+        lines.append(f"{rank:>3}  {r['score']:>8.4f}  {r['id']:<{id_w}}  {image}")
+        if explain and r.get("terms"):
+            matched = ", ".join(
+                f"{t['token']} w={t['weight']:.3g} +{t['contribution']:.3f}" for t in r["terms"]
+            )
+            lines.append(f"{'':>3}  {'':>8}  {matched}")
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    try:
+        settings = settings_from_args(args)
+    except ValidationError as exc:
+        log.error("invalid settings: %s", explain_settings_error(exc))
+        return 2
+    if not args.query.strip():
+        log.error("the query is empty")
+        return 2
+    if not 1 <= args.k <= settings.max_k:
+        log.error("-k must be between 1 and %d", settings.max_k)
+        return 2
+    try:
+        tokenizer = QueryTokenizer.from_pretrained(settings.model_path, max_tokens=settings.max_query_tokens)
+    except FileNotFoundError as exc:
+        log.error("%s", exc)
+        return 2
+    start = time.perf_counter()
+    query, tokens = query_from_text(args.query, tokenizer)
+    if not query:
+        log.error("the query has no searchable words (none in the model's vocabulary)")
+        return 2
+    try:
+        with open_index(settings.backend) as index:
+            hits = index.search(query, k=args.k, explain=args.explain)
+    except (EngineUnavailable, IndexNotFound) as exc:
+        log.error("search backend %s unavailable: %s", settings.backend, exc)
+        return 3
+    except InvalidQuery as exc:
+        log.error("invalid query: %s", exc)
+        return 2
+    response = {
+        "results": [hit_to_result(h, tokenizer, args.explain) for h in hits],
+        "query_tokens": tokens,
+        "took_ms": round((time.perf_counter() - start) * 1000, 3),
+    }
+    if args.json:
+        out.write(json.dumps(response, indent=2) + "\n")
+    else:
+        out.write(format_table(response, args.explain))
+    return 0

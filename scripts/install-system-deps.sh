@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Debian packages the tests drive for real: headless Chromium for the browser test (Playwright's
+# own browser download cannot be used here; it drives /usr/bin/chromium) and docker-compose to
+# validate docker-compose.yml offline (no Docker engine runs on these machines).
+set -euo pipefail
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1 || missing+=(docker-compose)
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+  echo "missing system packages: ${missing[*]}; install them with 'sudo apt-get install -y ${missing[*]}'" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq "${missing[@]}" >/dev/null

@@ -1,0 +1,92 @@
+"""The FastAPI app: ``create_app(settings)``; clients live on ``app.state`` for the app's lifetime."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import swagger_ui_bundle
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+
+from model.query_tokenizer import QueryTokenizer
+from service.engines import open_engine
+from service.errors import install_error_handlers
+from service.images import Thumbnailer
+from service.metrics import ServiceMetrics
+from service.middleware import BodyLimitMiddleware, MetricsMiddleware
+from service.routes import STATIC_DIR, build_router
+from service.settings import ServiceSettings
+
+log = logging.getLogger(__name__)
+
+DESCRIPTION = """
+Text-to-image search with VisualSparta: every image was turned offline into a weighted bag of
+word-pieces; a query is only tokenized (no neural network runs here) and matched on an inverted
+index. Score = sum over query tokens of log(1 + weight of the token in the image).
+"""
+
+
+def create_app(settings: ServiceSettings) -> FastAPI:
+    """A new app with its own metrics registry; the lifespan opens the tokenizer and engine."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.tokenizer = QueryTokenizer.from_pretrained(
+            settings.model_path, max_tokens=settings.max_query_tokens
+        )
+        app.state.engine = open_engine(settings.backend, settings.engine_timeout_s)
+        app.state.thumbnailer = Thumbnailer(settings.thumbnail_cache_dir, settings.thumbnail_sizes)
+        await app.state.engine.start()
+        ok, detail = await app.state.engine.ready()
+        log.info("backend %s: %s%s", settings.backend, "ready, " if ok else "NOT ready: ", detail)
+        try:
+            yield
+        finally:
+            await app.state.engine.close()
+            app.state.thumbnailer.close()
+
+    app = FastAPI(
+        title="VisualSparta image search",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,  # served below from local assets: FastAPI's default pulls them from a CDN
+        redoc_url=None,
+    )
+    app.state.settings = settings
+    app.state.metrics = ServiceMetrics()
+    install_error_handlers(app, settings.retry_after_s)
+    app.include_router(build_router(settings))
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    _add_offline_docs(app)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=settings.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["*"],
+        )
+    # Added last = outermost: metrics see every answer, including the body limit's 413.
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
+    return app
+
+
+def _add_offline_docs(app: FastAPI) -> None:
+    """Swagger UI at /docs from the ``swagger-ui-bundle`` package, so it works without internet."""
+    app.mount("/docs-assets", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger_ui() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title=f"{app.title} - API docs",
+            swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs-assets/swagger-ui.css",
+            swagger_favicon_url="/docs-assets/favicon-32x32.png",
+        )

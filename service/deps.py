@@ -1,0 +1,40 @@
+"""Request dependencies: the per-app clients the lifespan put on ``app.state``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from model.query_tokenizer import QueryTokenizer
+from service.engines import ServiceEngine
+from service.images import Thumbnailer
+from service.metrics import ServiceMetrics
+from service.settings import ServiceSettings
+
+
+def get_settings(request: Request) -> ServiceSettings:
+    return request.app.state.settings
+
+
+def get_engine(request: Request) -> ServiceEngine:
+    return request.app.state.engine
+
+
+def get_tokenizer(request: Request) -> QueryTokenizer:
+    return request.app.state.tokenizer
+
+
+def get_metrics(request: Request) -> ServiceMetrics:
+    return request.app.state.metrics
+
+
+def get_thumbnailer(request: Request) -> Thumbnailer:
+    return request.app.state.thumbnailer
+
+
+SettingsDep = Annotated[ServiceSettings, Depends(get_settings)]
+EngineDep = Annotated[ServiceEngine, Depends(get_engine)]
+TokenizerDep = Annotated[QueryTokenizer, Depends(get_tokenizer)]
+MetricsDep = Annotated[ServiceMetrics, Depends(get_metrics)]
+ThumbnailerDep = Annotated[Thumbnailer, Depends(get_thumbnailer)]

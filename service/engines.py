@@ -1,0 +1,203 @@
+"""Async access to a term index for the request handlers, with one timeout for every call.
+
+The embedded engine is synchronous (memory-mapped files): its calls run in the threadpool so a
+slow query never blocks the event loop. Elasticsearch uses the async client. Both raise only
+``termindex.errors`` exceptions to the handlers; a call that runs past the timeout becomes
+``EngineUnavailable`` (HTTP 503 with Retry-After).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
+
+import anyio.to_thread
+
+from termindex import Hit, TermDocument, TermIndex, parse_spec
+from termindex.errors import EngineUnavailable, IndexNotFound, TermIndexError
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+class ServiceEngine(ABC):
+    """What the routes need from an index: search, fetch, count, readiness."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+
+    async def _bounded(self, make: Callable[[], Awaitable[T]], what: str) -> T:
+        try:
+            return await asyncio.wait_for(make(), timeout=self.timeout_s)
+        except (asyncio.TimeoutError, TimeoutError):
+            raise EngineUnavailable(f"search engine timed out after {self.timeout_s:g}s ({what})") from None
+
+    @abstractmethod
+    async def search(self, query: Mapping[int, float], k: int, explain: bool) -> list[Hit]: ...
+
+    @abstractmethod
+    async def get(self, doc_id: str) -> TermDocument: ...
+
+    @abstractmethod
+    async def count(self) -> int: ...
+
+    async def ready(self) -> tuple[bool, str]:
+        """(ready?, reason): reachable and the index exists."""
+        try:
+            n = await self.count()
+        except IndexNotFound as exc:
+            return False, f"index not found: {exc}"
+        except TermIndexError as exc:
+            return False, f"engine unavailable: {exc}"
+        return True, f"{n} documents"
+
+    @abstractmethod
+    async def close(self) -> None: ...
+
+    async def start(self) -> None:  # noqa: B027 - optional hook
+        """Called once at app startup; engines that need a warm-up do it here."""
+
+
+def warm_up(index: TermIndex) -> None:
+    """Run one search and one fetch through ``index`` (JIT compilation, page cache).
+
+    Uses a real document's terms when the engine can list documents, so the search kernels run.
+    """
+    first = None
+    iterate = getattr(index, "iter_documents", None)
+    if callable(iterate):
+        first = next(iter(iterate()), None)
+    if first is None:
+        return
+    index.get(first.id)
+    top = sorted(first.terms.items(), key=lambda kv: -kv[1])[:8]
+    index.search(dict(top), k=2, explain=True)
+    index.search(dict(top[:1]), k=1, explain=False)
+
+
+class ThreadedEngine(ServiceEngine):
+    """A synchronous ``TermIndex`` opened lazily, so the service starts before the index exists.
+
+    Opening also warms the index up (one real search and one fetch), because the embedded
+    engine compiles its kernels at first use: that must not count against a request's timeout.
+    Opening runs as one background task: a request that times out waiting for it gets a 503,
+    and the next request waits on the same task instead of starting another.
+    """
+
+    def __init__(self, opener: Callable[[], TermIndex], timeout_s: float) -> None:
+        super().__init__(timeout_s)
+        self._opener = opener
+        self._index: TermIndex | None = None
+        self._opening: asyncio.Future[TermIndex] | None = None
+
+    def _open_and_warm(self) -> TermIndex:
+        index = self._opener()
+        try:
+            warm_up(index)
+        except TermIndexError as exc:  # an empty or odd index still serves; say why it is cold
+            log.info("index warm-up skipped: %s", exc)
+        return index
+
+    async def start(self) -> None:
+        """Open and warm up now (at app startup), without a timeout; a missing index is not fatal."""
+        try:
+            await self._ensure_open(timeout_s=None)
+        except TermIndexError as exc:
+            log.warning("index not open yet: %s", exc)
+
+    async def _ensure_open(self, timeout_s: float | None = -1.0) -> TermIndex:
+        if self._index is not None:
+            return self._index
+        if self._opening is None:
+            self._opening = asyncio.ensure_future(anyio.to_thread.run_sync(self._open_and_warm))
+        opening = self._opening
+        wait = self.timeout_s if timeout_s == -1.0 else timeout_s
+        try:
+            index = await asyncio.wait_for(asyncio.shield(opening), timeout=wait)
+        except (asyncio.TimeoutError, TimeoutError):
+            raise EngineUnavailable(
+                "search index is still opening (first use compiles its kernels)"
+            ) from None
+        except FileNotFoundError as exc:
+            self._opening = None  # try again on the next request
+            raise IndexNotFound(str(exc)) from exc
+        except BaseException:
+            if opening.done():
+                self._opening = None
+            raise
+        self._index = index
+        return index
+
+    async def _call(self, what: str, method: str, *args: Any, **kwargs: Any) -> T:
+        index = await self._ensure_open()
+        bound = functools.partial(getattr(index, method), *args, **kwargs)
+
+        async def run() -> T:
+            # abandon_on_cancel: a timed-out call leaves its thread to finish, the request moves on.
+            return await anyio.to_thread.run_sync(bound, abandon_on_cancel=True)
+
+        return await self._bounded(run, what)
+
+    async def search(self, query: Mapping[int, float], k: int, explain: bool) -> list[Hit]:
+        return await self._call("search", "search", dict(query), k=k, explain=explain)
+
+    async def get(self, doc_id: str) -> TermDocument:
+        return await self._call("get", "get", doc_id)
+
+    async def count(self) -> int:
+        return await self._call("count", "count")
+
+    async def close(self) -> None:
+        if self._opening is not None and not self._opening.done():
+            with contextlib.suppress(BaseException):
+                await self._opening
+        if self._index is not None:
+            await anyio.to_thread.run_sync(self._index.close)
+            self._index = None
+        self._opening = None
+
+
+class AsyncIndexEngine(ServiceEngine):
+    """An async engine client (Elasticsearch): calls awaited directly, reconnecting per request."""
+
+    def __init__(self, client: Any, timeout_s: float) -> None:
+        super().__init__(timeout_s)
+        self._client = client
+
+    async def search(self, query: Mapping[int, float], k: int, explain: bool) -> list[Hit]:
+        return await self._bounded(lambda: self._client.search(dict(query), k=k, explain=explain), "search")
+
+    async def get(self, doc_id: str) -> TermDocument:
+        return await self._bounded(lambda: self._client.get(doc_id), "get")
+
+    async def count(self) -> int:
+        return await self._bounded(lambda: self._client.count(), "count")
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+def open_engine(spec: str, timeout_s: float) -> ServiceEngine:
+    """The engine a backend spec names; nothing is contacted until the first request."""
+    engine, location, name = parse_spec(spec)
+    if engine == "elasticsearch":
+        try:
+            from termindex.elastic import AsyncElasticsearchIndex
+        except ImportError as exc:  # the [service] extra carries the client
+            raise RuntimeError(
+                f"backend {spec!r} needs the Elasticsearch client: pip install 'vsparta[service]'"
+            ) from exc
+        client = AsyncElasticsearchIndex(location, name, request_timeout=timeout_s)
+        return AsyncIndexEngine(client, timeout_s)
+
+    def opener() -> TermIndex:
+        from termindex.embedded import EmbeddedIndex
+
+        return EmbeddedIndex(location, create=False)
+
+    return ThreadedEngine(opener, timeout_s)

@@ -1,0 +1,96 @@
+"""One settings object for the query service, read from ``VSPARTA_*`` environment variables.
+
+CLI flags (``vsparta serve``) are passed as init arguments, which pydantic-settings ranks above
+the environment, so a flag always wins over an exported variable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from termindex import parse_spec
+
+
+def _split_list(value: Any) -> Any:
+    """Accept a JSON list or a ``:``/``,``-separated string for list settings from the environment."""
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return []
+        if text.startswith("["):
+            return json.loads(text)
+        sep = "," if "," in text else os.pathsep
+        return [part.strip() for part in text.split(sep) if part.strip()]
+    return value
+
+
+class ServiceSettings(BaseSettings):
+    """Everything the service needs to start; limits bound what one request may cost."""
+
+    model_config = SettingsConfigDict(env_prefix="VSPARTA_", extra="ignore", validate_default=True)
+
+    backend: str = Field(
+        "embedded:vsparta-index",
+        description="Index spec: `embedded:/path/to/index` or `http://host:9200/ALIAS`.",
+    )
+    model_path: Path = Field(
+        ..., description="Saved model folder (or tokenizer.json): only the tokenizer is read."
+    )
+    image_roots: Annotated[list[Path], NoDecode] = Field(
+        default_factory=list,
+        description="Folders images may be served from; a document's `image` is resolved under them.",
+    )
+    max_query_chars: int = Field(512, ge=1, le=100_000)
+    max_query_tokens: int = Field(64, ge=1, le=4096)
+    max_terms: int = Field(256, ge=1, le=100_000, description="Most explicit `terms` in one request.")
+    max_k: int = Field(100, ge=1, le=10_000)
+    default_k: int = Field(10, ge=1)
+    max_body_bytes: int = Field(64 * 1024, ge=256)
+    engine_timeout_s: float = Field(5.0, gt=0)
+    retry_after_s: int = Field(5, ge=1, description="Retry-After sent with 503 answers.")
+    similar_terms: int = Field(32, ge=1, le=1000, description="Top terms of an image used by /similar.")
+    top_terms: int = Field(50, ge=1, le=10_000, description="Terms listed by GET /images/{id}.")
+    thumbnail_sizes: Annotated[list[int], NoDecode] = Field(default_factory=lambda: [128, 256, 512])
+    thumbnail_cache_dir: Path | None = Field(
+        None, description="Where JPEG thumbnails are cached; a temporary folder when unset."
+    )
+    cors_origins: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Origins allowed by CORS; empty (the default) means CORS off."
+    )
+
+    @field_validator("image_roots", "thumbnail_sizes", "cors_origins", mode="before")
+    @classmethod
+    def _lists_from_env(cls, value: Any) -> Any:
+        return _split_list(value)
+
+    @field_validator("backend")
+    @classmethod
+    def _backend_parses(cls, value: str) -> str:
+        parse_spec(value)  # raises ValueError with the expected form
+        return value
+
+    @field_validator("thumbnail_sizes")
+    @classmethod
+    def _sizes_positive(cls, value: list[int]) -> list[int]:
+        if not value or any(s < 16 or s > 4096 for s in value):
+            raise ValueError("thumbnail_sizes must be a non-empty list of pixel sizes in [16, 4096]")
+        return sorted(set(value))
+
+    @field_validator("image_roots")
+    @classmethod
+    def _roots_absolute(cls, value: list[Path]) -> list[Path]:
+        return [p.expanduser().resolve() for p in value]
+
+    @model_validator(mode="after")
+    def _default_k_in_range(self) -> ServiceSettings:
+        if self.default_k > self.max_k and "default_k" not in self.model_fields_set:
+            self.default_k = self.max_k  # a small max_k lowers the default instead of failing
+        if self.default_k > self.max_k:
+            raise ValueError(f"default_k ({self.default_k}) must not exceed max_k ({self.max_k})")
+        return self

@@ -1,0 +1,183 @@
+// VisualSparta search page: plain JS, no build step. Talks to POST /search and GET /images/{id}/similar.
+"use strict";
+
+const form = document.getElementById("search-form");
+const input = document.getElementById("query");
+const kSelect = document.getElementById("k");
+const button = document.getElementById("search-button");
+const statusBox = document.getElementById("status");
+const grid = document.getElementById("results");
+const context = document.getElementById("context");
+const contextText = document.getElementById("context-text");
+const template = document.getElementById("card-template");
+
+const MAX_RETRIES = 5;
+let generation = 0; // a newer request makes older answers and pending retries obsolete
+
+function setStatus(text, isError = false) {
+  statusBox.textContent = text;
+  statusBox.classList.toggle("error", isError);
+}
+
+function errorMessage(body, fallback) {
+  if (!body || body.detail === undefined) return fallback;
+  if (typeof body.detail === "string") return body.detail;
+  if (Array.isArray(body.detail)) return body.detail.map((e) => e.msg).join("; ");
+  return fallback;
+}
+
+async function callApi(url, options, gen, attempt = 0) {
+  let response;
+  try {
+    response = await fetch(url, options);
+  } catch (err) {
+    response = null; // network error: treat like 503
+  }
+  if (gen !== generation) return null;
+  if (response === null || response.status === 503) {
+    const retryAfter = response ? Number(response.headers.get("Retry-After")) || 5 : 5;
+    if (attempt >= MAX_RETRIES) {
+      setStatus("Search backend unavailable. Please try again later.", true);
+      return null;
+    }
+    setStatus(`Search backend unavailable, retrying in ${retryAfter} s…`, true);
+    await new Promise((resolve) => setTimeout(resolve, retryAfter * 1000));
+    if (gen !== generation) return null;
+    return callApi(url, options, gen, attempt + 1);
+  }
+  let body = null;
+  try {
+    body = await response.json();
+  } catch (err) {
+    body = null;
+  }
+  if (!response.ok) {
+    const what = response.status === 404 ? "Not found" : response.status === 422 ? "Invalid query" : "Error";
+    setStatus(`${what}: ${errorMessage(body, response.statusText)}`, true);
+    return null;
+  }
+  return body;
+}
+
+function renderTerms(list, terms, maxC) {
+  list.replaceChildren();
+  if (!terms || terms.length === 0) return;
+  for (const t of terms) {
+    const share = Math.min(1, t.contribution / maxC); // 0..1 relative to the strongest word on the page
+    const li = document.createElement("li");
+    li.className = "term";
+    li.style.fontSize = `${(0.78 + 0.5 * share).toFixed(2)}rem`;
+    li.style.background = `rgba(var(--chip), ${(0.12 + 0.6 * share).toFixed(2)})`;
+    li.style.color = share > 0.7 ? "#fff" : "var(--ink)"; // keep contrast on light chips
+    li.title = `weight ${t.weight.toFixed(3)}, contributes ${t.contribution.toFixed(3)} to the score`;
+    li.setAttribute("aria-label", `${t.token}: weight ${t.weight.toFixed(2)}, contribution ${t.contribution.toFixed(2)}`);
+    const word = document.createElement("span");
+    word.textContent = t.token;
+    const weight = document.createElement("span");
+    weight.className = "w";
+    weight.textContent = t.weight.toFixed(2);
+    li.append(word, weight);
+    list.append(li);
+  }
+}
+
+function renderResults(body, emptyText) {
+  grid.replaceChildren();
+  if (!body.results.length) {
+    setStatus(emptyText);
+    return;
+  }
+  // One scale for the whole page, so chips compare across results (like the paper's Figure 3).
+  const contributions = body.results.flatMap((r) => (r.terms || []).map((t) => t.contribution));
+  const maxC = Math.max(...contributions, 1e-9);
+  body.results.forEach((r, i) => {
+    const card = template.content.firstElementChild.cloneNode(true);
+    card.dataset.id = r.id;
+    const caption = (r.metadata && (r.metadata.caption || (r.metadata.captions || [])[0])) || "";
+    const img = card.querySelector(".thumb");
+    if (r.thumbnail_url) {
+      img.src = `${r.thumbnail_url}?size=256`;
+      card.querySelector(".thumb-link").href = r.image_url;
+    } else {
+      card.querySelector(".thumb-link").removeAttribute("href");
+    }
+    img.alt = caption ? `Image ${r.id}: ${caption}` : `Image ${r.id}`;
+    card.querySelector(".rank").textContent = `#${i + 1}`;
+    card.querySelector(".doc-id").textContent = r.id;
+    card.querySelector(".score").textContent = r.score.toFixed(3);
+    card.querySelector(".caption").textContent = caption;
+    renderTerms(card.querySelector(".terms"), r.terms, maxC);
+    const more = card.querySelector(".more-like-this");
+    more.setAttribute("aria-label", `More images like ${r.id}`);
+    more.addEventListener("click", () => moreLikeThis(r.id));
+    grid.append(card);
+  });
+  setStatus(`${body.results.length} result${body.results.length === 1 ? "" : "s"} in ${body.took_ms.toFixed(1)} ms`);
+}
+
+async function search(query) {
+  const gen = ++generation;
+  context.hidden = true;
+  button.disabled = true;
+  setStatus("Searching…");
+  try {
+    const body = await callApi(
+      "/search",
+      {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ query, k: Number(kSelect.value), explain: true }),
+      },
+      gen,
+    );
+    if (body) renderResults(body, `No images matched “${query}”. Try other words.`);
+    else if (gen === generation) grid.replaceChildren();
+  } finally {
+    if (gen === generation) button.disabled = false;
+  }
+}
+
+async function moreLikeThis(id) {
+  const gen = ++generation;
+  setStatus(`Finding images like ${id}…`);
+  const url = `/images/${encodeURIComponent(id)}/similar?k=${Number(kSelect.value)}&explain=true`;
+  const body = await callApi(url, {}, gen);
+  if (!body) return;
+  contextText.textContent = `Images like ${id} (shared words: ${body.query_tokens.slice(0, 8).join(", ")})`;
+  context.hidden = false;
+  renderResults(body, `No other images share words with ${id}.`);
+  history.replaceState(null, "", `?like=${encodeURIComponent(id)}`);
+  window.scrollTo({ top: 0, behavior: "smooth" });
+}
+
+form.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const query = input.value.trim();
+  if (!query) {
+    setStatus("Type a few words describing the image.", true);
+    return;
+  }
+  history.replaceState(null, "", `?q=${encodeURIComponent(query)}`);
+  search(query);
+});
+
+document.getElementById("back-button").addEventListener("click", () => {
+  const query = input.value.trim();
+  if (query) search(query);
+  else {
+    context.hidden = true;
+    grid.replaceChildren();
+    setStatus("");
+  }
+});
+
+const params = new URLSearchParams(window.location.search);
+if (params.get("q")) {
+  input.value = params.get("q");
+  search(params.get("q"));
+} else if (params.get("like")) {
+  moreLikeThis(params.get("like"));
+} else {
+  setStatus("Type a description and press Search.");
+}
+input.focus();

@@ -1,0 +1,111 @@
+"""The web page in headless Chromium (Debian's /usr/bin/chromium driven by Playwright).
+
+A real `vsparta serve` process over a real embedded index: type a query, see result cards with
+their matched words, click "More like this"; and the message shown when the backend is down.
+Set VSPARTA_TEST_SCREENSHOT=/path.png to keep a screenshot of the results page.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from service_testdata import Corpus, running_server
+
+CHROMIUM = "/usr/bin/chromium"
+LAUNCH_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def browser(need_service: Callable[[bool, str, str], None]) -> Iterator[Any]:
+    need_service(Path(CHROMIUM).exists(), f"Chromium at {CHROMIUM}", "run `bash scripts/install-chromium.sh`")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        yield b
+        b.close()
+
+
+def _serve_args(corpus: Corpus, backend: str) -> list[str]:
+    return ["--backend", backend, "--model", str(corpus.model_dir), "--image-root", str(corpus.image_root)]
+
+
+def test_search_page_shows_results_and_more_like_this(
+    browser: Any, corpus: Corpus, embedded_spec: str, tmp_path: Path
+) -> None:
+    with running_server(_serve_args(corpus, embedded_spec)) as (url, _proc):
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(url + "/")
+        assert page.title() == "VisualSparta image search"
+        box = page.get_by_label("Describe the image you are looking for")
+        box.fill("red cube")
+        page.get_by_role("button", name="Search", exact=True).click()
+        cards = page.locator("#results .card")
+        cards.first.wait_for(timeout=15_000)
+        assert cards.count() == 6  # red-cube, 2 other reds, 3 other cubes
+        first = cards.first
+        assert first.get_attribute("data-id") == "red-cube"
+        chips = first.locator(".terms .term > span:first-child").all_inner_texts()
+        assert chips == ["cube", "red"] or chips == ["red", "cube"]
+        assert "result" in page.locator("#status").inner_text()
+        # thumbnails really loaded (served, decoded by the browser)
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('#results .thumb')]"
+            ".every(i => i.complete && i.naturalWidth > 0)",
+            timeout=15_000,
+        )
+        shot = Path(os.environ.get("VSPARTA_TEST_SCREENSHOT", tmp_path / "service-page.png"))
+        page.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 10_000
+
+        page.get_by_role("button", name="More images like red-cube").click()
+        page.locator("#context").wait_for(state="visible", timeout=15_000)
+        assert "Images like red-cube" in page.locator("#context-text").inner_text()
+        page.wait_for_function(
+            "() => document.querySelector('#results .card') && "
+            "![...document.querySelectorAll('#results .card')].some(c => c.dataset.id === 'red-cube')",
+            timeout=15_000,
+        )
+        similar_ids = page.locator("#results .card").evaluate_all("cs => cs.map(c => c.dataset.id)")
+        assert similar_ids and "red-cube" not in similar_ids
+        assert "like=red-cube" in page.url
+
+        box.fill("zebra")
+        page.get_by_role("button", name="Search", exact=True).click()
+        page.get_by_text("No images matched").wait_for(timeout=15_000)
+        assert page.locator("#results .card").count() == 0
+        assert errors == []
+
+
+def test_page_says_backend_unavailable_and_retries(browser: Any, corpus: Corpus, tmp_path: Path) -> None:
+    missing = f"embedded:{tmp_path / 'no-index-yet'}"
+    with running_server(_serve_args(corpus, missing)) as (url, _proc):
+        page = browser.new_page()
+        page.goto(url + "/?q=red+cube")
+        status = page.locator("#status")
+        page.get_by_text("Search backend unavailable, retrying").wait_for(timeout=15_000)
+        assert "error" in (status.get_attribute("class") or "")
+        # the index appears: the page's own retry succeeds without a reload
+        from termindex import open_index
+
+        index = open_index(missing, create=True)
+        index.upsert(corpus.docs)
+        index.close()
+        page.locator("#results .card").first.wait_for(timeout=20_000)
+        assert page.locator("#results .card").first.get_attribute("data-id") == "red-cube"

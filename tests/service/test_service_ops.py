@@ -1,0 +1,211 @@
+"""Operations: metrics, readiness, OpenAPI, errors as JSON, settings from the environment."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from service.app import create_app
+from service.settings import ServiceSettings
+
+
+def _sample(text: str, name: str, **labels: str) -> float:
+    """Value of one Prometheus sample, 0 if absent."""
+    for line in text.splitlines():
+        if not line.startswith(name + "{"):
+            continue
+        labels_text, value = line[len(name) :].rsplit(" ", 1)
+        got = dict(re.findall(r'(\w+)="([^"]*)"', labels_text))
+        if all(got.get(k) == v for k, v in labels.items()):
+            return float(value)
+    return 0.0
+
+
+def test_metrics_count_requests_and_time_stages(embedded_client: TestClient) -> None:
+    for _ in range(3):
+        assert embedded_client.post("/search", json={"query": "red cube"}).status_code == 200
+    assert embedded_client.post("/search", json={"query": " "}).status_code == 422
+    assert embedded_client.get("/images/nope").status_code == 404
+    assert embedded_client.get("/no/such/route").status_code == 404
+    r = embedded_client.get("/metrics")
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/plain")
+    text = r.text
+    counts = "vsparta_http_requests_total"
+    assert _sample(text, counts, route="/search", method="POST", status="200") == 3
+    assert _sample(text, counts, route="/search", method="POST", status="422") == 1
+    assert _sample(text, counts, route="/images/{doc_id}", method="GET", status="404") == 1
+    assert _sample(text, counts, route="unmatched", method="GET", status="404") == 1
+    for stage in ("tokenize", "engine", "total"):
+        assert _sample(text, "vsparta_search_stage_duration_seconds_count", stage=stage) >= 3
+        assert _sample(text, "vsparta_search_stage_duration_seconds_sum", stage=stage) > 0
+    assert _sample(text, "vsparta_http_request_duration_seconds_count", route="/search", method="POST") == 4
+
+
+def test_each_app_has_its_own_registry(
+    embedded_spec: str, make_settings: Callable[..., ServiceSettings]
+) -> None:
+    with (
+        TestClient(create_app(make_settings(embedded_spec))) as a,
+        TestClient(create_app(make_settings(embedded_spec))) as b,
+    ):
+        a.post("/search", json={"query": "red"})
+        text = b.get("/metrics").text
+        assert _sample(text, "vsparta_http_requests_total", route="/search", method="POST", status="200") == 0
+
+
+def test_openapi_lists_every_route_with_examples(embedded_client: TestClient) -> None:
+    spec = embedded_client.get("/openapi.json").json()
+    paths = spec["paths"]
+    for path, method in [
+        ("/search", "post"),
+        ("/images/{doc_id}", "get"),
+        ("/images/{doc_id}/similar", "get"),
+        ("/images/{doc_id}/file", "get"),
+        ("/images/{doc_id}/thumbnail", "get"),
+        ("/health", "get"),
+        ("/ready", "get"),
+        ("/metrics", "get"),
+    ]:
+        assert method in paths[path], path
+    body = paths["/search"]["post"]["requestBody"]["content"]["application/json"]
+    assert {"text", "explain", "terms"} <= set(body["examples"])
+    assert "503" in paths["/search"]["post"]["responses"]
+    assert "404" in paths["/images/{doc_id}"]["get"]["responses"]
+    docs = embedded_client.get("/docs")
+    assert docs.status_code == 200 and "swagger" in docs.text.lower()
+    assert "cdn" not in docs.text  # works offline: the assets are served by the app itself
+    for asset in ("/docs-assets/swagger-ui-bundle.js", "/docs-assets/swagger-ui.css"):
+        assert asset in docs.text
+        got = embedded_client.get(asset)
+        assert got.status_code == 200 and len(got.content) > 10_000
+
+
+def test_ready_is_503_until_the_index_exists(corpus, make_settings, tmp_path: Path) -> None:  # noqa: ANN001
+    from termindex import open_index
+
+    spec = f"embedded:{tmp_path / 'later'}"
+    with TestClient(create_app(make_settings(spec))) as c:
+        assert c.get("/health").status_code == 200
+        r = c.get("/ready")
+        assert r.status_code == 503
+        assert r.headers["retry-after"] == "5"
+        assert r.json()["status"] == "not ready"
+        s = c.post("/search", json={"query": "red"})
+        assert s.status_code == 503
+        assert "index not found" in s.json()["detail"]
+        index = open_index(spec, create=True)
+        index.upsert(corpus.docs[:2])
+        index.close()
+        assert c.get("/ready").status_code == 200  # picked up without a restart
+        assert c.post("/search", json={"query": "red"}).json()["results"][0]["id"] == "red-cube"
+
+
+def test_unexpected_errors_are_generic_500(
+    embedded_client: TestClient, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine = embedded_client.app.state.engine
+
+    async def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("secret internal detail /etc/something")
+
+    monkeypatch.setattr(engine, "search", broken)
+    r = embedded_client.post("/search", json={"query": "red"})
+    assert r.status_code == 500
+    assert r.json() == {"detail": "internal server error"}
+    assert "secret" not in r.text
+    assert "secret internal detail" in caplog.text  # logged server-side
+
+
+def test_cors_is_off_by_default_and_configurable(
+    embedded_spec: str, make_settings: Callable[..., ServiceSettings]
+) -> None:
+    headers = {"Origin": "http://example.org", "Access-Control-Request-Method": "POST"}
+    with TestClient(create_app(make_settings(embedded_spec))) as c:
+        r = c.options("/search", headers=headers)
+        assert "access-control-allow-origin" not in r.headers
+    with TestClient(create_app(make_settings(embedded_spec, cors_origins=["http://example.org"]))) as c:
+        r = c.options("/search", headers=headers)
+        assert r.headers["access-control-allow-origin"] == "http://example.org"
+
+
+def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    monkeypatch.setenv("VSPARTA_BACKEND", "http://127.0.0.1:9200/vsparta")
+    monkeypatch.setenv("VSPARTA_MODEL_PATH", str(tmp_path))
+    monkeypatch.setenv("VSPARTA_IMAGE_ROOTS", f"{a}:{b}")
+    monkeypatch.setenv("VSPARTA_MAX_K", "50")
+    monkeypatch.setenv("VSPARTA_ENGINE_TIMEOUT_S", "1.5")
+    monkeypatch.setenv("VSPARTA_CORS_ORIGINS", "http://x.org,http://y.org")
+    s = ServiceSettings()
+    assert s.backend == "http://127.0.0.1:9200/vsparta"
+    assert s.image_roots == [a.resolve(), b.resolve()]
+    assert (s.max_k, s.engine_timeout_s) == (50, 1.5)
+    assert s.cors_origins == ["http://x.org", "http://y.org"]
+    monkeypatch.setenv("VSPARTA_IMAGE_ROOTS", f'["{a}"]')
+    assert ServiceSettings().image_roots == [a.resolve()]
+    # init arguments (CLI flags) beat the environment
+    assert ServiceSettings(max_k=7).max_k == 7
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "says"),
+    [
+        ("backend", "http://127.0.0.1:9200", "HOST:PORT/INDEX"),
+        ("max_k", "0", "greater than or equal to 1"),
+        ("thumbnail_sizes", "8", "thumbnail_sizes"),
+        ("default_k", "500", "default_k"),
+    ],
+)
+def test_bad_settings_are_clear_errors(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, field: str, value: str, says: str
+) -> None:
+    monkeypatch.setenv("VSPARTA_MODEL_PATH", str(tmp_path))
+    monkeypatch.setenv(f"VSPARTA_{field.upper()}", value)
+    with pytest.raises(ValueError, match=re.escape(says)):
+        ServiceSettings()
+
+
+def test_lifespan_opens_and_closes_clients(
+    embedded_spec: str, make_settings: Callable[..., ServiceSettings]
+) -> None:
+    app = create_app(make_settings(embedded_spec, thumbnail_cache_dir=None))
+    with TestClient(app) as c:
+        assert c.post("/search", json={"query": "red"}).status_code == 200
+        assert c.get("/images/red-cube/thumbnail").status_code == 200
+        engine, thumbs = app.state.engine, app.state.thumbnailer.cache_dir
+        assert engine._index is not None and thumbs.exists()
+    assert engine._index is None  # closed on shutdown
+    assert not thumbs.exists()  # the temporary thumbnail cache is removed with the app
+
+
+def test_slow_first_open_is_503_then_served(embedded_spec: str) -> None:
+    """A request that arrives while the index is still opening gets 503; the open is not restarted."""
+    import asyncio
+    import time
+
+    from service.engines import ThreadedEngine
+    from termindex import open_index
+    from termindex.errors import EngineUnavailable
+
+    opened: list[float] = []
+
+    def slow_open():  # noqa: ANN202
+        time.sleep(1.0)
+        opened.append(time.monotonic())
+        return open_index(embedded_spec)
+
+    async def scenario() -> None:
+        engine = ThreadedEngine(slow_open, timeout_s=0.3)
+        with pytest.raises(EngineUnavailable, match="still opening"):
+            await engine.count()
+        await asyncio.sleep(1.2)
+        assert await engine.count() == 19
+        assert len(opened) == 1
+        await engine.close()
+
+    asyncio.run(scenario())

@@ -1,0 +1,133 @@
+"""Every invalid input gets a 422 (or 413) that says what is wrong, never a 500 or a stack trace."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from service.app import create_app
+from service.settings import ServiceSettings
+
+
+def _messages(r: Any) -> str:
+    detail = r.json()["detail"]
+    return " | ".join(e["msg"] for e in detail) if isinstance(detail, list) else detail
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ({"query": ""}, "empty or only whitespace"),
+        ({"query": "   \t\n "}, "empty or only whitespace"),
+        ({"query": "x" * 513}, "at most 512 characters"),
+        ({"query": "red", "k": 0}, "greater than or equal to 1"),
+        ({"query": "red", "k": -3}, "greater than or equal to 1"),
+        ({"query": "red", "k": 101}, "less than or equal to 100"),
+        ({"query": "red", "k": "10"}, "valid integer"),
+        ({"query": "red", "k": 2.5}, "valid integer"),
+        ({"query": "red", "k": None}, "valid integer"),
+        ({"query": "red", "explain": "yes"}, "valid boolean"),
+        ({"query": 42}, "valid string"),
+        ({"query": ["red"]}, "valid string"),
+        ({"query": "red", "limit": 5}, "Extra inputs are not permitted"),
+        ({"query": "red", "terms": {"red": 1.0}}, "not both or neither"),
+        ({}, "not both or neither"),
+        ({"k": 5}, "not both or neither"),
+        ({"terms": {}}, "at least 1 item"),
+        ({"terms": {"red": 0}}, "must be finite and > 0"),
+        ({"terms": {"red": -1.5}}, "must be finite and > 0"),
+        ({"terms": {"red": "heavy"}}, "valid number"),
+        ({"terms": ["red", "cube"]}, "valid dictionary"),
+        ({"terms": {"red": 1.0, "qwertyzzx": 1.0}}, "unknown token 'qwertyzzx'"),
+        ({"query": "☃ ☃"}, "no searchable words"),
+    ],
+)
+def test_invalid_search_bodies_are_422(embedded_client: TestClient, body: dict[str, Any], says: str) -> None:
+    r = embedded_client.post("/search", json=body)
+    assert r.status_code == 422, r.text
+    assert says in _messages(r), r.text
+    assert "Traceback" not in r.text
+
+
+def test_unknown_token_error_names_each_token(embedded_client: TestClient) -> None:
+    r = embedded_client.post("/search", json={"terms": {"red": 1.0, "zzqx": 1.0, "qqzx": 2.0}})
+    assert r.status_code == 422
+    locs = [e["loc"] for e in r.json()["detail"]]
+    assert ["body", "terms", "zzqx"] in locs and ["body", "terms", "qqzx"] in locs
+
+
+def test_nan_weight_is_422(embedded_client: TestClient) -> None:
+    r = embedded_client.post(
+        "/search", content=b'{"terms": {"red": NaN}}', headers={"content-type": "application/json"}
+    )
+    assert r.status_code == 422
+    assert "Traceback" not in r.text
+
+
+@pytest.mark.parametrize(
+    ("content", "content_type"),
+    [
+        (b"{not json", "application/json"),
+        (b"query=red", "application/x-www-form-urlencoded"),
+        (b"", "application/json"),
+        (b'"red cube"', "application/json"),
+    ],
+)
+def test_malformed_bodies_are_422(embedded_client: TestClient, content: bytes, content_type: str) -> None:
+    r = embedded_client.post("/search", content=content, headers={"content-type": content_type})
+    assert r.status_code == 422, r.text
+
+
+@pytest.mark.parametrize(
+    ("path", "params"),
+    [
+        ("/images/red-cube/similar", {"k": 0}),
+        ("/images/red-cube/similar", {"k": 101}),
+        ("/images/red-cube/similar", {"k": "many"}),
+        ("/images/red-cube/thumbnail", {"size": 8}),
+        ("/images/red-cube/thumbnail", {"size": 100000}),
+        ("/images/red-cube", {"top": 0}),
+    ],
+)
+def test_invalid_query_parameters_are_422(
+    embedded_client: TestClient, path: str, params: dict[str, Any]
+) -> None:
+    r = embedded_client.get(path, params=params)
+    assert r.status_code == 422, r.text
+
+
+def test_id_longer_than_the_limit_is_422(embedded_client: TestClient) -> None:
+    assert embedded_client.get("/images/" + "a" * 600).status_code == 422
+
+
+def test_body_over_the_limit_is_413(embedded_client: TestClient) -> None:
+    big = {"query": "red", "pad": "x" * 70_000}
+    r = embedded_client.post("/search", json=big)
+    assert r.status_code == 413
+    assert "larger than" in r.json()["detail"]
+
+
+def test_streamed_body_over_the_limit_is_413(embedded_client: TestClient) -> None:
+    def chunks() -> Any:
+        for _ in range(100):
+            yield b"x" * 1024
+
+    r = embedded_client.post("/search", content=chunks(), headers={"content-type": "application/json"})
+    assert r.status_code == 413
+
+
+def test_limits_follow_the_settings(
+    embedded_spec: str, make_settings: Callable[..., ServiceSettings]
+) -> None:
+    settings = make_settings(embedded_spec, max_k=3, max_query_chars=10, max_body_bytes=300)
+    with TestClient(create_app(settings)) as c:
+        assert c.post("/search", json={"query": "red", "k": 3}).status_code == 200
+        assert c.post("/search", json={"query": "red", "k": 4}).status_code == 422
+        assert c.post("/search", json={"query": "red cube sphere"}).status_code == 422
+        assert c.post("/search", json={"query": "red", "pad": "x" * 400}).status_code == 413
+        schema = c.get("/openapi.json").json()["components"]["schemas"]["SearchRequest"]
+        assert schema["properties"]["k"]["maximum"] == 3
+        assert schema["properties"]["query"]["anyOf"][0]["maxLength"] == 10
