@@ -75,6 +75,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     job.add_argument("--max-pixels", type=int, help="refuse larger images (decompression-bomb guard)")
     job.add_argument("--resume", action="store_true", help="skip documents the target already has")
+    job.add_argument(
+        "--commit-interval",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="gather encoded batches for up to S seconds into one engine write (default 1)",
+    )
     job.add_argument("--shard", type=int, default=0, help="this job's shard, 0-based")
     job.add_argument("--num-shards", type=int, default=1, help="how many jobs split the input")
     job.add_argument(
@@ -105,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
         failures=args.failures,
         max_pixels=args.max_pixels,
         ignore_regions=args.ignore_regions,
+        commit_interval=args.commit_interval,
         progress=args.progress,
     )
     try:

@@ -57,6 +57,7 @@ class IndexConfig:
     failures: Path | None = None
     max_pixels: int | None = None
     ignore_regions: bool = False
+    commit_interval: float = 1.0  # seconds a document may wait to share an engine write
     progress: bool | None = None  # None: only on a terminal
 
     def validate(self) -> None:
@@ -68,6 +69,8 @@ class IndexConfig:
             raise ValueError(f"--batch-size must be >= 1, got {self.batch_size}")
         if self.workers < 0:
             raise ValueError(f"--workers must be >= 0, got {self.workers}")
+        if not 0 <= self.commit_interval <= 3600:
+            raise ValueError(f"--commit-interval must be in [0, 3600] seconds, got {self.commit_interval}")
         if self.max_pixels is not None and self.max_pixels < 1:
             raise ValueError(f"--max-pixels must be >= 1, got {self.max_pixels}")
         if self.device not in {"auto", "cpu", "cuda"} and not self.device.startswith("cuda:"):
@@ -247,6 +250,7 @@ class IndexJob:
                 exporter,
                 queue_size=max(4, 2 * COMMIT_DOCS // cfg.batch_size),
                 commit_docs=COMMIT_DOCS,
+                commit_interval=cfg.commit_interval,
                 on_commit=bar.update,
             )
             with (

@@ -199,7 +199,8 @@ def many_images(tmp_path: Path) -> Path:
 def test_interrupted_job_resumes_to_exactly_the_uninterrupted_documents(
     many_images: Path, tiny_model: Path, tmp_path: Path, read_export, how: str
 ) -> None:
-    common = ["--batch-size", "1", "--workers", "1"]
+    # commits right away, so the signal comes while most of the input is still to do
+    common = ["--batch-size", "1", "--workers", "1", "--commit-interval", "0"]
     ref_spec, spec = f"embedded:{tmp_path / 'ref'}", f"embedded:{tmp_path / 'index'}"
     ref_export, export = tmp_path / "ref-export", tmp_path / "export"
     assert (
