@@ -93,6 +93,12 @@ def write_bad_images(root: Path) -> dict[str, str]:
 
 
 @pytest.fixture
+def write_images():
+    """``write_images(root, n, size)``: ``n`` good images in mixed formats and modes."""
+    return write_good_images
+
+
+@pytest.fixture
 def image_folder(tmp_path: Path) -> Path:
     root = tmp_path / "images"
     write_good_images(root)

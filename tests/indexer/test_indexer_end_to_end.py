@@ -186,11 +186,9 @@ def _start(args: list[str]) -> tuple[subprocess.Popen[str], list[str], threading
 
 
 @pytest.fixture
-def many_images(tmp_path: Path) -> Path:
-    from conftest import write_good_images
-
+def many_images(tmp_path: Path, write_images) -> Path:
     root = tmp_path / "many"
-    write_good_images(root, n=N_MANY, size=20)
+    write_images(root, n=N_MANY, size=20)
     return root
 
 
