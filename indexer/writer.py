@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 
 from indexer.termdocs import TermDocExporter
-from termindex import DocumentNotFound, TermDocument, TermIndex
+from termindex import TermDocument, TermIndex
 
 log = logging.getLogger(__name__)
 
@@ -24,9 +24,8 @@ log = logging.getLogger(__name__)
 class IndexTarget:
     """The engine as the indexer uses it: batched writes, bulk-load mode, which ids exist.
 
-    Engines may offer faster paths (``existing_ids``, ``bulk_load``, ``flush``); the portable
-    fallback for ``existing`` is one ``get`` per id. Until the embedded engine offers
-    ``existing_ids`` (Elasticsearch does: a realtime ``_mget``), a stopgap uses its id lookup.
+    Engines may offer faster paths (``bulk_load``, ``flush``); ``existing_ids`` is part of the
+    interface (Elasticsearch: a realtime ``_mget``; embedded: id lookups in one snapshot).
     """
 
     def __init__(self, index: TermIndex) -> None:
@@ -34,20 +33,7 @@ class IndexTarget:
 
     def existing(self, ids: list[str]) -> set[str]:
         """The subset of ``ids`` already in the index (realtime: sees unrefreshed ES writes)."""
-        fast = getattr(self.index, "existing_ids", None)
-        if callable(fast):
-            return set(fast(ids))
-        if type(self.index).__name__ == "EmbeddedIndex" and hasattr(self.index, "_locate"):
-            snap = self.index._snapshot()  # id lookups only; ``get`` would rebuild every document's terms
-            return {doc_id for doc_id in ids if self.index._locate(snap, doc_id) is not None}
-        found = set()
-        for doc_id in ids:
-            try:
-                self.index.get(doc_id)
-            except DocumentNotFound:
-                continue
-            found.add(doc_id)
-        return found
+        return set(self.index.existing_ids(ids))
 
     def bulk(self) -> contextlib.AbstractContextManager[object]:
         """The engine's bulk-load mode when it has one (e.g. ES refresh off), else nothing."""
