@@ -1,1 +1,18 @@
-"""The batch indexing job: images in, weighted-term documents out, on GPU or CPU."""
+"""The batch indexing job: images in, weighted-term documents out, on GPU or CPU.
+
+Stages, one module each (clip-retrieval style):
+
+- ``reader``: input -> ordered work items with stable ids (a manifest's ``id``; for a folder,
+  ``sha1`` of the file's path relative to the folder, POSIX separators, 40 hex digits).
+  Metadata: ``image`` (path relative to ``image_root``), ``image_root`` (absolute folder the
+  service serves from), manifest ``captions`` and ``metadata`` keys.
+- ``decoder``: files -> model input in ``spawn`` worker processes, a bounded window ahead.
+- ``mapper``: batches -> ``{vocabulary id: weight}`` top-n on the device (main thread).
+- ``writer``: a thread committing to the engine, then to the JSONL export, bounded queue.
+- ``runner``: wiring, ``--shard``/``--num-shards`` (sha1 of the id), ``--resume`` (skip ids the
+  engine, and the export if any, already hold), SIGINT/SIGTERM, progress and summary.
+
+Crash safety: a document counts as done only once the engine returned from ``upsert`` (and the
+export line was flushed), ids are stable and writes are upserts, so after ``kill -9`` a rerun
+with ``--resume`` redoes exactly what was not committed, and overlaps are harmless.
+"""

@@ -1,17 +1,131 @@
-"""Placeholder: this subcommand is not built yet (see the open issues)."""
+"""`vsparta index`: encode images into weighted-term documents and write them to an engine.
+
+Examples::
+
+    vsparta index photos/ --model runs/model --backend embedded:index/
+    vsparta index data/manifest.jsonl --model runs/model --backend http://127.0.0.1:9200/images \\
+        --shard 0 --num-shards 4 --resume --failures failed.jsonl
+    vsparta index export/ --tokenizer runs/model --backend embedded:index2/   # no model needed
+
+Ids: a manifest's ``id``; for a folder, sha1 of each file's path relative to the folder.
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
+import signal
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+from indexer.mapper import parse_top_n
+from indexer.reader import INPUT_FORMATS
+from indexer.runner import IndexConfig, run_index
+from termindex import TermIndexError
 
 log = logging.getLogger(__name__)
 
 
+def _top_n(value: str) -> int | None:
+    try:
+        return parse_top_n(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _default_workers() -> int:
+    return max(1, min(8, (os.cpu_count() or 2) - 1))
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = __doc__.split("\n", 2)[2]
+    parser.add_argument(
+        "input", type=Path, help="image folder, manifest JSONL, .npz folder, or term-document JSONL"
+    )
+    parser.add_argument(
+        "--format", dest="input_format", choices=INPUT_FORMATS, default="auto", help="input kind"
+    )
+    out = parser.add_argument_group("outputs")
+    out.add_argument("--backend", help="embedded:PATH or http://HOST:9200/ALIAS")
+    out.add_argument(
+        "--export-jsonl", type=Path, metavar="DIR", help="also write numbered term-document JSONL"
+    )
+    out.add_argument("--export-docs-per-file", type=int, default=10_000, metavar="N")
+    out.add_argument(
+        "--failures", type=Path, metavar="PATH", help="JSONL report of files that could not be indexed"
+    )
+    model = parser.add_argument_group("model")
+    model.add_argument("--model", type=Path, help="saved VisualSparta model folder")
+    model.add_argument(
+        "--tokenizer", type=Path, help="tokenizer folder for term-document input (default: --model)"
+    )
+    model.add_argument(
+        "--top-n", type=_top_n, default=1000, help="terms kept per image, or 'all' (default 1000)"
+    )
+    model.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
+    model.add_argument(
+        "--amp", action=argparse.BooleanOptionalAction, default=None, help="mixed precision (default: on GPU)"
+    )
+    job = parser.add_argument_group("job")
+    job.add_argument("--batch-size", type=int, default=32)
+    job.add_argument(
+        "--workers", type=int, default=_default_workers(), help="decode processes (0: in-process)"
+    )
+    job.add_argument("--max-pixels", type=int, help="refuse larger images (decompression-bomb guard)")
+    job.add_argument("--resume", action="store_true", help="skip documents the target already has")
+    job.add_argument(
+        "--commit-interval",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="gather encoded batches for up to S seconds into one engine write (default 1)",
+    )
+    job.add_argument("--shard", type=int, default=0, help="this job's shard, 0-based")
+    job.add_argument("--num-shards", type=int, default=1, help="how many jobs split the input")
+    job.add_argument(
+        "--ignore-regions", action="store_true", help="encode pixels even if the manifest names regions"
+    )
+    job.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bar")
 
 
 def run(args: argparse.Namespace) -> int:
-    log.error("`vsparta %s` is not built yet; see the open issues.", args.command)
-    return 2
+    if not getattr(args, "verbose", False):
+        logging.getLogger("elasticsearch").setLevel(logging.WARNING)  # one line per bulk request otherwise
+    config = IndexConfig(
+        input=args.input,
+        input_format=args.input_format,
+        backend=args.backend,
+        export_jsonl=args.export_jsonl,
+        export_docs_per_file=args.export_docs_per_file,
+        model=args.model,
+        tokenizer=args.tokenizer,
+        top_n=args.top_n,
+        batch_size=args.batch_size,
+        workers=args.workers,
+        device=args.device,
+        amp=args.amp,
+        resume=args.resume,
+        shard=args.shard,
+        num_shards=args.num_shards,
+        failures=args.failures,
+        max_pixels=args.max_pixels,
+        ignore_regions=args.ignore_regions,
+        commit_interval=args.commit_interval,
+        progress=args.progress,
+    )
+    try:
+        summary = run_index(config)
+    except TermIndexError as exc:  # engine unreachable or refusing writes
+        log.error("the index could not be written: %s", exc)
+        return 1
+    except (ValueError, FileNotFoundError) as exc:  # bad options or input: the user can fix it
+        log.error("%s", exc)
+        return 2
+    except BrokenProcessPool:
+        log.error("a decode worker process died (out of memory?); rerun with --resume, fewer --workers")
+        return 1
+    if summary.interrupted_by:
+        return 128 + int(signal.Signals[summary.interrupted_by])
+    return 0

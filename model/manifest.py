@@ -28,7 +28,7 @@ class ManifestRecord:
         def rel(p: Path) -> str:
             if root is not None:
                 try:
-                    return p.relative_to(root).as_posix()
+                    return p.resolve().relative_to(root.resolve()).as_posix()
                 except ValueError:
                     pass
             return str(p)

@@ -6,8 +6,11 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import swagger_ui_bundle
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from model.query_tokenizer import QueryTokenizer
@@ -52,12 +55,15 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         version="0.1.0",
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # served below from local assets: FastAPI's default pulls them from a CDN
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.metrics = ServiceMetrics()
     install_error_handlers(app, settings.retry_after_s)
     app.include_router(build_router(settings))
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    _add_offline_docs(app)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -69,3 +75,18 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     return app
+
+
+def _add_offline_docs(app: FastAPI) -> None:
+    """Swagger UI at /docs from the ``swagger-ui-bundle`` package, so it works without internet."""
+    app.mount("/docs-assets", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger_ui() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title=f"{app.title} - API docs",
+            swagger_js_url="/docs-assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs-assets/swagger-ui.css",
+            swagger_favicon_url="/docs-assets/favicon-32x32.png",
+        )

@@ -109,6 +109,23 @@ class TermIndex(ABC):
     def get(self, doc_id: str) -> TermDocument:
         """One document; raises ``DocumentNotFound``."""
 
+    def existing_ids(self, ids: Iterable[str]) -> set[str]:
+        """Which of ``ids`` are stored (how a resumed indexing job skips finished work).
+
+        Portable default: one ``get`` each. Engines override it with a lookup that does not
+        rebuild documents.
+        """
+        from termindex.errors import DocumentNotFound
+
+        found: set[str] = set()
+        for doc_id in ids:
+            try:
+                self.get(doc_id)
+            except DocumentNotFound:
+                continue
+            found.add(doc_id)
+        return found
+
     @abstractmethod
     def search(self, query: Mapping[int, float], k: int = 10, explain: bool = False) -> list[Hit]:
         """Top-k documents by ``score``, best first; ties broken by id ascending."""

@@ -151,9 +151,30 @@ class ElasticsearchIndex(TermIndex):
                     f"{self.alias!r} is a concrete index, not an alias: this engine needs the name free "
                     f"for an alias over versioned indices ({self.alias}-v1, ...)"
                 )
+        if not self._version_names() and self._create_first_version():
+            return
         version = self._create_version()
         self._swap_alias(version, current=[])
         self._finish_version(version)
+
+    def _create_first_version(self) -> bool:
+        """Create ``<alias>-v1`` and the alias in one request, so that jobs starting together
+        (shards) cannot each put their own version behind the alias. True when the alias exists
+        afterwards, whoever created it."""
+        name = f"{self.alias}-v1"
+        body = index_body(self._shards, 0)
+        body["aliases"] = {self.alias: {}}
+        try:
+            with errors("create version"):
+                self._client.indices.create(index=name, **body)
+        except InvalidQuery as exc:
+            if "resource_already_exists" not in str(exc):
+                raise
+            with errors("create"):
+                return bool(self._client.indices.exists_alias(name=self.alias))
+        self._finish_version(name)
+        log.info("alias %s -> %s (new)", self.alias, name)
+        return True
 
     def _active(self) -> list[str]:
         with errors("read alias"):
@@ -267,9 +288,12 @@ class ElasticsearchIndex(TermIndex):
             body: dict[str, Any] = {"index": {"refresh_interval": "-1", "number_of_replicas": 0}}
         else:
             saved = saved or {}
+            refresh = saved.get("refresh_interval")
+            if refresh in ("-1", -1):
+                refresh = None  # left by a load that crashed: never keep refreshes off for good
             body = {
                 "index": {
-                    "refresh_interval": saved.get("refresh_interval"),  # None = back to the default
+                    "refresh_interval": refresh,  # None = back to the default
                     "number_of_replicas": saved.get("number_of_replicas", self._replicas),
                 }
             }

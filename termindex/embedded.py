@@ -179,6 +179,11 @@ class EmbeddedIndex(TermIndex):
                 return seg, local
         return None
 
+    def existing_ids(self, ids: Iterable[str]) -> set[str]:
+        """Id lookups in one snapshot; no document is rebuilt."""
+        snap = self._snapshot()
+        return {doc_id for doc_id in ids if self._locate(snap, validate_id(doc_id)) is not None}
+
     def get(self, doc_id: str) -> TermDocument:
         validate_id(doc_id)
         snap = self._snapshot()

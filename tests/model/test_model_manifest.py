@@ -43,3 +43,13 @@ def test_duplicate_ids_rejected(tmp_path: Path) -> None:
     path.write_text('{"id": "a", "image": "1.png"}\n{"id": "a", "image": "2.png"}\n')
     with pytest.raises(ManifestError, match="duplicate id"):
         read_manifest(path)
+
+
+def test_relative_paths_resolve_against_the_manifest_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    rec = ManifestRecord("a", Path("out/images/a.png"), ["x"])
+    path = write_manifest(Path("out/m.jsonl"), [rec])
+    assert '"image": "images/a.png"' in path.read_text()
+    assert read_manifest(path)[0].image == (tmp_path / "out" / "images" / "a.png").resolve()

@@ -78,6 +78,11 @@ def test_openapi_lists_every_route_with_examples(embedded_client: TestClient) ->
     assert "404" in paths["/images/{doc_id}"]["get"]["responses"]
     docs = embedded_client.get("/docs")
     assert docs.status_code == 200 and "swagger" in docs.text.lower()
+    assert "cdn" not in docs.text  # works offline: the assets are served by the app itself
+    for asset in ("/docs-assets/swagger-ui-bundle.js", "/docs-assets/swagger-ui.css"):
+        assert asset in docs.text
+        got = embedded_client.get(asset)
+        assert got.status_code == 200 and len(got.content) > 10_000
 
 
 def test_ready_is_503_until_the_index_exists(corpus, make_settings, tmp_path: Path) -> None:  # noqa: ANN001

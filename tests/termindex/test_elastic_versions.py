@@ -173,3 +173,46 @@ def test_new_version_loads_fast_then_gets_serving_settings(es_url: str) -> None:
         assert "refresh_interval" not in serving and "translog" not in serving  # back to defaults
         assert serving["number_of_replicas"] == "0"
         assert index.count() == 20
+
+
+def test_jobs_creating_the_alias_together_share_one_version(es_url: str) -> None:
+    """Shards of one job start at the same moment: exactly one version may end up behind the alias."""
+    alias = unique_name("race")
+    barrier = threading.Barrier(4)
+    failures: list[BaseException] = []
+
+    def open_it() -> None:
+        barrier.wait()
+        try:
+            ElasticsearchIndex(es_url, alias, create=True).close()
+        except BaseException as exc:  # every failure counts
+            failures.append(exc)
+
+    threads = [threading.Thread(target=open_it) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    index = ElasticsearchIndex(es_url, alias)
+    try:
+        assert failures == []
+        assert index._active() == [f"{alias}-v1"]
+        index.upsert(docs("one", 3))
+        index.refresh()
+        assert index.count() == 3
+    finally:
+        index.drop()
+        index.close()
+
+
+def test_refresh_left_off_by_a_crashed_load_is_restored(es_url: str) -> None:
+    with fresh_index(es_url, "crashload") as index:
+        (concrete,) = index._active()
+        # what a process killed inside bulk_load() leaves behind
+        index._client.indices.put_settings(index=concrete, body={"index": {"refresh_interval": "-1"}})
+        with index.bulk_load():
+            index.upsert(docs("after", 5))
+        got = index._client.indices.get_settings(index=concrete, name="index.refresh_interval")
+        # a default setting is left out of the answer altogether
+        refresh = got.get(concrete, {}).get("settings", {}).get("index", {}).get("refresh_interval")
+        assert refresh in (None, "1s")

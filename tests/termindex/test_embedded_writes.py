@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -227,3 +228,11 @@ def test_postings_take_at_most_four_bytes_per_term(tmp_path):
     postings_bytes = sum((seg / f).stat().st_size for f in ("docs.u16", "weights.u16", "quant.u8"))
     assert postings_bytes <= 4 * stats["postings"]
     assert stats["bytes_on_disk"] >= postings_bytes
+
+
+def test_existing_ids_sees_live_documents_only(tmp_path: Path) -> None:
+    with EmbeddedIndex(tmp_path / "ix", create=True) as index:
+        index.upsert([TermDocument(f"d{i}", {1: 1.0 + i}) for i in range(5)])
+        index.delete(["d2"])
+        index.upsert([TermDocument("d9", {2: 0.5})])
+        assert index.existing_ids(["d0", "d2", "d4", "d9", "nope"]) == {"d0", "d4", "d9"}

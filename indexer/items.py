@@ -1,0 +1,73 @@
+"""What flows through the pipeline: one work item per image (or region file, or term document).
+
+Ids are stable so that a rerun overwrites instead of duplicating, and so that shards split the
+input the same way on every machine:
+
+- a manifest line keeps its own ``id``;
+- a file found by walking a folder gets ``sha1(path relative to the folder, POSIX separators)``
+  as 40 hex digits, so moving the whole folder elsewhere keeps every id.
+
+Sharding hashes the id again (``sha1``, first 8 bytes, big-endian, modulo ``num_shards``): the
+split is deterministic across processes and Python versions, unlike ``hash()``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+
+def path_id(relative_path: str | Path) -> str:
+    """Stable id of a file found by walking a folder: sha1 of its root-relative POSIX path."""
+    rel = Path(relative_path).as_posix()
+    return hashlib.sha1(rel.encode("utf-8")).hexdigest()
+
+
+def shard_of(doc_id: str, num_shards: int) -> int:
+    """Which of ``num_shards`` shards owns ``doc_id``; the same answer in every process."""
+    digest = hashlib.sha1(doc_id.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % num_shards
+
+
+def validate_shard(shard: int, num_shards: int) -> None:
+    if num_shards < 1:
+        raise ValueError(f"--num-shards must be >= 1, got {num_shards}")
+    if not 0 <= shard < num_shards:
+        raise ValueError(f"--shard must be in [0, {num_shards - 1}], got {shard}")
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One unit of input. Exactly one of ``image``/``regions``/``terms`` drives the encoding.
+
+    ``regions`` wins over ``image`` when both are set (the manifest names precomputed region
+    features); ``image`` is then only used for the image size and for serving.
+    ``location`` is the human-readable path reported in the failure report.
+    """
+
+    id: str
+    location: str
+    image: Path | None = None
+    regions: Path | None = None
+    terms: dict[str, float] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> Literal["pixels", "regions", "terms"]:
+        if self.terms is not None:
+            return "terms"
+        if self.regions is not None:
+            return "regions"
+        return "pixels"
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Why an item was skipped; one line of the failure report."""
+
+    id: str
+    path: str
+    reason: str
+    message: str

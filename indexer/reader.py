@@ -1,0 +1,131 @@
+"""Reader stage: turn the job's input into an ordered list of work items with stable ids.
+
+Formats: a folder of images (recursive), a folder of precomputed region ``.npz`` files, a
+manifest JSONL (DESIGN.md section 3, optional ``regions`` per line), or term-document JSONL
+(a file or a folder of them: re-index without a model). ``auto`` decides by looking.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Literal
+
+from indexer.items import WorkItem, path_id
+from indexer.termdocs import iter_term_records
+
+InputFormat = Literal["auto", "images", "manifest", "regions", "terms"]
+INPUT_FORMATS: tuple[str, ...] = ("auto", "images", "manifest", "regions", "terms")
+
+
+def _rel(path: Path, root: Path) -> str:
+    """Root-relative POSIX path when ``path`` lies under ``root``, else the absolute path."""
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.resolve().as_posix()
+
+
+def detect_format(path: str | Path) -> str:
+    """Guess the input format; raise ValueError with what was found when it is ambiguous."""
+    from model.images import IMAGE_EXTENSIONS
+
+    path = Path(path)
+    if not path.exists():
+        raise ValueError(f"input {path} does not exist")
+    if path.is_dir():
+        exts = {e.lower() for e in IMAGE_EXTENSIONS}
+        seen_npz = seen_jsonl = False
+        for _dirpath, _dirs, files in os.walk(path):
+            for name in files:
+                suffix = Path(name).suffix.lower()
+                if suffix in exts:
+                    return "images"
+                seen_npz |= suffix == ".npz"
+                seen_jsonl |= suffix == ".jsonl"
+        if seen_npz:
+            return "regions"
+        if seen_jsonl:
+            return "terms"
+        raise ValueError(f"{path}: no images, region .npz or term-document .jsonl files found")
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError:
+                    break
+                if isinstance(obj, dict) and "terms" in obj:
+                    return "terms"
+                if isinstance(obj, dict) and "image" in obj:
+                    return "manifest"
+                break
+    raise ValueError(f"{path}: neither a manifest nor a term-document JSONL file (use --format)")
+
+
+def read_items(path: str | Path, fmt: str = "auto", *, ignore_regions: bool = False) -> list[WorkItem]:
+    """All work items of the input, in a deterministic order."""
+    if fmt not in INPUT_FORMATS:
+        raise ValueError(f"input format must be one of {INPUT_FORMATS}, got {fmt!r}")
+    path = Path(path)
+    if fmt == "auto":
+        fmt = detect_format(path)
+    if fmt == "images":
+        return image_folder_items(path)
+    if fmt == "regions":
+        return region_folder_items(path)
+    if fmt == "manifest":
+        return manifest_items(path, ignore_regions=ignore_regions)
+    return term_items(path)
+
+
+def image_folder_items(root: Path) -> list[WorkItem]:
+    from model.images import iter_image_files
+
+    if not root.is_dir():
+        raise ValueError(f"image folder {root} is not a directory")
+    items = []
+    for file in iter_image_files(root):
+        rel = _rel(Path(file), root)
+        meta = {"image": rel, "image_root": str(root.resolve())}
+        items.append(WorkItem(id=path_id(rel), location=str(file), image=Path(file), metadata=meta))
+    return items
+
+
+def region_folder_items(root: Path) -> list[WorkItem]:
+    if not root.is_dir():
+        raise ValueError(f"region folder {root} is not a directory")
+    items = []
+    for file in sorted(root.rglob("*.npz")):
+        rel = _rel(file, root)
+        meta = {"regions": rel, "image_root": str(root.resolve())}
+        items.append(WorkItem(id=path_id(rel), location=str(file), regions=file, metadata=meta))
+    return items
+
+
+def manifest_items(manifest: Path, *, ignore_regions: bool = False) -> list[WorkItem]:
+    from model.manifest import read_manifest
+
+    root = manifest.resolve().parent
+    items = []
+    for rec in read_manifest(manifest):
+        meta = dict(rec.metadata)
+        meta.update({"image": _rel(rec.image, root), "image_root": str(root)})
+        if rec.captions:
+            meta["captions"] = list(rec.captions)
+        regions = None if ignore_regions else rec.regions
+        location = str(regions if regions is not None else rec.image)
+        items.append(WorkItem(id=rec.id, location=location, image=rec.image, regions=regions, metadata=meta))
+    return items
+
+
+def term_items(path: Path) -> list[WorkItem]:
+    items = []
+    seen: set[str] = set()
+    for rec in iter_term_records(path):
+        if rec["id"] in seen:
+            raise ValueError(f"{path}: duplicate document id {rec['id']!r}")
+        seen.add(rec["id"])
+        items.append(WorkItem(id=rec["id"], location=str(path), terms=rec["terms"], metadata=rec["metadata"]))
+    return items

@@ -1,0 +1,360 @@
+"""Runner: wires reader -> decoder (worker processes) -> mapper (device) -> writer (thread).
+
+The main thread owns the device; decoding runs ahead in worker processes and writing lags
+behind in a thread, both through bounded queues. A SIGINT/SIGTERM sets a flag: the batch being
+encoded is finished and written, decoded-but-unencoded items are discarded (``--resume`` redoes
+them), everything queued is flushed, and the job exits with 128 + the signal number.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from indexer.decoder import Decoded, Decoder
+from indexer.failures import FailureReport
+from indexer.items import WorkItem, shard_of, validate_shard
+from indexer.mapper import Encoder, EncoderMapper, TermsMapper
+from indexer.progress import Progress
+from indexer.reader import INPUT_FORMATS, detect_format, read_items
+from indexer.termdocs import TermDocExporter
+from indexer.writer import DocumentWriter, IndexTarget, chunked_ids, writing
+from termindex import IndexNotFound, TermIndex, open_index
+
+log = logging.getLogger(__name__)
+
+RESUME_CHECK_CHUNK = 512
+SHARD_WAIT_SECONDS = 600.0  # how long shards 1..N-1 wait for shard 0 to create the index
+COMMIT_DOCS = 256  # documents per engine write when the writer has a backlog
+
+
+@dataclass
+class IndexConfig:
+    """Everything one indexing job needs; the CLI fills it from flags."""
+
+    input: Path
+    input_format: str = "auto"
+    backend: str | None = None
+    export_jsonl: Path | None = None
+    export_docs_per_file: int = 10_000
+    model: Path | None = None
+    tokenizer: Path | None = None
+    top_n: int | None = 1000
+    batch_size: int = 32
+    workers: int = 1
+    device: str = "auto"
+    amp: bool | None = None
+    resume: bool = False
+    shard: int = 0
+    num_shards: int = 1
+    failures: Path | None = None
+    max_pixels: int | None = None
+    ignore_regions: bool = False
+    commit_interval: float = 1.0  # seconds a document may wait to share an engine write
+    progress: bool | None = None  # None: only on a terminal
+
+    def validate(self) -> None:
+        if self.backend is None and self.export_jsonl is None:
+            raise ValueError("nothing to write to: give --backend and/or --export-jsonl")
+        if self.input_format not in INPUT_FORMATS:
+            raise ValueError(f"--format must be one of {INPUT_FORMATS}, got {self.input_format!r}")
+        if self.batch_size < 1:
+            raise ValueError(f"--batch-size must be >= 1, got {self.batch_size}")
+        if self.workers < 0:
+            raise ValueError(f"--workers must be >= 0, got {self.workers}")
+        if not 0 <= self.commit_interval <= 3600:
+            raise ValueError(f"--commit-interval must be in [0, 3600] seconds, got {self.commit_interval}")
+        if self.max_pixels is not None and self.max_pixels < 1:
+            raise ValueError(f"--max-pixels must be >= 1, got {self.max_pixels}")
+        if self.device not in {"auto", "cpu", "cuda"} and not self.device.startswith("cuda:"):
+            raise ValueError(f"--device must be auto, cpu or cuda, got {self.device!r}")
+        validate_shard(self.shard, self.num_shards)
+
+
+@dataclass
+class IndexSummary:
+    """What the job did; logged at the end and returned to callers (benchmarks, tests)."""
+
+    total: int = 0
+    indexed: int = 0
+    skipped: int = 0
+    failed: int = 0
+    failures_by_reason: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    decoded: int = 0
+    decode_seconds: float = 0.0  # summed over worker processes
+    encoded: int = 0
+    encode_seconds: float = 0.0
+    write_seconds: float = 0.0
+    interrupted_by: str | None = None
+
+    @staticmethod
+    def _rate(n: int, seconds: float) -> float:
+        return n / seconds if seconds > 0 else float("nan")
+
+    @property
+    def images_per_second(self) -> float:
+        return self._rate(self.indexed + self.failed, self.seconds)
+
+    def stage_rates(self) -> dict[str, float]:
+        """Items per second of each stage alone (decode: per worker process)."""
+        return {
+            "decode": self._rate(self.decoded, self.decode_seconds),
+            "encode": self._rate(self.encoded, self.encode_seconds),
+            "write": self._rate(self.indexed, self.write_seconds),
+        }
+
+    def lines(self) -> list[str]:
+        rates = ", ".join(f"{k} {v:.1f}/s" for k, v in self.stage_rates().items())
+        out = [
+            f"indexed {self.indexed}, skipped (resume) {self.skipped}, failed {self.failed}"
+            f" of {self.total} in {self.seconds:.1f}s ({self.images_per_second:.1f} images/s)",
+            f"per stage: {rates}",
+        ]
+        if self.failures_by_reason:
+            reasons = ", ".join(f"{k} {v}" for k, v in sorted(self.failures_by_reason.items()))
+            out.append(f"failures: {reasons}")
+        if self.interrupted_by:
+            out.append(f"interrupted by {self.interrupted_by}: rerun with --resume to finish")
+        return out
+
+
+@contextlib.contextmanager
+def stop_on_signals(stop: threading.Event, caught: list[int]) -> Iterator[None]:
+    """SIGINT/SIGTERM ask for a clean stop; a second one of them kills the job the usual way."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: Any) -> None:
+        if stop.is_set():
+            signal.signal(signum, signal.SIG_DFL)
+            signal.raise_signal(signum)
+            return
+        caught.append(signum)
+        stop.set()
+        log.warning("%s received: finishing the current batch, then stopping", signal.Signals(signum).name)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def _load_encoder(config: IndexConfig) -> Encoder:
+    if config.model is None:
+        raise ValueError("--model is required to encode images or regions")
+    from model.encode import TermEncoder
+
+    return TermEncoder.from_pretrained(config.model, device=config.device, amp=config.amp)
+
+
+def _tokenizer(config: IndexConfig) -> Any:
+    from model.query_tokenizer import QueryTokenizer
+
+    path = config.tokenizer or config.model
+    if path is None:
+        raise ValueError("term-document input needs --tokenizer (or --model) to map tokens to ids")
+    return QueryTokenizer.from_pretrained(path)
+
+
+def open_backend(
+    spec: str,
+    shard: int,
+    num_shards: int,
+    stop: threading.Event | None = None,
+    wait: float = SHARD_WAIT_SECONDS,
+) -> TermIndex:
+    """Open the target; with several shards only shard 0 creates it, the others wait for it.
+
+    N jobs started at once must not each create the index (for Elasticsearch each would make
+    its own version behind the alias); one creator makes the result the same as one job's.
+    """
+    if num_shards == 1 or shard == 0:
+        return open_index(spec, create=True)
+    deadline = time.monotonic() + wait
+    logged = 0.0
+    while True:
+        try:
+            return open_index(spec)
+        except IndexNotFound:
+            now = time.monotonic()
+            if now > deadline or (stop is not None and stop.is_set()):
+                raise IndexNotFound(
+                    f"{spec} does not exist: shard 0 creates it; start shard 0 (or create the index) first"
+                ) from None
+            if now - logged > 10:
+                log.info("waiting for shard 0 to create %s", spec)
+                logged = now
+            time.sleep(0.5)
+
+
+class IndexJob:
+    """One run of the pipeline. Pass ``encoder``/``index`` to reuse loaded ones (benchmarks)."""
+
+    def __init__(
+        self, config: IndexConfig, *, encoder: Encoder | None = None, index: TermIndex | None = None
+    ):
+        config.validate()
+        self.config = config
+        self._encoder = encoder
+        self._index = index
+        self.stop = threading.Event()
+        self.summary = IndexSummary()
+
+    def run(self) -> IndexSummary:
+        cfg = self.config
+        start = time.perf_counter()
+        fmt = detect_format(cfg.input) if cfg.input_format == "auto" else cfg.input_format
+        items = [it for it in read_items(cfg.input, fmt, ignore_regions=cfg.ignore_regions) if self._mine(it)]
+        self.summary.total = len(items)
+        log.info("%d items to index (%s input, shard %d/%d)", len(items), fmt, cfg.shard, cfg.num_shards)
+
+        with contextlib.ExitStack() as resources:
+            # The engine first: an unreachable one fails before minutes of model loading.
+            index = self._index
+            if index is None and cfg.backend is not None:
+                index = resources.enter_context(
+                    open_backend(cfg.backend, cfg.shard, cfg.num_shards, self.stop)
+                )
+            mapper, id_to_token, preprocess = self._mapper(fmt)
+            target = IndexTarget(index) if index is not None else None
+            exporter = None
+            if cfg.export_jsonl is not None:
+                exporter = TermDocExporter(
+                    cfg.export_jsonl,
+                    id_to_token,
+                    shard=cfg.shard,
+                    num_shards=cfg.num_shards,
+                    docs_per_file=cfg.export_docs_per_file,
+                    resume=cfg.resume,
+                )
+                resources.callback(exporter.close)
+            report = FailureReport(cfg.failures)
+            resources.callback(report.close)
+            bar = Progress(len(items), cfg.progress)
+            resources.callback(bar.close)
+            caught: list[int] = []
+            # Up to ~2 engine commits of documents may wait: a slow engine gets fewer, larger writes.
+            writer = DocumentWriter(
+                target,
+                exporter,
+                queue_size=max(4, 2 * COMMIT_DOCS // cfg.batch_size),
+                commit_docs=COMMIT_DOCS,
+                commit_interval=cfg.commit_interval,
+                on_commit=bar.update,
+            )
+            with (
+                stop_on_signals(self.stop, caught),
+                target.bulk() if target is not None else contextlib.nullcontext(),
+                writing(writer),
+                Decoder(
+                    preprocess, workers=cfg.workers if fmt != "terms" else 0, max_pixels=cfg.max_pixels
+                ) as decoder,
+            ):
+                pending = self._pending(items, target, exporter, bar)
+                stream: Iterable[Decoded] = (
+                    (Decoded(it) for it in pending)
+                    if fmt == "terms"
+                    else decoder.iter_decoded(pending, self.stop)
+                )
+                self._encode_loop(stream, mapper, writer, report, bar)
+            writer.raise_if_failed()
+        s = self.summary
+        s.indexed = writer.written
+        s.write_seconds = writer.seconds
+        s.encoded, s.encode_seconds = mapper.images, mapper.seconds
+        s.failed, s.failures_by_reason = report.total, dict(report.by_reason)
+        s.seconds = time.perf_counter() - start
+        if caught:
+            s.interrupted_by = signal.Signals(caught[0]).name
+        for line in s.lines():
+            log.info("%s", line)
+        return s
+
+    def _mine(self, item: WorkItem) -> bool:
+        return self.config.num_shards == 1 or shard_of(item.id, self.config.num_shards) == self.config.shard
+
+    def _mapper(self, fmt: str) -> tuple[EncoderMapper | TermsMapper, Callable[[int], str], Any]:
+        cfg = self.config
+        if fmt == "terms":
+            tok = _tokenizer(cfg)
+            return TermsMapper(tok.token_to_id, cfg.top_n), tok.id_to_token, None
+        encoder = self._encoder if self._encoder is not None else _load_encoder(cfg)
+        preprocess = getattr(encoder, "preprocessor", None)
+        return EncoderMapper(encoder, cfg.top_n), encoder.id_to_token, preprocess
+
+    def _pending(
+        self,
+        items: list[WorkItem],
+        target: IndexTarget | None,
+        exporter: TermDocExporter | None,
+        bar: Progress,
+    ) -> Iterator[WorkItem]:
+        """Items still to do; with --resume, those already committed are counted and skipped."""
+        if not self.config.resume:
+            yield from items
+            return
+        by_id = {it.id: it for it in items}
+        for ids in chunked_ids(by_id, RESUME_CHECK_CHUNK):
+            if self.stop.is_set():
+                return
+            done = target.existing(ids) if target is not None else set(ids)
+            if exporter is not None:
+                done &= exporter.ids
+            if done:
+                self.summary.skipped += len(done)
+                bar.update(len(done))
+            for doc_id in ids:
+                if doc_id not in done:
+                    yield by_id[doc_id]
+
+    def _encode_loop(
+        self,
+        stream: Iterable[Decoded],
+        mapper: EncoderMapper | TermsMapper,
+        writer: DocumentWriter,
+        report: FailureReport,
+        bar: Progress,
+    ) -> None:
+        batch: list[Decoded] = []
+
+        def flush() -> None:
+            docs, failures = mapper.map(batch)
+            for f in failures:
+                report.add(f)
+            if failures:
+                bar.update(len(failures))
+            if docs:
+                writer.put(docs)
+            batch.clear()
+
+        for decoded in stream:
+            if decoded.failure is not None:
+                report.add(decoded.failure)
+                bar.update(1)
+            else:
+                batch.append(decoded)
+                self.summary.decoded += 1
+                self.summary.decode_seconds += decoded.seconds
+            if len(batch) >= self.config.batch_size:
+                flush()
+            if self.stop.is_set():
+                batch.clear()  # decoded but not encoded: redone by --resume
+                return
+            writer.raise_if_failed()
+        if batch:
+            flush()
+
+
+def run_index(config: IndexConfig, **kwargs: Any) -> IndexSummary:
+    return IndexJob(config, **kwargs).run()

@@ -1,0 +1,180 @@
+"""Term-document JSONL (DESIGN.md section 3): ``{"id", "terms": {token: weight}, "metadata"}``.
+
+The export is sharded and numbered like clip-retrieval's outputs: ``terms-S{shard}-{part}.jsonl``
+with a new part every ``docs_per_file`` documents, so N shard jobs can write into one folder
+and a resumed job appends new parts instead of rewriting old ones. Keys are token strings (the
+file is for people and for re-indexing without a model); the engines store vocabulary ids.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from termindex import TermDocument
+
+log = logging.getLogger(__name__)
+
+_PART = re.compile(r"^terms-S(\d+)-(\d+)\.jsonl$")
+
+
+class TermDocError(ValueError):
+    """A term-document line is malformed; the message names the file and line."""
+
+
+def iter_term_records(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Records of one JSONL file or of every ``*.jsonl`` in a folder (sorted by name).
+
+    A final line without a newline that is not valid JSON is what a killed writer leaves behind;
+    it is skipped with a warning instead of failing the whole re-index.
+    """
+    path = Path(path)
+    files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
+    for file in files:
+        with file.open(encoding="utf-8") as fh:
+            lines = fh.read().split("\n")
+        for lineno, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            where = f"{file}:{lineno}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                if lineno == len(lines):  # truncated last line (no trailing newline)
+                    log.warning("%s: ignoring truncated last line", where)
+                    continue
+                raise TermDocError(f"{where}: not valid JSON ({exc.msg})") from None
+            yield _check_record(obj, where)
+
+
+def _check_record(obj: Any, where: str) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise TermDocError(f"{where}: expected a JSON object")
+    if not isinstance(obj.get("id"), str) or not obj["id"]:
+        raise TermDocError(f"{where}: 'id' must be a non-empty string")
+    terms = obj.get("terms")
+    if not isinstance(terms, dict) or not all(isinstance(k, str) for k in terms):
+        raise TermDocError(f"{where}: 'terms' must be an object of token -> weight")
+    for token, weight in terms.items():
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight):
+            raise TermDocError(f"{where}: weight of {token!r} must be a finite number")
+    metadata = obj.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise TermDocError(f"{where}: 'metadata' must be an object")
+    return {"id": obj["id"], "terms": terms, "metadata": metadata}
+
+
+def to_record(doc: TermDocument, id_to_token: Callable[[int], str]) -> dict[str, Any]:
+    """Export form of a document: token strings as keys, heaviest first."""
+    ordered = sorted(doc.terms.items(), key=lambda kv: (-kv[1], kv[0]))
+    return {
+        "id": doc.id,
+        "terms": {id_to_token(i): float(w) for i, w in ordered},
+        "metadata": dict(doc.metadata),
+    }
+
+
+class TermDocExporter:
+    """Writes numbered JSONL parts for one shard; on resume, keeps what earlier runs wrote.
+
+    Each document is written only after the engine committed it (the writer thread calls
+    ``write`` after ``upsert``), so the exported ids are a subset of the indexed ones and a
+    resumed job never writes a document twice.
+    """
+
+    def __init__(
+        self,
+        folder: str | Path,
+        id_to_token: Callable[[int], str],
+        *,
+        shard: int = 0,
+        num_shards: int = 1,
+        docs_per_file: int = 10_000,
+        resume: bool = False,
+    ) -> None:
+        if docs_per_file < 1:
+            raise ValueError(f"docs per export file must be >= 1, got {docs_per_file}")
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.id_to_token = id_to_token
+        self.shard = shard
+        self.docs_per_file = docs_per_file
+        self.ids: set[str] = set()
+        self._fh: TextIO | None = None
+        self._in_file = 0
+        own = self._parts(only_shard=True)
+        if resume:
+            for part in own:
+                self.ids.update(self._repair(part))
+            self._next_part = max((n for n, _ in own), default=-1) + 1
+        else:
+            # A fresh run replaces its shard's earlier export; an unsharded one replaces all shards'.
+            for _, part in own if num_shards > 1 else self._parts(only_shard=False):
+                part.unlink()
+            self._next_part = 0
+
+    def _parts(self, only_shard: bool) -> list[tuple[int, Path]]:
+        out = []
+        for p in self.folder.iterdir():
+            m = _PART.match(p.name)
+            if m and (not only_shard or int(m.group(1)) == self.shard):
+                out.append((int(m.group(2)), p))
+        return sorted(out)
+
+    @staticmethod
+    def _repair(part: tuple[int, Path]) -> set[str]:
+        """Ids in one part; a half-written last line (killed writer) is cut off the file."""
+        path = part[1]
+        data = path.read_bytes()
+        keep = data.rfind(b"\n") + 1
+        if keep != len(data):
+            log.warning("%s: removing a half-written last line left by an interrupted run", path)
+            with path.open("r+b") as fh:
+                fh.truncate(keep)
+        ids = set()
+        for line in data[:keep].decode("utf-8").splitlines():
+            if line.strip():
+                ids.add(json.loads(line)["id"])
+        return ids
+
+    def write(self, docs: list[TermDocument]) -> None:
+        for doc in docs:
+            if self._fh is None or self._in_file >= self.docs_per_file:
+                self._rotate()
+            assert self._fh is not None
+            self._fh.write(json.dumps(to_record(doc, self.id_to_token), ensure_ascii=False) + "\n")
+            self._in_file += 1
+            self.ids.add(doc.id)
+        if self._fh is not None:
+            self._fh.flush()
+
+    def _rotate(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+        path = self.folder / f"terms-S{self.shard:05d}-{self._next_part:05d}.jsonl"
+        self._next_part += 1
+        self._fh = path.open("w", encoding="utf-8")
+        self._in_file = 0
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def terms_from_tokens(
+    terms: Mapping[str, float], token_to_id: Callable[[str], int | None], where: str
+) -> dict[int, float]:
+    """Token strings back to vocabulary ids; an unknown token means the wrong tokenizer."""
+    out: dict[int, float] = {}
+    for token, weight in terms.items():
+        token_id = token_to_id(token)
+        if token_id is None:
+            raise TermDocError(f"{where}: token {token!r} is not in the tokenizer's vocabulary")
+        out[token_id] = out.get(token_id, 0.0) + float(weight)
+    return out

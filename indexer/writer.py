@@ -1,0 +1,159 @@
+"""Writer stage: a thread that commits document batches to the engine, then to the export.
+
+It runs beside the encoder with a bounded queue so the device never waits on the network or the
+disk, and the encoder never races ahead by more than ``queue_size`` batches. Order per batch:
+engine ``upsert`` (+ ``flush`` when the engine buffers), then the JSONL export; a batch counts as
+written only after both, which is what ``--resume`` relies on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+
+from indexer.termdocs import TermDocExporter
+from termindex import TermDocument, TermIndex
+
+log = logging.getLogger(__name__)
+
+
+class IndexTarget:
+    """The engine as the indexer uses it: batched writes, bulk-load mode, which ids exist.
+
+    Engines may offer faster paths (``bulk_load``, ``flush``); ``existing_ids`` is part of the
+    interface (Elasticsearch: a realtime ``_mget``; embedded: id lookups in one snapshot).
+    """
+
+    def __init__(self, index: TermIndex) -> None:
+        self.index = index
+
+    def existing(self, ids: list[str]) -> set[str]:
+        """The subset of ``ids`` already in the index (realtime: sees unrefreshed ES writes)."""
+        return set(self.index.existing_ids(ids))
+
+    def bulk(self) -> contextlib.AbstractContextManager[object]:
+        """The engine's bulk-load mode when it has one (e.g. ES refresh off), else nothing."""
+        bulk_load = getattr(self.index, "bulk_load", None)
+        return bulk_load() if callable(bulk_load) else contextlib.nullcontext()
+
+    def write(self, docs: list[TermDocument]) -> None:
+        self.index.upsert(docs)
+        flush = getattr(self.index, "flush", None)
+        if callable(flush):
+            flush()
+
+
+_DONE = object()
+
+
+class DocumentWriter(threading.Thread):
+    """Consumes batches from a bounded queue; ``on_commit(n)`` is called after each batch lands."""
+
+    def __init__(
+        self,
+        target: IndexTarget | None,
+        exporter: TermDocExporter | None,
+        *,
+        queue_size: int = 4,
+        commit_docs: int = 256,
+        commit_interval: float = 1.0,
+        on_commit: Callable[[int], None] | None = None,
+    ) -> None:
+        super().__init__(name="indexer-writer", daemon=True)
+        self.target = target
+        self.exporter = exporter
+        self.on_commit = on_commit
+        self.commit_docs = commit_docs
+        self.commit_interval = commit_interval
+        self._queue: queue.Queue[object] = queue.Queue(maxsize=max(1, queue_size))
+        self.error: BaseException | None = None
+        self.written = 0
+        self.seconds = 0.0
+
+    def _next(self) -> tuple[list[TermDocument], bool]:
+        """One batch, merged with what arrives within ``commit_interval``, up to ``commit_docs``.
+
+        Small encoder batches become fewer, larger engine writes (one segment or one bulk
+        request each); a document waits at most ``commit_interval`` seconds for company.
+        """
+        item = self._queue.get()
+        if item is _DONE:
+            return [], True
+        assert isinstance(item, list)
+        batch = list(item)
+        deadline = time.monotonic() + self.commit_interval
+        while len(batch) < self.commit_docs:
+            try:
+                item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if item is _DONE:
+                return batch, True
+            assert isinstance(item, list)
+            batch.extend(item)
+        return batch, False
+
+    def run(self) -> None:
+        done = False
+        while not done:
+            batch, done = self._next()
+            if not batch or self.error is not None:
+                continue  # after an error: drain so the producer never blocks on a dead writer
+            try:
+                start = time.perf_counter()
+                if self.target is not None:
+                    self.target.write(batch)
+                if self.exporter is not None:
+                    self.exporter.write(batch)
+                self.seconds += time.perf_counter() - start
+                self.written += len(batch)
+                log.debug("committed %d documents (%d in total)", len(batch), self.written)
+                if self.on_commit is not None:
+                    self.on_commit(len(batch))
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
+                self.error = exc
+
+    def put(self, docs: list[TermDocument]) -> None:
+        """Queue a batch; raises the writer's error instead of blocking on a dead writer."""
+        while True:
+            self.raise_if_failed()
+            try:
+                self._queue.put(docs, timeout=0.2)
+                return
+            except queue.Full:
+                continue
+
+    def raise_if_failed(self) -> None:
+        """Re-raise the writer's error in the caller's thread, keeping its type (engine errors)."""
+        if self.error is not None:
+            raise self.error
+
+    def finish(self) -> None:
+        """Write everything queued, then stop the thread."""
+        self._queue.put(_DONE)
+        self.join()
+
+
+@contextlib.contextmanager
+def writing(writer: DocumentWriter) -> Iterator[DocumentWriter]:
+    """Start the writer; on exit always drain and join it so queued batches are never lost."""
+    writer.start()
+    try:
+        yield writer
+    finally:
+        writer.finish()
+
+
+def chunked_ids(ids: Iterable[str], size: int) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    for doc_id in ids:
+        chunk.append(doc_id)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

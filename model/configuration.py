@@ -1,0 +1,181 @@
+"""Configuration of VisualSparta (and of the dense baseline, which shares the image side).
+
+Text/transformer dimensions follow BERT's names so that a BERT-family checkpoint (default
+``sentence-transformers/all-MiniLM-L6-v2``) can initialize the token embeddings and the image
+transformer. ``stem`` picks how raw pixels become regions (DESIGN.md section 2).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from transformers import PretrainedConfig
+
+Stem = Literal["patch", "hf", "none"]
+STEMS: tuple[str, ...] = get_args(Stem)
+ACTIVATIONS = ("gelu", "relu", "gelu_new")
+LOCATION_DIM = 6  # [xmin, xmax, ymin, ymax, width, height] (paper Eq. 3)
+DEFAULT_TEXT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+# Named presets for `vsparta train --config`. "base" matches MiniLM-L6 so it can be initialized from it.
+PRESETS: dict[str, dict[str, Any]] = {
+    "tiny": {
+        "hidden_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "intermediate_size": 128,
+        "image_size": 64,
+        "grid_size": 8,
+        "stem_channels": [32, 64],
+        "region_feature_dim": 64,
+    },
+    "small": {
+        "hidden_size": 128,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "intermediate_size": 512,
+        "image_size": 96,
+        "grid_size": 8,
+        "stem_channels": [32, 64, 128],
+        "region_feature_dim": 128,
+    },
+    "base": {
+        "hidden_size": 384,
+        "num_hidden_layers": 6,
+        "num_attention_heads": 12,
+        "intermediate_size": 1536,
+        "image_size": 224,
+        "grid_size": 14,
+        "stem_channels": [64, 128, 256],
+        "region_feature_dim": 256,
+    },
+}
+
+
+class VisualSpartaConfig(PretrainedConfig):
+    """All sizes and choices of a VisualSparta model; saved as ``config.json`` with each checkpoint."""
+
+    model_type = "visualsparta"
+
+    def __init__(
+        self,
+        vocab_size: int = 30522,
+        hidden_size: int = 64,
+        num_hidden_layers: int = 2,
+        num_attention_heads: int = 2,
+        intermediate_size: int = 128,
+        hidden_act: str = "gelu",
+        hidden_dropout_prob: float = 0.1,
+        attention_probs_dropout_prob: float = 0.1,
+        max_position_embeddings: int = 512,
+        type_vocab_size: int = 2,
+        layer_norm_eps: float = 1e-12,
+        initializer_range: float = 0.02,
+        pad_token_id: int = 0,
+        region_feature_dim: int = 64,
+        location_dim: int = LOCATION_DIM,
+        max_regions: int = 100,
+        max_label_tokens: int = 32,
+        label_segment_id: int = 1,
+        stem: Stem = "patch",
+        image_size: int = 64,
+        grid_size: int = 8,
+        stem_channels: list[int] | tuple[int, ...] = (32, 64),
+        image_mean: list[float] | tuple[float, ...] = (0.5, 0.5, 0.5),
+        image_std: list[float] | tuple[float, ...] = (0.5, 0.5, 0.5),
+        hf_vision_model: str | None = None,
+        hf_vision_config: dict[str, Any] | None = None,
+        phi_bias_init: float = 0.1,
+        word_init_std: float = 1e-3,
+        top_n: int | None = 1000,
+        max_query_tokens: int = 64,
+        text_model: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(pad_token_id=pad_token_id, **kwargs)
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.num_hidden_layers = num_hidden_layers
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_prob = hidden_dropout_prob
+        self.attention_probs_dropout_prob = attention_probs_dropout_prob
+        self.max_position_embeddings = max_position_embeddings
+        self.type_vocab_size = type_vocab_size
+        self.layer_norm_eps = layer_norm_eps
+        self.initializer_range = initializer_range
+        self.region_feature_dim = region_feature_dim
+        self.location_dim = location_dim
+        self.max_regions = max_regions
+        self.max_label_tokens = max_label_tokens
+        self.label_segment_id = label_segment_id
+        self.stem = stem
+        self.image_size = image_size
+        self.grid_size = grid_size
+        self.stem_channels = list(stem_channels)
+        self.image_mean = list(image_mean)
+        self.image_std = list(image_std)
+        self.hf_vision_model = hf_vision_model
+        self.hf_vision_config = hf_vision_config
+        self.phi_bias_init = phi_bias_init
+        self.word_init_std = word_init_std
+        self.top_n = top_n
+        self.max_query_tokens = max_query_tokens
+        self.text_model = text_model
+        self.validate_options()
+
+    def validate_options(self) -> None:
+        """Fail early with a message that names the bad option (not deep inside a forward pass)."""
+        if self.stem not in STEMS:
+            raise ValueError(f"stem must be one of {STEMS}, got {self.stem!r}")
+        if self.hidden_act not in ACTIVATIONS:
+            raise ValueError(f"hidden_act must be one of {ACTIVATIONS}, got {self.hidden_act!r}")
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"hidden_size ({self.hidden_size}) must be a multiple of "
+                f"num_attention_heads ({self.num_attention_heads})"
+            )
+        if self.location_dim != LOCATION_DIM:
+            raise ValueError(f"location_dim must be {LOCATION_DIM} ([xmin,xmax,ymin,ymax,w,h])")
+        if not 0 <= self.label_segment_id < self.type_vocab_size:
+            raise ValueError(f"label_segment_id must be in [0, type_vocab_size={self.type_vocab_size})")
+        if self.max_label_tokens > self.max_position_embeddings:
+            raise ValueError("max_label_tokens cannot exceed max_position_embeddings")
+        if self.top_n is not None and self.top_n <= 0:
+            raise ValueError(f"top_n must be positive or None (all), got {self.top_n}")
+        if self.stem == "patch":
+            if self.image_size % self.grid_size:
+                raise ValueError(f"image_size ({self.image_size}) must be a multiple of grid_size")
+            if not self.stem_channels:
+                raise ValueError("stem 'patch' needs at least one entry in stem_channels")
+        if self.stem == "hf" and not (self.hf_vision_model or self.hf_vision_config):
+            raise ValueError("stem 'hf' needs hf_vision_model (hub id or local path)")
+        if len(self.image_mean) != 3 or len(self.image_std) != 3:
+            raise ValueError("image_mean and image_std need 3 values (RGB)")
+
+    @property
+    def num_patches(self) -> int:
+        return self.grid_size * self.grid_size
+
+
+def config_from_spec(spec: str | None, **overrides: Any) -> VisualSpartaConfig:
+    """``tiny`` / ``small`` / ``base``, a JSON file path, or an inline JSON object, plus overrides."""
+    spec = spec or "tiny"
+    if spec in PRESETS:
+        values: dict[str, Any] = dict(PRESETS[spec])
+    elif spec.lstrip().startswith("{"):
+        values = json.loads(spec)
+    elif Path(spec).is_file():
+        values = json.loads(Path(spec).read_text(encoding="utf-8"))
+    else:
+        raise ValueError(
+            f"--config must be one of {sorted(PRESETS)}, a JSON file or a JSON object; got {spec!r}"
+        )
+    if not isinstance(values, dict):
+        raise ValueError("a JSON config must be an object")
+    values.pop("model_type", None)
+    values.update(overrides)
+    return VisualSpartaConfig(**values)

@@ -1,0 +1,148 @@
+"""Training/evaluation data: manifest records -> model inputs (pixels or precomputed regions).
+
+A batch is a set of distinct images and all (up to ``captions_per_image``) of their captions:
+each caption is a query whose positive is its own image and whose negatives are the other images
+of the batch (paper Eq. 13). Distinct images per batch mean no false in-batch negatives.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+
+from model.images import load_image
+from model.manifest import ManifestRecord
+from model.preprocess import ImagePreprocessor
+from model.regions import RegionBatch, Regions, collate_regions, load_regions
+
+log = logging.getLogger(__name__)
+
+
+def load_rgb(path: str | Path) -> Image.Image:
+    """One RGB image, EXIF-rotated; odd modes converted, broken files raise ``ImageError`` (a ValueError)
+    naming the file and the reason (``model.images``)."""
+    return load_image(path)
+
+
+@dataclass
+class Batch:
+    """Inputs for one training/eval step."""
+
+    query_ids: torch.Tensor  # [Q, m] long
+    query_mask: torch.Tensor  # [Q, m] bool
+    targets: torch.Tensor  # [Q] long: index of each query's image in the batch
+    pixel_values: torch.Tensor | None  # [B, 3, S, S]
+    regions: RegionBatch | None
+
+    def to(self, device: torch.device) -> Batch:
+        return Batch(
+            self.query_ids.to(device),
+            self.query_mask.to(device),
+            self.targets.to(device),
+            None if self.pixel_values is None else self.pixel_values.to(device),
+            None if self.regions is None else self.regions.to(device),
+        )
+
+    def image_inputs(self) -> dict[str, Any]:
+        return {"pixel_values": self.pixel_values, "regions": self.regions}
+
+
+def pad_queries(token_lists: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Ragged token ids -> ``[Q, m]`` ids and mask (m >= 1 so an empty query stays a valid row)."""
+    m = max(1, max((len(t) for t in token_lists), default=1))
+    ids = torch.full((len(token_lists), m), pad_id, dtype=torch.long)
+    mask = torch.zeros(len(token_lists), m, dtype=torch.bool)
+    for i, toks in enumerate(token_lists):
+        if toks:
+            ids[i, : len(toks)] = torch.tensor(list(toks), dtype=torch.long)
+            mask[i, : len(toks)] = True
+    return ids, mask
+
+
+class ImageStore:
+    """Loads each record's image input once; keeps it in memory when the set is small enough."""
+
+    def __init__(
+        self,
+        records: Sequence[ManifestRecord],
+        config: Any,
+        tokenize: Callable[[str], list[int]],
+        cache: bool | None = None,
+    ) -> None:
+        self.records = list(records)
+        self.config = config
+        self.tokenize = tokenize
+        self.use_regions = config.stem == "none"
+        if self.use_regions:
+            missing = [r.id for r in self.records if r.regions is None]
+            if missing:
+                raise ValueError(
+                    f"stem='none' needs a 'regions' .npz for every record; missing for {missing[:3]}"
+                )
+        self.preprocessor = ImagePreprocessor.from_config(config)
+        self.cache = (len(self.records) <= 20000) if cache is None else cache
+        self._pixels: dict[int, np.ndarray] = {}
+        self._regions: dict[int, Regions] = {}
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def pixels(self, i: int) -> np.ndarray:
+        arr = self._pixels.get(i)
+        if arr is None:
+            arr = self.preprocessor(load_rgb(self.records[i].image))
+            if self.cache:
+                self._pixels[i] = arr
+        return arr
+
+    def region(self, i: int) -> Regions:
+        reg = self._regions.get(i)
+        if reg is None:
+            path = self.records[i].regions
+            assert path is not None
+            reg = load_regions(path)
+            if self.cache:
+                self._regions[i] = reg
+        return reg
+
+    def image_batch(self, indices: Sequence[int]) -> tuple[torch.Tensor | None, RegionBatch | None]:
+        if self.use_regions:
+            regs = [self.region(i) for i in indices]
+            return None, collate_regions(
+                regs,
+                self.tokenize,
+                feature_dim=self.config.region_feature_dim,
+                max_regions=self.config.max_regions,
+                max_label_tokens=self.config.max_label_tokens,
+            )
+        return torch.from_numpy(np.stack([self.pixels(i) for i in indices])), None
+
+
+def make_batch(
+    store: ImageStore, indices: Sequence[int], captions_per_image: int, rng: np.random.Generator
+) -> Batch:
+    """Images ``indices`` with up to ``captions_per_image`` of their captions each (chosen by ``rng``)."""
+    tokens: list[list[int]] = []
+    targets: list[int] = []
+    for pos, i in enumerate(indices):
+        caps = store.records[i].captions
+        if len(caps) > captions_per_image:
+            caps = [caps[j] for j in sorted(rng.choice(len(caps), captions_per_image, replace=False))]
+        for c in caps:
+            tokens.append(store.tokenize(c))
+            targets.append(pos)
+    ids, mask = pad_queries(tokens)
+    pixels, regions = store.image_batch(indices)
+    return Batch(ids, mask, torch.tensor(targets, dtype=torch.long), pixels, regions)
+
+
+def epoch_order(n: int, seed: int, epoch: int) -> np.ndarray:
+    """Shuffled image order of one epoch: a function of (seed, epoch) only, so resume replays it."""
+    return np.random.default_rng([seed, epoch]).permutation(n)

@@ -1,0 +1,354 @@
+"""Text-to-image evaluation: Recall@K, NDCG@25 (ROUGE-L relevance, TERN), and the top-n trade-off.
+
+VisualSparta is scored the way an index scores it: φ for every vocabulary id is computed once per
+image, the top-n positive terms are kept, and a query scores ``Σ count · log(1 + φ)`` over its
+tokens through a term -> image matrix (an inverted index). The dense baseline encodes each query
+with its text transformer and takes dot products; "random" ranks at random.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from model.data import ImageStore, pad_queries
+from model.dense import DenseDualEncoder
+from model.encode import autocast_for
+from model.manifest import ManifestRecord
+from model.metrics import caption_relevance, ndcg_at_k, recall_at_k
+from model.modeling import VisualSpartaModel
+
+log = logging.getLogger(__name__)
+
+TOP_N: tuple[int | None, ...] = (50, 100, 500, 1000, None)  # None = all (paper Table 3)
+KS = (1, 5, 10)
+
+
+@dataclass
+class Queries:
+    texts: list[str]
+    token_ids: list[list[int]]
+    targets: np.ndarray  # [Q] index of each query's image
+
+
+def build_queries(records: Sequence[ManifestRecord], tokenize: Callable[[str], list[int]]) -> Queries:
+    """Every caption of every image is a query; its own image is the one relevant item."""
+    texts, ids, targets = [], [], []
+    for i, r in enumerate(records):
+        for c in r.captions:
+            texts.append(c)
+            ids.append(tokenize(c))
+            targets.append(i)
+    return Queries(texts, ids, np.asarray(targets, dtype=np.int64))
+
+
+# ---- VisualSparta: sparse term weights --------------------------------------------------------
+@dataclass
+class SparseImages:
+    """Per image the positive φ, sorted descending (the top-n of any n is a prefix)."""
+
+    ids: list[np.ndarray]  # each [p] int32
+    values: list[np.ndarray]  # each [p] float32
+    vocab_size: int
+
+    def term_matrix(self, n: int | None) -> sp.csr_matrix:
+        """``[V, N]`` matrix of ``log(1 + φ)`` keeping each image's top ``n`` (None = all)."""
+        rows, cols, vals = [], [], []
+        for j, (ids, v) in enumerate(zip(self.ids, self.values, strict=True)):
+            k = len(ids) if n is None else min(n, len(ids))
+            rows.append(ids[:k])
+            cols.append(np.full(k, j, dtype=np.int32))
+            vals.append(np.log1p(v[:k]))
+        return sp.csr_matrix(
+            (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
+            shape=(self.vocab_size, len(self.ids)),
+            dtype=np.float32,
+        )
+
+
+@torch.inference_mode()
+def encode_sparse(
+    model: VisualSpartaModel, store: ImageStore, batch_size: int, device: torch.device, amp: bool
+) -> SparseImages:
+    """φ for every vocabulary id of every image (query-impossible ids zeroed), sorted, positive only."""
+    model.eval()
+    drop = model.non_query_ids().to(device)
+    ids_out, vals_out = [], []
+    for start in range(0, len(store), batch_size):
+        idx = list(range(start, min(len(store), start + batch_size)))
+        pixels, regions = store.image_batch(idx)
+        with autocast_for(device, amp):
+            h, mask = model.encode_images(
+                pixel_values=None if pixels is None else pixels.to(device),
+                regions=None if regions is None else regions.to(device),
+            )
+            phi = model.term_weights(h, mask)  # [B, V]
+        if drop.numel():
+            phi[:, drop] = 0.0
+        vals, ids = phi.sort(dim=1, descending=True)
+        for v, i in zip(vals.cpu().numpy(), ids.cpu().numpy(), strict=True):
+            p = int((v > 0).sum())
+            ids_out.append(i[:p].astype(np.int32))
+            vals_out.append(v[:p].astype(np.float32))
+    return SparseImages(ids_out, vals_out, model.config.vocab_size)
+
+
+def query_matrix(queries: Queries, vocab_size: int) -> sp.csr_matrix:
+    """``[Q, V]`` token counts (a repeated token counts once per occurrence)."""
+    rows, cols = [], []
+    for q, toks in enumerate(queries.token_ids):
+        rows.extend([q] * len(toks))
+        cols.extend(toks)
+    data = np.ones(len(rows), dtype=np.float32)
+    m = sp.csr_matrix((data, (rows, cols)), shape=(len(queries.token_ids), vocab_size))
+    m.sum_duplicates()
+    return m
+
+
+def sparse_scores(terms: sp.csr_matrix, qmat: sp.csr_matrix) -> np.ndarray:
+    """``[Q, N]`` = Σ_tokens count · log(1 + φ) (what the index returns)."""
+    return np.asarray((qmat @ terms).todense(), dtype=np.float32)
+
+
+def time_sparse_queries(
+    terms: sp.csr_matrix, queries: Queries, tokenize: Callable[[str], dict[int, float]], k: int, sample: int
+) -> float:
+    """Mean ms per query for tokenize -> postings lookup -> accumulate -> top-k, one query at a time."""
+    texts = queries.texts[:sample]
+    if not texts:
+        return float("nan")
+    t0 = time.perf_counter()
+    for text in texts:
+        weights = tokenize(text)
+        if not weights:
+            continue
+        ids = np.fromiter(weights.keys(), dtype=np.int64)
+        counts = np.fromiter(weights.values(), dtype=np.float32)
+        scores = terms[ids].T @ counts  # [N]
+        kk = min(k, len(scores))
+        top = np.argpartition(-scores, kk - 1)[:kk]
+        top[np.argsort(-scores[top])]
+    return (time.perf_counter() - t0) * 1000 / len(texts)
+
+
+# ---- dense baseline ------------------------------------------------------------------------
+@torch.inference_mode()
+def encode_dense_images(
+    model: DenseDualEncoder, store: ImageStore, batch_size: int, device: torch.device, amp: bool
+) -> np.ndarray:
+    model.eval()
+    out = []
+    for start in range(0, len(store), batch_size):
+        idx = list(range(start, min(len(store), start + batch_size)))
+        pixels, regions = store.image_batch(idx)
+        with autocast_for(device, amp):
+            v = model.encode_image_vectors(
+                pixel_values=None if pixels is None else pixels.to(device),
+                regions=None if regions is None else regions.to(device),
+            )
+        out.append(v.float().cpu().numpy())
+    return np.concatenate(out)
+
+
+@torch.inference_mode()
+def encode_dense_queries(
+    model: DenseDualEncoder, queries: Queries, batch_size: int, device: torch.device, amp: bool
+) -> np.ndarray:
+    model.eval()
+    out = []
+    for start in range(0, len(queries.token_ids), batch_size):
+        ids, mask = pad_queries(queries.token_ids[start : start + batch_size])
+        with autocast_for(device, amp):
+            q = model.encode_text(ids.to(device), mask.to(device))
+        out.append(q.float().cpu().numpy())
+    return np.concatenate(out)
+
+
+@torch.inference_mode()
+def time_dense_queries(
+    model: DenseDualEncoder, image_vectors: np.ndarray, queries: Queries, k: int, sample: int
+) -> float:
+    """Mean ms per query on CPU: run the text transformer on one query, dot with all images, top-k."""
+    model.eval()
+    cpu = next(model.parameters()).device.type == "cpu"
+    if not cpu:
+        return float("nan")
+    texts = queries.token_ids[:sample]
+    t0 = time.perf_counter()
+    for toks in texts:
+        ids, mask = pad_queries([toks])
+        q = model.encode_text(ids, mask).float().numpy()[0]
+        scores = image_vectors @ q
+        kk = min(k, len(scores))
+        np.argpartition(-scores, kk - 1)[:kk]
+    return (time.perf_counter() - t0) * 1000 / max(1, len(texts))
+
+
+# ---- splits --------------------------------------------------------------------------------
+def folds(n_images: int) -> dict[str, list[np.ndarray]]:
+    """The image sets recall is reported on: all images, plus 1K folds and 5K when there are enough."""
+    out = {f"{n_images}": [np.arange(n_images)]}
+    if n_images >= 2000:
+        out["1K"] = [np.arange(i, i + 1000) for i in range(0, min(n_images, 5000) - 999, 1000)]
+    if n_images > 5000:
+        out["5K"] = [np.arange(5000)]
+    return out
+
+
+def fold_recalls(scores: np.ndarray, targets: np.ndarray, n_images: int) -> dict[str, dict[str, float]]:
+    """Recall@K per image set, averaged over folds; queries whose image is outside a fold are skipped."""
+    res: dict[str, dict[str, float]] = {}
+    for name, sets in folds(n_images).items():
+        parts = []
+        for s in sets:
+            qsel = np.nonzero((targets >= s[0]) & (targets <= s[-1]))[0]
+            parts.append(recall_at_k(scores[np.ix_(qsel, s)], targets[qsel] - s[0], KS))
+        res[name] = {k: float(np.mean([p[k] for p in parts])) for k in parts[0]}
+    return res
+
+
+@dataclass
+class EvalReport:
+    n_images: int
+    n_queries: int
+    rows: list[dict[str, Any]] = field(default_factory=list)  # model, top_n, recalls, ndcg, ms/query
+
+    def to_json(self) -> dict[str, Any]:
+        return {"n_images": self.n_images, "n_queries": self.n_queries, "rows": self.rows}
+
+
+def quick_recall(
+    model: Any, store: ImageStore, device: torch.device, amp: bool, batch_size: int = 64
+) -> dict:
+    """Validation during training: Recall@1/5/10 over all captions (all terms for VisualSparta)."""
+    queries = build_queries(store.records, store.tokenize)
+    if isinstance(model, DenseDualEncoder):
+        v = encode_dense_images(model, store, batch_size, device, amp)
+        q = encode_dense_queries(model, queries, 256, device, amp)
+        scores = q @ v.T
+    else:
+        images = encode_sparse(model, store, batch_size, device, amp)
+        scores = sparse_scores(images.term_matrix(None), query_matrix(queries, images.vocab_size))
+    return recall_at_k(scores, queries.targets, KS)
+
+
+def _ndcg_subset(n_images: int, queries: Queries, limit: int) -> np.ndarray:
+    """Query rows for NDCG: the first caption of evenly spaced images, at most ``limit`` of them."""
+    first: dict[int, int] = {}
+    for qi, t in enumerate(queries.targets.tolist()):
+        first.setdefault(t, qi)
+    rows = np.asarray([first[t] for t in sorted(first)], dtype=np.int64)
+    if len(rows) > limit:
+        rows = rows[np.linspace(0, len(rows) - 1, limit).round().astype(np.int64)]
+    return rows
+
+
+def _row(
+    name: str, top_n: int | str, scores: np.ndarray, queries: Queries, n_images: int, ndcg: float, ms: float
+) -> dict[str, Any]:
+    return {
+        "model": name,
+        "top_n": top_n,
+        "recall": fold_recalls(scores, queries.targets, n_images),
+        "ndcg@25": ndcg,
+        "ms_per_query": ms,
+    }
+
+
+def evaluate(
+    records: Sequence[ManifestRecord],
+    model: VisualSpartaModel | None,
+    dense: DenseDualEncoder | None = None,
+    top_ns: Sequence[int | None] = TOP_N,
+    batch_size: int = 64,
+    device: torch.device | None = None,
+    amp: bool = False,
+    ndcg_queries: int = 1000,
+    time_queries: int = 500,
+    seed: int = 0,
+) -> EvalReport:
+    """All rows of the report: VisualSparta at each top-n, the dense baseline, random."""
+    records = [r for r in records if r.captions]
+    if len(records) < 2:
+        raise ValueError("evaluation needs at least 2 images with captions")
+    device = device or torch.device("cpu")
+    n = len(records)
+    texts = [c for r in records for c in r.captions]
+    targets = np.asarray([i for i, r in enumerate(records) for _ in r.captions], dtype=np.int64)
+    probe = Queries(texts, [[] for _ in texts], targets)
+    ndcg_rows = _ndcg_subset(n, probe, ndcg_queries)
+    t0 = time.perf_counter()
+    relevance = caption_relevance([texts[i] for i in ndcg_rows], [r.captions for r in records])
+    log.info(
+        "ROUGE-L relevance for %d queries x %d images in %.1fs", len(ndcg_rows), n, time.perf_counter() - t0
+    )
+    report = EvalReport(n_images=n, n_queries=len(texts))
+
+    if model is not None:
+        model.to(device).eval()
+        qtok = model.query_tokenizer()
+        queries = build_queries(records, qtok.tokenize)
+        store = ImageStore(records, model.config, qtok.tokenize, cache=False)
+        t0 = time.perf_counter()
+        images = encode_sparse(model, store, batch_size, device, amp)
+        log.info("VisualSparta: encoded %d images in %.1fs", n, time.perf_counter() - t0)
+        qmat = query_matrix(queries, images.vocab_size)
+        for top_n in top_ns:
+            terms = images.term_matrix(top_n)
+            scores = sparse_scores(terms, qmat)
+            ms = time_sparse_queries(terms, queries, qtok.query_weights, 10, time_queries)
+            row = _row("VisualSparta", top_n or "all", scores, queries, n, 0.0, ms)
+            row["ndcg@25"] = ndcg_at_k(scores[ndcg_rows], relevance, 25)
+            row["terms_per_image"] = float(terms.nnz / n)
+            report.rows.append(row)
+
+    if dense is not None:
+        dense.to(device).eval()
+        dtok = dense.query_tokenizer()
+        queries = build_queries(records, dtok.tokenize)
+        store = ImageStore(records, dense.config, dtok.tokenize, cache=False)
+        vectors = encode_dense_images(dense, store, batch_size, device, amp)
+        q = encode_dense_queries(dense, queries, 256, device, amp)
+        scores = q @ vectors.T
+        ms = time_dense_queries(dense, vectors, queries, 10, time_queries)
+        row = _row("dense", "-", scores, queries, n, ndcg_at_k(scores[ndcg_rows], relevance, 25), ms)
+        report.rows.append(row)
+
+    rng = np.random.default_rng(seed)
+    scores = rng.random((len(texts), n), dtype=np.float64)
+    report.rows.append(
+        _row("random", "-", scores, probe, n, ndcg_at_k(scores[ndcg_rows], relevance, 25), 0.0)
+    )
+    return report
+
+
+def format_table(report: EvalReport) -> str:
+    """A plain-text table: one row per model / top-n, recall on each image set, NDCG@25, ms/query."""
+    sets = list(report.rows[0]["recall"]) if report.rows else []
+    head = ["model", "top-n", "terms/img"]
+    for s in sets:
+        head += [f"R@1 ({s})", f"R@5 ({s})", f"R@10 ({s})"]
+    head += ["NDCG@25", "ms/query"]
+    lines = [head]
+    for row in report.rows:
+        cells = [
+            row["model"],
+            str(row["top_n"]),
+            f"{row['terms_per_image']:.0f}" if "terms_per_image" in row else "-",
+        ]
+        for s in sets:
+            cells += [f"{row['recall'][s][k]:.1f}" for k in ("R@1", "R@5", "R@10")]
+        cells += [f"{row['ndcg@25']:.3f}", f"{row['ms_per_query']:.3f}"]
+        lines.append(cells)
+    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
+    fmt = [" | ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)) for line in lines]
+    fmt.insert(1, "-+-".join("-" * w for w in widths))
+    title = f"text-to-image retrieval: {report.n_images} images, {report.n_queries} queries (recall in %)"
+    return "\n".join([title, *fmt])

@@ -1,0 +1,391 @@
+"""VisualSparta (Lu et al., 2021), paper Eq. 1-12, as a Hugging Face ``PreTrainedModel``.
+
+Query side: tokens embedded with E_tok only (no context, no position) -> ``ŵ`` (Eq. 1).
+Image side: regions ``[v_j; l_j]`` projected with W, b (Eq. 2-5, 8), label tokens embedded with
+token + position + segment embeddings (Eq. 6-7), concatenated and encoded by T_image -> H (Eq. 9).
+Score: ``y_i = max_j ŵ_iᵀ H_j`` (Eq. 10), ``φ = ReLU(y + b)`` (Eq. 11),
+``f = Σ_i log(φ(y_i) + 1)`` (Eq. 12). Indexing caches φ for every vocabulary id (Eq. 14).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from transformers import PreTrainedModel
+
+from model.configuration import DEFAULT_TEXT_MODEL, VisualSpartaConfig
+from model.layers import Encoder, HFStem, PatchStem, TextEmbeddings, box_locations
+from model.regions import RegionBatch
+from model.tokenization import load_tokenizer, non_query_ids, query_tokenizer_for, resolve_text_model
+
+try:  # transformers >= 5 tracks which tensors were initialized through its own init helpers
+    from transformers import initialization as _init
+except ImportError:  # pragma: no cover - transformers 4.x
+    _init = nn.init  # type: ignore[assignment]
+
+log = logging.getLogger(__name__)
+
+
+def masked_max(scores: torch.Tensor, mask: torch.Tensor, dim: int) -> torch.Tensor:
+    """Max over ``dim`` ignoring masked-out positions (a fully masked row gives a very low value)."""
+    return scores.masked_fill(~mask, torch.finfo(scores.dtype).min).amax(dim=dim)
+
+
+class ImageEncoder(nn.Module):
+    """Regions (+ labels) -> contextualized H (Eq. 2-9). Shared by VisualSparta and the dense baseline."""
+
+    def __init__(self, config: VisualSpartaConfig, cls_token: bool = False) -> None:
+        super().__init__()
+        self.config = config
+        self.embeddings = TextEmbeddings(config)
+        if config.stem == "patch":
+            self.stem: nn.Module | None = PatchStem(config)
+        elif config.stem == "hf":
+            self.stem = HFStem(config)
+        else:
+            self.stem = None
+        self.region_proj = nn.Linear(
+            config.region_feature_dim + config.location_dim, config.hidden_size
+        )  # W, b
+        self.region_dropout = nn.Dropout(config.hidden_dropout_prob)
+        self.cls = nn.Parameter(torch.zeros(1, 1, config.hidden_size)) if cls_token else None
+        self.encoder = Encoder(config)
+
+    def forward(
+        self, pixel_values: torch.Tensor | None = None, regions: RegionBatch | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Returns H ``[B, L, H]`` and its mask ``[B, L]`` (True = a real region or label token)."""
+        if (pixel_values is None) == (regions is None):
+            raise ValueError("give exactly one of pixel_values or regions")
+        if pixel_values is not None:
+            if self.stem is None:
+                raise ValueError("this model has stem='none': it only accepts precomputed regions")
+            feats, boxes = self.stem(pixel_values)  # [B, n, d], [n, 4]
+            locs = (
+                box_locations(boxes).unsqueeze(0).expand(feats.shape[0], -1, -1).to(feats.dtype)
+            )  # [B, n, 6]
+            region_mask = torch.ones(feats.shape[:2], dtype=torch.bool, device=feats.device)  # [B, n]
+            parts = [
+                self.region_dropout(self.region_proj(torch.cat([feats, locs], dim=-1)))
+            ]  # Eq. 8, [B, n, H]
+            masks = [region_mask]
+        else:
+            assert regions is not None
+            e_image = torch.cat(
+                [regions.features, regions.locations], dim=-1
+            )  # E_image, Eq. 4-5: [B, n, d+6]
+            parts = [self.region_dropout(self.region_proj(e_image))]  # [B, n, H]
+            masks = [regions.region_mask]
+            if regions.label_mask.any():
+                parts.append(
+                    self.embeddings(regions.label_ids, token_type=self.config.label_segment_id)
+                )  # [B, k, H]
+                masks.append(regions.label_mask)
+        if self.cls is not None:
+            b = parts[0].shape[0]
+            parts.insert(0, self.cls.expand(b, -1, -1))
+            masks.insert(0, torch.ones(b, 1, dtype=torch.bool, device=masks[0].device))
+        a = torch.cat(parts, dim=1)  # Eq. 8: [B, L, H]
+        mask = torch.cat(masks, dim=1)  # [B, L]
+        return self.encoder(a, mask), mask  # Eq. 9
+
+
+class VisualSpartaPreTrainedModel(PreTrainedModel):
+    """Shared init, tokenizer handling and text-model initialization for both model kinds."""
+
+    config_class = VisualSpartaConfig
+    base_model_prefix = "visualsparta"
+    main_input_name = "pixel_values"
+
+    def __init__(self, config: VisualSpartaConfig) -> None:
+        super().__init__(config)
+        self.tokenizer: Any = None  # a fast HF tokenizer; saved next to the weights
+        self._non_query_ids: torch.Tensor | None = None
+
+    def _init_weights(self, module: nn.Module) -> None:
+        super()._init_weights(module)
+        if isinstance(module, nn.Conv2d):
+            _init.kaiming_normal_(module.weight, nonlinearity="relu")
+        if isinstance(module, VisualSpartaModel):
+            _init.constant_(module.phi_bias, float(self.config.phi_bias_init))
+            # Near-zero E_tok rows: a token never seen in training keeps ŵ ≈ 0, so its φ ≈ ReLU(b) for
+            # every image and it never outranks a term the model learned for that image (this keeps
+            # the top-n cut meaningful for models trained from scratch); b > 0 keeps the ReLU open at
+            # the start so gradients flow. A text-model init overwrites these rows anyway.
+            std = self.config.word_init_std
+            _init.normal_(module.word_embeddings.weight, mean=0.0, std=std)
+        if isinstance(module, ImageEncoder) and module.cls is not None:
+            _init.normal_(module.cls, mean=0.0, std=self.config.initializer_range)
+
+    # ---- tokenizer -------------------------------------------------------------------------
+    def set_tokenizer(self, tokenizer: Any) -> None:
+        if len(tokenizer) > self.config.vocab_size:
+            raise ValueError(
+                f"tokenizer has {len(tokenizer)} tokens, the model only {self.config.vocab_size}"
+            )
+        self.tokenizer = tokenizer
+        self._non_query_ids = None
+
+    def query_tokenizer(self) -> Any:
+        """The torch-free tokenizer the service uses (``model.query_tokenizer.QueryTokenizer``)."""
+        if self.tokenizer is None:
+            raise ValueError("this model has no tokenizer attached (set_tokenizer)")
+        return query_tokenizer_for(self.tokenizer, self.config.max_query_tokens)
+
+    def non_query_ids(self) -> torch.Tensor:
+        if self._non_query_ids is None:
+            ids = non_query_ids(self.tokenizer) if self.tokenizer is not None else []
+            self._non_query_ids = torch.tensor(
+                [i for i in ids if i < self.config.vocab_size], dtype=torch.long
+            )
+        return self._non_query_ids
+
+    def save_pretrained(self, save_directory: str | Path, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        """Weights + config + the tokenizer (``tokenizer.json``): everything to index and to query."""
+        super().save_pretrained(save_directory, *args, **kwargs)
+        if self.tokenizer is not None:
+            self.tokenizer.save_pretrained(str(save_directory))
+
+    @classmethod
+    def from_pretrained(cls, pretrained_model_name_or_path: str | Path, *args: Any, **kwargs: Any):  # type: ignore[override]
+        model = super().from_pretrained(pretrained_model_name_or_path, *args, **kwargs)
+        folder = Path(pretrained_model_name_or_path)
+        if (folder / "tokenizer.json").exists():
+            model.set_tokenizer(load_tokenizer(folder))
+        else:
+            log.warning("%s has no tokenizer.json: queries cannot be tokenized with this checkpoint", folder)
+        return model
+
+    # ---- initialization from a text model ----------------------------------------------------
+    def _text_targets(self) -> list[tuple[TextEmbeddings, nn.Module]]:
+        """(embeddings, encoder) pairs that a BERT-family checkpoint initializes."""
+        raise NotImplementedError
+
+    def init_from_text_model(self, path_or_hub_id: str | Path | None = DEFAULT_TEXT_MODEL) -> int:
+        """Copy word/position/segment embeddings and the first L encoder layers of a BERT-family model.
+
+        Also attaches its tokenizer. Returns how many tensors were copied.
+        """
+        location = resolve_text_model(path_or_hub_id)
+        state = _load_bert_state(location)
+        copied = 0
+        for embeddings, encoder in self._text_targets():
+            copied += _copy_prefix(state, "embeddings.", embeddings)
+            n_src = 1 + max(
+                (int(k.split(".")[2]) for k in state if k.startswith("encoder.layer.")), default=-1
+            )
+            if n_src < len(encoder.layer):  # type: ignore[arg-type]
+                raise ValueError(f"{location} has {n_src} layers; the config asks for {len(encoder.layer)}")  # type: ignore[arg-type]
+            copied += _copy_prefix(state, "encoder.", encoder)
+        self.set_tokenizer(load_tokenizer(location))
+        self.config.text_model = str(path_or_hub_id or DEFAULT_TEXT_MODEL)
+        log.info("initialized %d tensors from %s", copied, location)
+        return copied
+
+
+def _load_bert_state(location: str) -> dict[str, torch.Tensor]:
+    """State dict of a BERT-family model with the ``bert.``/``model.`` prefix removed."""
+    folder = Path(location)
+    if (folder / "model.safetensors").exists():
+        from safetensors.torch import load_file
+
+        raw = load_file(str(folder / "model.safetensors"))
+    else:
+        from transformers import AutoModel
+
+        raw = AutoModel.from_pretrained(location).state_dict()
+    state: dict[str, torch.Tensor] = {}
+    for key, value in raw.items():
+        for prefix in ("bert.", "model.", "roberta."):
+            if key.startswith(prefix):
+                key = key[len(prefix) :]
+        state[key] = value
+    if "embeddings.word_embeddings.weight" not in state:
+        raise ValueError(f"{location} does not look like a BERT-family model (no embeddings.word_embeddings)")
+    return state
+
+
+def _copy_prefix(
+    state: dict[str, torch.Tensor], prefix: str, module: nn.Module, allow_extra: bool = False
+) -> int:
+    """Copy ``state[prefix + name]`` into each parameter of ``module``; shapes must match exactly."""
+    copied = 0
+    targets = dict(module.named_parameters())
+    for name, param in targets.items():
+        key = prefix + name
+        if key not in state:
+            raise ValueError(f"the text model has no tensor {key!r}")
+        src = state[key]
+        if tuple(src.shape) != tuple(param.shape):
+            raise ValueError(
+                f"{key}: text model shape {tuple(src.shape)} != model shape {tuple(param.shape)}; "
+                "make the config's text dimensions match the text model (see config_for_text_model)"
+            )
+        with torch.no_grad():
+            param.copy_(src.to(param.dtype))
+        copied += 1
+    return copied
+
+
+def config_for_text_model(path_or_hub_id: str | Path | None = None, **overrides: Any) -> VisualSpartaConfig:
+    """A config whose transformer dimensions match a BERT-family model (so it can be initialized from it)."""
+    from transformers import AutoConfig
+
+    location = resolve_text_model(path_or_hub_id)
+    text = AutoConfig.from_pretrained(location)
+    values = {
+        k: getattr(text, k)
+        for k in (
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "intermediate_size",
+            "hidden_act",
+            "max_position_embeddings",
+            "type_vocab_size",
+            "layer_norm_eps",
+            "pad_token_id",
+        )
+        if getattr(text, k, None) is not None
+    }
+    values.update(overrides)
+    return VisualSpartaConfig(**values)
+
+
+class VisualSpartaModel(VisualSpartaPreTrainedModel):
+    """Images -> contextual H; queries -> independent token embeddings; fragment-level scoring."""
+
+    def __init__(self, config: VisualSpartaConfig) -> None:
+        super().__init__(config)
+        self.image = ImageEncoder(config)
+        self.phi_bias = nn.Parameter(torch.tensor(float(config.phi_bias_init)))  # b of Eq. 11 (scalar)
+        self.post_init()
+
+    def _text_targets(self) -> list[tuple[TextEmbeddings, nn.Module]]:
+        return [(self.image.embeddings, self.image.encoder)]
+
+    @property
+    def word_embeddings(self) -> nn.Embedding:
+        """E_tok: shared by the query (Eq. 1) and the label tokens (Eq. 6)."""
+        return self.image.embeddings.word_embeddings
+
+    def encode_images(
+        self, pixel_values: torch.Tensor | None = None, regions: RegionBatch | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """H ``[B, L, H]`` and mask ``[B, L]`` from pixels ``[B, 3, S, S]`` or a ``RegionBatch``."""
+        return self.image(pixel_values=pixel_values, regions=regions)
+
+    def query_embeddings(self, input_ids: torch.Tensor) -> torch.Tensor:
+        """Eq. 1: ``ŵ_i = E_tok(w_i)``; ``[Bq, m]`` -> ``[Bq, m, H]``. No position, no context."""
+        return self.word_embeddings(input_ids)
+
+    def fragment_scores(self, query_emb: torch.Tensor, h: torch.Tensor, h_mask: torch.Tensor) -> torch.Tensor:
+        """Eq. 10: ``y[q, i, b] = max_j ŵ_{q,i}ᵀ H_{b,j}`` over valid j; -> ``[Bq, m, Bi]`` (float32)."""
+        with torch.autocast(device_type=h.device.type, enabled=False):
+            dots = torch.einsum("qmh,bnh->qmbn", query_emb.float(), h.float())  # [Bq, m, Bi, L]
+            return masked_max(dots, h_mask[None, None], dim=-1)  # [Bq, m, Bi]
+
+    def phi(self, y: torch.Tensor) -> torch.Tensor:
+        """Eq. 11: ``φ(y) = ReLU(y + b)``."""
+        return torch.relu(y + self.phi_bias.float())
+
+    def score(
+        self, query_ids: torch.Tensor, query_mask: torch.Tensor, h: torch.Tensor, h_mask: torch.Tensor
+    ) -> torch.Tensor:
+        """Eq. 12 for every (query, image) pair: ``[Bq, m]`` x ``[Bi, L, H]`` -> ``[Bq, Bi]``.
+
+        Each query position counts, so a repeated token counts once per occurrence.
+        """
+        y = self.fragment_scores(self.query_embeddings(query_ids), h, h_mask)  # [Bq, m, Bi]
+        terms = torch.log1p(self.phi(y)) * query_mask[:, :, None].float()  # [Bq, m, Bi]
+        return terms.sum(dim=1)  # [Bq, Bi]
+
+    def forward(
+        self,
+        query_ids: torch.Tensor,
+        query_mask: torch.Tensor,
+        pixel_values: torch.Tensor | None = None,
+        regions: RegionBatch | None = None,
+    ) -> torch.Tensor:
+        """In-batch score matrix ``[Bq, Bi]`` (training)."""
+        h, h_mask = self.encode_images(pixel_values=pixel_values, regions=regions)
+        return self.score(query_ids, query_mask, h, h_mask)
+
+    @torch.no_grad()
+    def term_weights(self, h: torch.Tensor, h_mask: torch.Tensor, chunk_size: int = 8192) -> torch.Tensor:
+        """Eq. 14: ``φ`` for every vocabulary id, ``[B, V]`` float32; the vocabulary is chunked so the
+        ``[B, L, chunk]`` intermediate stays small."""
+        emb = self.word_embeddings.weight  # [V, H]
+        out = torch.empty(h.shape[0], emb.shape[0], dtype=torch.float32, device=h.device)
+        mask = h_mask[:, :, None]  # [B, L, 1]
+        for start in range(0, emb.shape[0], chunk_size):
+            e = emb[start : start + chunk_size]  # [c, H]
+            dots = torch.einsum("blh,ch->blc", h, e.to(h.dtype)).float()  # [B, L, c]
+            y = masked_max(dots, mask, dim=1)  # [B, c]
+            out[:, start : start + e.shape[0]] = self.phi(y)
+        return out
+
+    def top_terms(self, phi: torch.Tensor, n: int | None = 1000) -> list[dict[int, float]]:
+        """Per image ``{vocab id: φ}``: the ``n`` largest (None = all), values <= 0 dropped.
+
+        Ids no query can contain ([CLS], [unused..]) are left out: they would only waste slots.
+        """
+        if n is not None and n <= 0:
+            raise ValueError(f"n must be positive or None (all), got {n}")
+        phi = phi.float()
+        drop = self.non_query_ids()
+        if drop.numel():
+            phi = phi.clone()
+            phi[:, drop.to(phi.device)] = 0.0
+        if n is None or n >= phi.shape[1]:
+            values, ids = phi.sort(dim=1, descending=True)
+        else:
+            values, ids = phi.topk(n, dim=1)
+        out: list[dict[int, float]] = []
+        for vals, idx in zip(values.cpu().tolist(), ids.cpu().tolist(), strict=True):
+            out.append({i: v for i, v in zip(idx, vals, strict=True) if v > 0.0})
+        return out
+
+
+def prepare_hf_stem_config(config: VisualSpartaConfig) -> Any:
+    """For ``stem='hf'``: load the pretrained vision model once, record its architecture in the config
+    (so checkpoints reload offline) and set ``region_feature_dim``; returns the loaded model."""
+    from transformers import AutoModel
+
+    if not config.hf_vision_model:
+        raise ValueError("stem 'hf' needs hf_vision_model (hub id or local path)")
+    vision = AutoModel.from_pretrained(config.hf_vision_model)
+    vcfg = getattr(vision.config, "vision_config", None) or vision.config
+    if hasattr(vision, "vision_model"):  # e.g. a CLIP checkpoint: keep its vision tower only
+        vision = vision.vision_model
+    config.hf_vision_config = vcfg.to_dict()
+    hidden = getattr(vcfg, "hidden_size", None) or (getattr(vcfg, "hidden_sizes", None) or [None])[-1]
+    if hidden is None:
+        raise ValueError(f"cannot tell the feature size of {config.hf_vision_model}")
+    config.region_feature_dim = int(hidden)
+    size = getattr(vcfg, "image_size", None)
+    if isinstance(size, int):
+        config.image_size = size
+    return vision
+
+
+def build_model(config: VisualSpartaConfig, init: str | None = None, model_class: type | None = None) -> Any:
+    """A fresh model: pretrained HF stem weights (stem='hf'), text-model init (``init``) and a tokenizer."""
+    vision = prepare_hf_stem_config(config) if config.stem == "hf" else None
+    cls = model_class or VisualSpartaModel
+    model = cls(config)
+    if vision is not None:
+        target = model.image.stem.vision
+        missing, unexpected = target.load_state_dict(vision.state_dict(), strict=False)
+        if missing:
+            raise ValueError(f"pretrained vision weights miss {missing[:5]}")
+    if init and init.lower() != "none":
+        model.init_from_text_model(init)
+    else:
+        model.set_tokenizer(load_tokenizer(config.text_model))
+    return model

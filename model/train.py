@@ -1,0 +1,283 @@
+"""Training loop: in-batch negatives cross-entropy (paper Eq. 13) for VisualSparta or the dense baseline.
+
+Reproducible on CPU: the image order and caption choice of an epoch are functions of (seed, epoch),
+and the torch RNG (dropout) is saved with every checkpoint, so ``resume`` continues exactly.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import math
+import random
+import re
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from model.configuration import VisualSpartaConfig, config_from_spec
+from model.data import ImageStore, epoch_order, make_batch
+from model.dense import MODEL_CLASSES, DenseConfig
+from model.encode import autocast_for, resolve_device
+from model.karpathy import load_records
+from model.manifest import ManifestRecord
+from model.modeling import build_model
+from model.tokenization import load_tokenizer, resolve_text_model
+
+log = logging.getLogger(__name__)
+
+TRAINER_STATE = "trainer_state.pt"
+_CKPT = re.compile(r"^checkpoint-epoch-(\d+)$")
+
+
+@dataclass
+class TrainOptions:
+    manifest: str
+    out: str
+    val: str | None = None
+    model: str = "visualsparta"  # or "dense"
+    init: str | None = None  # hub id / path / "none"; None = MiniLM for the "base" config, else none
+    config: str = "tiny"
+    epochs: int = 3
+    batch_size: int = 32
+    lr: float = 5e-5
+    warmup: float = 0.1  # fraction of all steps with a linear warm-up
+    weight_decay: float = 0.0
+    max_grad_norm: float = 1.0
+    captions_per_image: int = 5
+    seed: int = 0
+    device: str = "auto"
+    amp: bool | None = None
+    resume: bool = False
+    max_images: int | None = None
+    image_root: str | None = None  # for a Karpathy-split .json instead of a manifest
+    progress: bool = True
+
+
+@dataclass
+class TrainResult:
+    final_dir: Path
+    losses: list[float] = field(default_factory=list)  # one per step
+    epoch_losses: list[float] = field(default_factory=list)
+    val: list[dict[str, float]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def _config_fields() -> set[str]:
+    names = set(inspect.signature(VisualSpartaConfig.__init__).parameters) - {"self", "kwargs"}
+    return names | {"cls_token_id", "similarity"}
+
+
+def make_config(kind: str, spec: str, init: str | None) -> VisualSpartaConfig:
+    """Preset/JSON config; with a text-model ``init``, its transformer sizes replace the preset's."""
+    if kind not in MODEL_CLASSES:
+        raise ValueError(f"--model must be one of {sorted(MODEL_CLASSES)}, got {kind!r}")
+    base = config_from_spec(spec)
+    values = {k: v for k, v in base.to_dict().items() if k in _config_fields()}
+    if init:
+        from transformers import AutoConfig
+
+        text = AutoConfig.from_pretrained(resolve_text_model(init))
+        for k in (
+            "vocab_size",
+            "hidden_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "intermediate_size",
+            "hidden_act",
+            "max_position_embeddings",
+            "type_vocab_size",
+            "layer_norm_eps",
+            "pad_token_id",
+        ):
+            if getattr(text, k, None) is not None:
+                values[k] = getattr(text, k)
+        values["text_model"] = init
+    config_cls = MODEL_CLASSES[kind][0]
+    if config_cls is DenseConfig:
+        values["cls_token_id"] = load_tokenizer(init or values.get("text_model")).cls_token_id
+    return config_cls(**values)
+
+
+def resolve_init(init: str | None, spec: str) -> str | None:
+    if init is None:
+        return "sentence-transformers/all-MiniLM-L6-v2" if spec == "base" else None
+    return None if init.lower() == "none" else init
+
+
+def latest_checkpoint(out: Path) -> tuple[int, Path] | None:
+    found = [(int(m.group(1)), p) for p in out.glob("checkpoint-epoch-*") if (m := _CKPT.match(p.name))]
+    found = [(e, p) for e, p in found if (p / TRAINER_STATE).exists()]
+    return max(found) if found else None
+
+
+def _lr_lambda(total: int, warmup_steps: int):
+    def f(step: int) -> float:
+        if warmup_steps and step < warmup_steps:
+            return (step + 1) / warmup_steps
+        return max(0.0, (total - step) / max(1, total - warmup_steps))
+
+    return f
+
+
+def _batches(order: np.ndarray, batch_size: int) -> list[np.ndarray]:
+    """Fixed-size chunks; a last chunk of one image is dropped (no negatives, nothing to learn)."""
+    chunks = [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+    return [c for c in chunks if len(c) >= 2]
+
+
+def _records(path: str, image_root: str | None, split: str, max_images: int | None) -> list[ManifestRecord]:
+    records = [r for r in load_records(path, image_root, split) if r.captions]
+    if max_images is not None:
+        records = records[:max_images]
+    if len(records) < 2:
+        raise ValueError(f"{path}: need at least 2 images with captions to train with in-batch negatives")
+    return records
+
+
+def train(opts: TrainOptions) -> TrainResult:
+    """Train (or resume) and write ``checkpoint-epoch-N`` folders and ``final`` under ``opts.out``."""
+    if opts.epochs < 1 or opts.batch_size < 2 or opts.lr <= 0 or opts.captions_per_image < 1:
+        raise ValueError("need epochs >= 1, batch_size >= 2, lr > 0, captions_per_image >= 1")
+    t0 = time.perf_counter()
+    out = Path(opts.out)
+    out.mkdir(parents=True, exist_ok=True)
+    device = resolve_device(opts.device)
+    amp = (device.type == "cuda") if opts.amp is None else opts.amp
+    model_cls = MODEL_CLASSES[opts.model][1] if opts.model in MODEL_CLASSES else None
+    if model_cls is None:
+        raise ValueError(f"--model must be one of {sorted(MODEL_CLASSES)}, got {opts.model!r}")
+
+    resume_from = latest_checkpoint(out) if opts.resume else None
+    if opts.resume and resume_from is None:
+        log.warning("--resume: no checkpoint in %s, starting from scratch", out)
+    torch.manual_seed(opts.seed)
+    random.seed(opts.seed)
+    if resume_from is not None:
+        start_epoch, ckpt = resume_from
+        model = model_cls.from_pretrained(str(ckpt))
+        log.info("resuming from %s (epoch %d done)", ckpt, start_epoch)
+    else:
+        start_epoch = 0
+        init = resolve_init(opts.init, opts.config)
+        config = make_config(opts.model, opts.config, init)
+        model = build_model(config, init=init, model_class=model_cls)
+    model.to(device).train()
+    qtok = model.query_tokenizer()
+
+    train_records = _records(opts.manifest, opts.image_root, "train", opts.max_images)
+    store = ImageStore(train_records, model.config, qtok.tokenize)
+    val_store = None
+    if opts.val:
+        val_store = ImageStore(_records(opts.val, opts.image_root, "val", None), model.config, qtok.tokenize)
+    steps_per_epoch = len(_batches(np.arange(len(store)), opts.batch_size))
+    total_steps = steps_per_epoch * opts.epochs
+    optimizer = torch.optim.AdamW(model.parameters(), lr=opts.lr, weight_decay=opts.weight_decay)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, _lr_lambda(total_steps, math.ceil(opts.warmup * total_steps))
+    )
+    scaler = torch.amp.GradScaler(
+        "cuda", enabled=amp and device.type == "cuda" and not torch.cuda.is_bf16_supported()
+    )
+    result = TrainResult(final_dir=out / "final")
+    if resume_from is not None:
+        state = torch.load(resume_from[1] / TRAINER_STATE, map_location="cpu", weights_only=False)
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        scaler.load_state_dict(state["scaler"])
+        torch.set_rng_state(state["torch_rng"])
+        random.setstate(state["python_rng"])
+        if device.type == "cuda" and state.get("cuda_rng") is not None:
+            torch.cuda.set_rng_state(state["cuda_rng"], device)
+        result.losses = list(state["losses"])
+        result.epoch_losses = list(state["epoch_losses"])
+        result.val = list(state["val"])
+
+    for epoch in range(start_epoch, opts.epochs):
+        model.train()
+        order = epoch_order(len(store), opts.seed, epoch)
+        rng = np.random.default_rng([opts.seed, epoch, 1])
+        batches = _batches(order, opts.batch_size)
+        bar = tqdm(batches, desc=f"epoch {epoch + 1}/{opts.epochs}", disable=not opts.progress, leave=False)
+        epoch_loss = 0.0
+        for idx in bar:
+            batch = make_batch(store, idx.tolist(), opts.captions_per_image, rng).to(device)
+            with autocast_for(device, amp):
+                scores = model(batch.query_ids, batch.query_mask, **batch.image_inputs())  # [Q, B]
+            loss = F.cross_entropy(scores.float(), batch.targets)  # Eq. 13 with in-batch negatives
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            if opts.max_grad_norm:
+                scaler.unscale_(optimizer)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), opts.max_grad_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            scheduler.step()
+            value = float(loss.detach())
+            result.losses.append(value)
+            epoch_loss += value
+            bar.set_postfix(loss=f"{value:.4f}")
+        result.epoch_losses.append(epoch_loss / max(1, len(batches)))
+        msg = f"epoch {epoch + 1}/{opts.epochs}: loss {result.epoch_losses[-1]:.4f}"
+        if val_store is not None:
+            from model.evaluate import quick_recall
+
+            metrics = quick_recall(model, val_store, device=device, amp=amp)
+            result.val.append(metrics)
+            msg += " | val " + " ".join(f"{k} {v:.3f}" for k, v in metrics.items())
+            model.train()
+        log.info(msg)
+        _save_checkpoint(
+            out / f"checkpoint-epoch-{epoch + 1}", model, optimizer, scheduler, scaler, result, opts
+        )
+
+    model.eval()
+    model.save_pretrained(str(result.final_dir))
+    result.seconds = time.perf_counter() - t0
+    (out / "train_log.json").write_text(
+        json.dumps(
+            {
+                "options": asdict(opts),
+                "epoch_losses": result.epoch_losses,
+                "val": result.val,
+                "losses": result.losses,
+            },
+            indent=1,
+        ),
+        encoding="utf-8",
+    )
+    return result
+
+
+def _save_checkpoint(
+    path: Path,
+    model: Any,
+    optimizer: Any,
+    scheduler: Any,
+    scaler: Any,
+    result: TrainResult,
+    opts: TrainOptions,
+) -> None:
+    model.save_pretrained(str(path))
+    state = {
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "scaler": scaler.state_dict(),
+        "torch_rng": torch.get_rng_state(),
+        "python_rng": random.getstate(),
+        "cuda_rng": torch.cuda.get_rng_state() if torch.cuda.is_available() else None,
+        "losses": result.losses,
+        "epoch_losses": result.epoch_losses,
+        "val": result.val,
+        "options": asdict(opts),
+    }
+    tmp = path / (TRAINER_STATE + ".tmp")
+    torch.save(state, tmp)
+    tmp.replace(path / TRAINER_STATE)  # a checkpoint counts only once its trainer state is complete

@@ -1,0 +1,42 @@
+"""`vsparta train` and `vsparta eval` end to end through the console-script entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import TINY
+
+from vsparta.cli import main
+
+
+def test_train_then_eval_both_models(toy_manifest: Path, tmp_path: Path, capsys) -> None:
+    common = ["--manifest", str(toy_manifest), "--config", json.dumps(TINY), "--epochs", "2"]
+    common += ["--batch-size", "8", "--lr", "3e-3", "--device", "cpu", "--no-progress"]
+    assert main(["train", *common, "--out", str(tmp_path / "vs")]) == 0
+    assert main(["train", *common, "--out", str(tmp_path / "dense"), "--model", "dense"]) == 0
+    assert (tmp_path / "vs" / "checkpoint-epoch-2" / "trainer_state.pt").exists()
+    out_json = tmp_path / "eval.json"
+    code = main(
+        ["eval", "--manifest", str(toy_manifest), "--model", str(tmp_path / "vs" / "final"),
+         "--dense", str(tmp_path / "dense" / "final"), "--top-n", "5,all", "--json", str(out_json)]
+    )  # fmt: skip
+    assert code == 0
+    table = capsys.readouterr().out
+    assert "VisualSparta" in table and "dense" in table and "random" in table and "NDCG@25" in table
+    report = json.loads(out_json.read_text())
+    assert report["n_images"] == 16 and report["n_queries"] == 48
+    assert [(r["model"], r["top_n"]) for r in report["rows"]] == [
+        ("VisualSparta", 5),
+        ("VisualSparta", "all"),
+        ("dense", "-"),
+        ("random", "-"),
+    ]
+    assert report["rows"][0]["terms_per_image"] <= 5
+    for row in report["rows"]:
+        assert set(row["recall"]["16"]) == {"R@1", "R@5", "R@10"} and 0.0 <= row["ndcg@25"] <= 1.0
+
+
+def test_eval_rejects_wrong_model_kind(toy_manifest: Path, tmp_path: Path) -> None:
+    assert main(["eval", "--manifest", str(toy_manifest)]) == 2  # neither --model nor --dense
+    assert main(["eval", "--manifest", str(toy_manifest), "--model", str(tmp_path / "missing")]) == 2
