@@ -18,7 +18,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 ENGINES = ["scipy", "embedded", "elasticsearch", "service", "pisa", "seismic", "dense-numpy", "dense-faiss"]
-QUICK = {"sizes": "1K,5K,20K", "queries": 200, "build_budget": 90.0, "query_budget": 8.0}
+QUICK = {"sizes": "1K,5K,20K", "queries": 200, "build_budget": 120.0, "query_budget": 8.0}
 FULL = {"sizes": "1K,5K,113K,1M", "queries": 1000, "build_budget": 1200.0, "query_budget": 60.0}
 _SUFFIX = {"K": 1_000, "M": 1_000_000}
 
@@ -184,12 +184,13 @@ NOTES = [
     "(faiss, PISA, Seismic); the paper's figures are on 10 cores.",
     "x scipy: single-thread q/s over exhaustive scipy scoring at the same size, same run "
     "(machines are noisy; compare ratios, not absolute numbers across runs).",
-    "top-10 agree: share of the exact top-10 (scipy oracle) returned; an image scoring as well as "
+    "top-10 agree: share of the exact top-10 returned (oracle: float64 brute force over the "
+    "full-precision weights, bench/exact.py); an image scoring as well as "
     "the 10th counts (ties). Quantizing engines (PISA 8-bit, ES 9-bit) lose some near-ties; "
     "Seismic is approximate; dense baselines use another model (n/a).",
     "B/image, B/term: index at rest (files for embedded/PISA/Seismic, ES primary store before any "
     "force-merge; "
     "in-memory arrays for scipy and dense). peak MiB: RSS growth of this process while building "
-    "(n/a for out-of-process servers).",
+    "(n/a for out-of-process servers; includes pages of the memory-mapped corpus read while building).",
     "POST /search rows reuse the backend's index; their build s is the service start-up.",
 ]
