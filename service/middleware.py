@@ -102,7 +102,7 @@ class MetricsMiddleware:
             await self.app(scope, receive, send_wrapper)
         finally:
             route = scope.get("route")
-            template = getattr(route, "path", None) or (
+            template = getattr(route, "path_format", None) or (
                 "/static" if scope["path"].startswith("/static/") else "unmatched"
             )
             self.metrics.observe_request(

@@ -101,30 +101,7 @@ def build_router(settings: ServiceSettings) -> APIRouter:
         }
 
     @router.get(
-        "/images/{doc_id}",
-        response_model=ImageDetail,
-        responses={**_ERRORS, **_NOT_FOUND},
-        tags=["images"],
-        summary="An image's metadata and heaviest terms",
-    )
-    async def image_detail(
-        doc_id: DocId,
-        engine: EngineDep,
-        tokenizer: TokenizerDep,
-        top: Annotated[int, Query(ge=1, le=settings.top_terms)] = settings.top_terms,
-    ) -> dict[str, Any]:
-        doc = await engine.get(doc_id)
-        image_url, thumbnail_url = image_urls(doc.id, doc.metadata)
-        return {
-            "id": doc.id,
-            "metadata": dict(doc.metadata),
-            "image_url": image_url,
-            "thumbnail_url": thumbnail_url,
-            "terms": top_terms(doc.terms, tokenizer, top),
-        }
-
-    @router.get(
-        "/images/{doc_id}/similar",
+        "/images/{doc_id:path}/similar",
         response_model=SearchResponse,
         response_model_exclude_unset=True,
         responses={**_ERRORS, **_NOT_FOUND},
@@ -159,7 +136,7 @@ def build_router(settings: ServiceSettings) -> APIRouter:
         return path
 
     @router.get(
-        "/images/{doc_id}/file",
+        "/images/{doc_id:path}/file",
         response_class=FileResponse,
         responses={**_ERRORS, **_NOT_FOUND, 200: {"content": {"image/*": {}}, "description": "The image."}},
         tags=["images"],
@@ -172,7 +149,7 @@ def build_router(settings: ServiceSettings) -> APIRouter:
         )
 
     @router.get(
-        "/images/{doc_id}/thumbnail",
+        "/images/{doc_id:path}/thumbnail",
         response_class=FileResponse,
         responses={
             **_ERRORS,
@@ -197,6 +174,31 @@ def build_router(settings: ServiceSettings) -> APIRouter:
             media_type="image/jpeg",
             headers={"Cache-Control": "public, max-age=300", "X-Content-Type-Options": "nosniff"},
         )
+
+    # Declared after /similar, /file and /thumbnail: ids may contain '/', and this route's
+    # path parameter would otherwise swallow those suffixes.
+    @router.get(
+        "/images/{doc_id:path}",
+        response_model=ImageDetail,
+        responses={**_ERRORS, **_NOT_FOUND},
+        tags=["images"],
+        summary="An image's metadata and heaviest terms",
+    )
+    async def image_detail(
+        doc_id: DocId,
+        engine: EngineDep,
+        tokenizer: TokenizerDep,
+        top: Annotated[int, Query(ge=1, le=settings.top_terms)] = settings.top_terms,
+    ) -> dict[str, Any]:
+        doc = await engine.get(doc_id)
+        image_url, thumbnail_url = image_urls(doc.id, doc.metadata)
+        return {
+            "id": doc.id,
+            "metadata": dict(doc.metadata),
+            "image_url": image_url,
+            "thumbnail_url": thumbnail_url,
+            "terms": top_terms(doc.terms, tokenizer, top),
+        }
 
     @router.get(
         "/health", response_model=Health, tags=["operations"], summary="Liveness: the process answers"

@@ -19,10 +19,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out", type=Path, default=Path("demo-data"), help="work folder (default: %(default)s)"
     )
-    parser.add_argument("--train-images", type=int, default=1200, help="generated training scenes")
+    parser.add_argument("--train-images", type=int, default=2000, help="generated training scenes")
     parser.add_argument("--test-images", type=int, default=300, help="generated scenes to index and search")
     parser.add_argument("--size", type=int, default=96, help="scene image side in pixels")
-    parser.add_argument("--epochs", type=int, default=4)
+    parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--config", default="tiny", help="model preset or JSON (see `vsparta train --help`)")
     parser.add_argument("--lr", type=float, default=5e-3)
     parser.add_argument("--seed", type=int, default=0)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 from service_testdata import Corpus, expected_ranking
+
+from service.app import create_app
 
 
 def test_search_text_query_ranks_like_the_reference(client: TestClient, corpus: Corpus) -> None:
@@ -174,3 +177,25 @@ def test_health_and_ready(client: TestClient) -> None:
     assert r.status_code == 200
     assert r.json()["status"] == "ready"
     assert "19 documents" in r.json()["detail"]
+
+
+def test_ids_with_slashes_work_on_every_image_route(corpus, make_settings, tmp_path: Path) -> None:  # noqa: ANN001
+    """Manifest ids such as 'val2014/000123.jpg' are common: they must survive the URL."""
+    from termindex import TermDocument, open_index
+
+    source = corpus.docs[0]
+    slashed = TermDocument("val2014/sub dir/0001.jpg", dict(source.terms), dict(source.metadata))
+    other = TermDocument("val2014/0002.jpg", dict(corpus.docs[1].terms), dict(corpus.docs[1].metadata))
+    spec = f"embedded:{tmp_path / 'slashed'}"
+    with open_index(spec, create=True) as index:
+        index.upsert([slashed, other])
+    with TestClient(create_app(make_settings(spec)), raise_server_exceptions=False) as c:
+        hit = c.post("/search", json={"terms": {"object": 1.0}, "k": 5}).json()["results"][0]
+        assert hit["image_url"].startswith("/images/val2014%2F")
+        for url in (hit["image_url"], hit["thumbnail_url"], hit["image_url"].removesuffix("/file")):
+            assert c.get(url).status_code == 200, url
+        detail = c.get("/images/val2014/sub%20dir/0001.jpg").json()
+        assert detail["id"] == slashed.id
+        similar = c.get("/images/val2014/sub%20dir/0001.jpg/similar?k=5").json()["results"]
+        assert [r["id"] for r in similar] == [other.id]
+        assert c.get("/images/val2014/nope.jpg").status_code == 404
