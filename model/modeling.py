@@ -231,30 +231,29 @@ def _copy_prefix(
     return copied
 
 
-def config_for_text_model(path_or_hub_id: str | Path | None = None, **overrides: Any) -> VisualSpartaConfig:
-    """A config whose transformer dimensions match a BERT-family model (so it can be initialized from it)."""
+def text_model_dimensions(path_or_hub_id: str | Path | None = None) -> dict[str, Any]:
+    """The transformer dimensions of a BERT-family model, as config fields (so weights can be copied)."""
     from transformers import AutoConfig
 
-    location = resolve_text_model(path_or_hub_id)
-    text = AutoConfig.from_pretrained(location)
-    values = {
-        k: getattr(text, k)
-        for k in (
-            "vocab_size",
-            "hidden_size",
-            "num_hidden_layers",
-            "num_attention_heads",
-            "intermediate_size",
-            "hidden_act",
-            "max_position_embeddings",
-            "type_vocab_size",
-            "layer_norm_eps",
-            "pad_token_id",
-        )
-        if getattr(text, k, None) is not None
-    }
-    values.update(overrides)
-    return VisualSpartaConfig(**values)
+    text = AutoConfig.from_pretrained(resolve_text_model(path_or_hub_id))
+    keys = (
+        "vocab_size",
+        "hidden_size",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "intermediate_size",
+        "hidden_act",
+        "max_position_embeddings",
+        "type_vocab_size",
+        "layer_norm_eps",
+        "pad_token_id",
+    )
+    return {k: getattr(text, k) for k in keys if getattr(text, k, None) is not None}
+
+
+def config_for_text_model(path_or_hub_id: str | Path | None = None, **overrides: Any) -> VisualSpartaConfig:
+    """A config whose transformer dimensions match a BERT-family model (so it can be initialized from it)."""
+    return VisualSpartaConfig(**{**text_model_dimensions(path_or_hub_id), **overrides})
 
 
 class VisualSpartaModel(VisualSpartaPreTrainedModel):

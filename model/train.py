@@ -28,8 +28,8 @@ from model.dense import MODEL_CLASSES, DenseConfig
 from model.encode import autocast_for, resolve_device
 from model.karpathy import load_records
 from model.manifest import ManifestRecord
-from model.modeling import build_model
-from model.tokenization import load_tokenizer, resolve_text_model
+from model.modeling import build_model, text_model_dimensions
+from model.tokenization import load_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -82,23 +82,7 @@ def make_config(kind: str, spec: str, init: str | None) -> VisualSpartaConfig:
     base = config_from_spec(spec)
     values = {k: v for k, v in base.to_dict().items() if k in _config_fields()}
     if init:
-        from transformers import AutoConfig
-
-        text = AutoConfig.from_pretrained(resolve_text_model(init))
-        for k in (
-            "vocab_size",
-            "hidden_size",
-            "num_hidden_layers",
-            "num_attention_heads",
-            "intermediate_size",
-            "hidden_act",
-            "max_position_embeddings",
-            "type_vocab_size",
-            "layer_norm_eps",
-            "pad_token_id",
-        ):
-            if getattr(text, k, None) is not None:
-                values[k] = getattr(text, k)
+        values.update(text_model_dimensions(init))
         values["text_model"] = init
     config_cls = MODEL_CLASSES[kind][0]
     if config_cls is DenseConfig:
