@@ -30,17 +30,22 @@ from elasticsearch.helpers import streaming_bulk
 
 from termindex.base import Hit, TermDocument, TermIndex
 from termindex.elastic_common import (
+    MAPPING,
+    METADATA_FIELD,
     check_es_id,
     client_options,
     doc_source,
     errors,
+    fill_metadata,
     index_body,
+    mget_metadata_body,
     parse_doc,
     parse_hits,
     search_body,
     similar_query,
     translate,
     validate_alias,
+    without_metadata,
 )
 from termindex.errors import (
     DocumentNotFound,
@@ -110,6 +115,7 @@ class ElasticsearchIndex(TermIndex):
         # Reads and writes go to the alias; a Reindex writes to its concrete version instead.
         self._target = self.alias
         self._load_depth = 0
+        self._mapping_checked: str | None = None  # target whose mapping has our current fields
         try:
             if create:
                 self._ensure_alias()
@@ -343,6 +349,7 @@ class ElasticsearchIndex(TermIndex):
         for attempt in range(opts.max_retries + 1):
             results: list[dict[str, Any]] = []
             try:
+                self._ensure_current_mapping()
                 for ok, item in streaming_bulk(
                     self._client,
                     actions,
@@ -387,6 +394,17 @@ class ElasticsearchIndex(TermIndex):
         it = iter(actions)
         while window := list(islice(it, self._bulk.chunk_size)):
             yield window
+
+    def _ensure_current_mapping(self) -> None:
+        """Add fields that newer versions of this engine write (``metadata_json``) to an index
+        created by an older one; adding a field to a mapping is allowed and idempotent."""
+        if self._mapping_checked == self._target:
+            return
+        # Raw client errors on purpose: _send retries connection errors around this call.
+        self._client.indices.put_mapping(
+            index=self._target, body={"properties": {METADATA_FIELD: MAPPING["properties"][METADATA_FIELD]}}
+        )
+        self._mapping_checked = self._target
 
     def upsert(self, docs: Iterable[TermDocument], refresh: bool = True) -> int:
         """Index (insert or replace by id) in bulk; visible after return unless inside ``bulk_load``."""
@@ -448,7 +466,13 @@ class ElasticsearchIndex(TermIndex):
         body = search_body(query, k, explain)
         with errors("search"):
             resp = self._client.search(index=self._target, **body)
-        return parse_hits(resp, query, explain)
+        hits = parse_hits(resp, query, explain)
+        if missing := without_metadata(hits):
+            with errors("mget metadata"):
+                hits = fill_metadata(
+                    hits, self._client.mget(index=self._target, **mget_metadata_body(missing))
+                )
+        return hits
 
     def ping(self) -> bool:
         try:
@@ -536,7 +560,12 @@ class AsyncElasticsearchIndex:
         body = search_body(query, k, explain)
         with errors("search"):
             resp = await self._client.search(index=self.alias, **body)
-        return parse_hits(resp, query, explain)
+        hits = parse_hits(resp, query, explain)
+        if missing := without_metadata(hits):
+            with errors("mget metadata"):
+                resp = await self._client.mget(index=self.alias, **mget_metadata_body(missing))
+            hits = fill_metadata(hits, resp)
+        return hits
 
     async def get(self, doc_id: str) -> TermDocument:
         doc_id = check_es_id(doc_id)

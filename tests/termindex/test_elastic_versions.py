@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
@@ -9,7 +10,7 @@ import pytest
 from elastic_testkit import fresh_index, unique_name
 
 from termindex.base import TermDocument
-from termindex.elastic import ElasticsearchIndex
+from termindex.elastic import AsyncElasticsearchIndex, ElasticsearchIndex
 from termindex.errors import TermIndexError
 
 pytestmark = pytest.mark.elasticsearch
@@ -216,3 +217,53 @@ def test_refresh_left_off_by_a_crashed_load_is_restored(es_url: str) -> None:
         # a default setting is left out of the answer altogether
         refresh = got.get(concrete, {}).get("settings", {}).get("index", {}).get("refresh_interval")
         assert refresh in (None, "1s")
+
+
+def test_index_from_before_metadata_json_keeps_its_metadata_and_takes_new_writes(es_url: str) -> None:
+    """An index created with the old mapping (metadata only in ``_source``): searches still return
+    every hit's metadata (one ``_mget``), and writing to it adds the stored field to its mapping."""
+    from elasticsearch import Elasticsearch
+
+    from termindex.elastic_common import MAPPING, METADATA_FIELD, index_body
+
+    alias = unique_name("legacy")
+    old_mapping = {
+        **MAPPING,
+        "properties": {k: v for k, v in MAPPING["properties"].items() if k != METADATA_FIELD},
+    }
+    raw = Elasticsearch([es_url])
+    try:
+        body = index_body(1, 0) | {"mappings": old_mapping, "aliases": {alias: {}}}
+        raw.indices.create(index=f"{alias}-v1", **body)
+        raw.index(
+            index=alias,
+            id="old",
+            document={"doc_id": "old", "terms": {"5": 2.0}, "metadata": {"image": "o.png"}},
+        )
+        raw.indices.refresh(index=alias)
+        index = ElasticsearchIndex(es_url, alias)
+        try:
+            [hit] = index.search({5: 1.0})
+            assert (hit.id, dict(hit.metadata)) == ("old", {"image": "o.png"})
+            assert asyncio.run(_async_search(es_url, alias)) == [("old", {"image": "o.png"})]
+            index.upsert([TermDocument("new", {5: 1.0}, {"image": "n.png"})])
+            props = raw.indices.get_mapping(index=alias)[f"{alias}-v1"]["mappings"]["properties"]
+            assert props[METADATA_FIELD]["store"] is True
+            hits = index.search({5: 1.0})
+            assert [(h.id, dict(h.metadata)) for h in hits] == [
+                ("old", {"image": "o.png"}),
+                ("new", {"image": "n.png"}),
+            ]
+        finally:
+            index.drop()
+            index.close()
+    finally:
+        raw.close()
+
+
+async def _async_search(es_url: str, alias: str) -> list[tuple[str, dict]]:
+    index = AsyncElasticsearchIndex(es_url, alias)
+    try:
+        return [(h.id, dict(h.metadata)) for h in await index.search({5: 1.0})]
+    finally:
+        await index.close()
