@@ -278,6 +278,36 @@ def errors(what: str, *, doc_id: str | None = None) -> Iterator[None]:
         raise translate(exc, what, doc_id=doc_id) from exc
 
 
+def json_serializer() -> Any:
+    """The client's JSON codec: orjson when installed (a 1000-term document serializes ~10x faster,
+    which is ~20% of a bulk load's time), else the client's own ``json``-based one."""
+    from elasticsearch.serializer import JSONSerializer
+
+    try:
+        import orjson
+    except ImportError:
+        return JSONSerializer()
+
+    class OrjsonSerializer(JSONSerializer):
+        _options = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+
+        def dumps(self, data: Any) -> str:
+            if isinstance(data, str):
+                return data
+            try:
+                return orjson.dumps(data, default=self.default, option=self._options).decode()
+            except (TypeError, ValueError):
+                return super().dumps(data)  # what orjson refuses (e.g. >64-bit ints): stdlib rules
+
+        def loads(self, s: Any) -> Any:
+            try:
+                return orjson.loads(s)
+            except orjson.JSONDecodeError:
+                return super().loads(s)  # raises the client's SerializationError
+
+    return OrjsonSerializer()
+
+
 def client_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Split engine options into (client kwargs, the rest). One place for both clients."""
     opts = dict(options)
@@ -289,6 +319,7 @@ def client_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str
         # Immediate transport-level retries hide outages; the bulk loader retries with backoff.
         "max_retries": 0,
         "retry_on_timeout": False,
+        "serializer": json_serializer(),
     }
     for key in ("http_auth", "api_key", "verify_certs", "ca_certs", "http_compress"):
         if key in opts:

@@ -8,12 +8,13 @@ import logging
 import urllib.error
 import urllib.request
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 from bench.corpus import Corpus
-from bench.engines.base import Adapter, Skip, dir_bytes
+from bench.engines.base import Adapter, Skip, cpu_count, dir_bytes
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +108,14 @@ class ElasticsearchAdapter(Adapter):
         self.index = ElasticsearchIndex(self.url, self.alias, create=True)
         bulk = getattr(self.index, "bulk_load", None)
         with bulk() if callable(bulk) else contextlib.nullcontext():
-            _load(self.index, corpus)
+            # Concurrent bulk requests: one shard indexes each request on one write thread, so a
+            # single sender leaves the node's other cores idle while Python builds the next chunk.
+            with ThreadPoolExecutor(max(2, cpu_count())) as pool:
+                list(
+                    pool.map(
+                        lambda c: self.index.upsert(corpus.term_documents(*c)), corpus.chunks(LOAD_CHUNK)
+                    )
+                )
         es_request(f"{self.url}/{self.alias}/_refresh", "POST")
         if self.index.count() != corpus.n_docs:
             raise RuntimeError(f"ES index holds {self.index.count()} images, expected {corpus.n_docs}")
