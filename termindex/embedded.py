@@ -257,9 +257,8 @@ class EmbeddedIndex(TermIndex):
             if not seg.n_docs or not present.any():
                 continue
             a32, locs, theta = kern.search_segment(
-                qterms[present], boosts32[present], seg.doffsets, seg.woffsets, seg.docs, seg.wbits,
-                seg.quant, seg.blockmax, lut, qlut, seg.deleted, seg.n_docs, seg.n_blocks, seg.block_shift,
-                k, theta, margin, kth_floor,
+                qterms[present], boosts32[present], *seg.postings, seg.quant, seg.blockmax, lut, qlut,
+                seg.deleted, seg.n_docs, seg.n_blocks, seg.block_shift, k, theta, margin, kth_floor,
             )  # fmt: skip
             theta = np.float32(theta)
             if len(locs):
@@ -279,10 +278,7 @@ class EmbeddedIndex(TermIndex):
                 continue
             bits = kern.gather_weights(
                 qterms,
-                seg.doffsets,
-                seg.woffsets,
-                seg.docs,
-                seg.wbits,
+                *seg.postings,
                 seg.n_terms,
                 seg.n_blocks,
                 seg.block_shift,

@@ -6,23 +6,29 @@ Index directory::
     write.lock             flock'ed by a writer for the duration of one write
     seg-000007-1a2b3c4d/   one immutable segment (written under a temp name, fsync'd, renamed)
         segment.json       counts and layout parameters
-        doffsets.i64       (n_terms * n_blocks + 1) start of each (term, block) run in docs.u16
-        woffsets.i64       (n_terms * n_blocks + 1) start of each (term, block) run in weights.u16
-        docs.u16           sparse runs: document id inside its block (ascending within a run)
+        doffsets.i64       (n_terms * n_blocks + 1) sparse postings before each (term, block) run
+        woffsets.i64       (n_terms * n_blocks + 1) start of each run in weights.u16
+        boffsets.i64       (n_terms * n_blocks + 1) start of each sparse run's ids in ids.u8
+        hoffsets.i64       (n_terms * n_blocks + 1) start of each split run's entries in hdir/hend
+        ids.u8             sparse runs: document ids inside the block, ascending, either flat
+                           (2 bytes each) or split (low byte; high bytes in hdir.u8, one entry per
+                           256-document sub-block, hend.u16 = where its postings end in the run)
         weights.u16        weight as IEEE half-float bits (see oracle.round_like_embedded); a
-                           dense run (empty docs range) has one per document of the block, 0 = absent
+                           dense run (no sparse postings) has one per document of the block, 0 = absent
         quant.u8           dense runs only: quantized upper bound of each log1p(weight), streamed by
                            queries (1 byte per document); see embedded_kernels.QUANT_STEP
         blockmax.u16       largest weight bits of each (term, block) run: block-max pruning
         termmax.u16        largest weight bits of each term: the float32 error bound of a query
-        ids.bin / ids.i64  document ids (UTF-8) and their offsets, by local id
+        docids.bin / docids.i64    document ids (UTF-8) and their offsets, by local id
         idhash.u64 / idorder.i32   blake2b-64 of each id, sorted, and the local id of each
         meta.bin / meta.i64        metadata as one JSON object per document, by offset
         deletes-g00000012.u8       tombstones (1 = deleted) as of that generation, if any
 
-A stored term costs 4 bytes in a sparse run (uint16 local id + half-float weight) and less in
-a dense run (3 bytes per document of the block, used when more than 3/4 have the term), plus
-per-(term, block) and per-document overheads. Everything big is a raw little-endian array,
+A stored term costs 2 bytes of weight plus its id in a sparse run: 2 bytes flat, or 1 byte
+plus a share of a 3-byte directory entry when split (~3.3 bytes in all at the density of a
+1000-term document over a 30K vocabulary); a dense run costs 3 bytes per document of the block
+(used when more than 3/4 have the term), plus per-(term, block) and per-document overheads
+(see ``embedded_kernels`` for the encodings and why). Everything big is a raw little-endian array,
 memory-mapped read-only.
 """
 
@@ -47,7 +53,7 @@ from termindex.errors import IndexNotFound, TermIndexError
 log = logging.getLogger(__name__)
 
 FORMAT_NAME = "termindex-embedded"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4  # 4: split-encoded sparse ids (v3 stored every id as uint16)
 MANIFEST = "manifest.json"
 LOCK = "write.lock"
 MAX_BLOCK_SHIFT = 16  # local ids inside a block are uint16
@@ -90,8 +96,14 @@ def read_manifest(root: Path) -> dict[str, Any]:
             manifest = json.loads(f.read())
     except FileNotFoundError:
         raise IndexNotFound(f"no embedded index at {root} (create it with create=True)") from None
-    if manifest.get("format") != FORMAT_NAME or manifest.get("version") != FORMAT_VERSION:
-        raise TermIndexError(f"{root / MANIFEST} is not a {FORMAT_NAME} v{FORMAT_VERSION} manifest")
+    if manifest.get("format") != FORMAT_NAME:
+        raise TermIndexError(f"{root / MANIFEST} is not a {FORMAT_NAME} manifest")
+    if manifest.get("version") != FORMAT_VERSION:
+        raise TermIndexError(
+            f"{root} was written in {FORMAT_NAME} format v{manifest.get('version')}; this version reads "
+            f"v{FORMAT_VERSION} only: rebuild it (vsparta index ... --recreate, or re-index a term-document "
+            "export without the model)"
+        )
     return manifest
 
 
@@ -135,8 +147,12 @@ class Segment:
     block_shift: int
     doffsets: np.ndarray
     woffsets: np.ndarray
+    boffsets: np.ndarray
+    hoffsets: np.ndarray
     n_postings: int
-    docs: np.ndarray
+    ids: np.ndarray
+    hdir: np.ndarray
+    hend: np.ndarray
     wbits: np.ndarray
     quant: np.ndarray
     blockmax: np.ndarray
@@ -164,14 +180,18 @@ class Segment:
             block_shift=info["block_shift"],
             doffsets=map_array(path / "doffsets.i64", "<i8"),
             woffsets=map_array(path / "woffsets.i64", "<i8"),
+            boffsets=map_array(path / "boffsets.i64", "<i8"),
+            hoffsets=map_array(path / "hoffsets.i64", "<i8"),
             n_postings=info["n_postings"],
-            docs=map_array(path / "docs.u16", "<u2"),
+            ids=map_array(path / "ids.u8", "u1"),
+            hdir=map_array(path / "hdir.u8", "u1"),
+            hend=map_array(path / "hend.u16", "<u2"),
             wbits=map_array(path / "weights.u16", "<u2"),
             quant=map_array(path / "quant.u8", "u1"),
             blockmax=map_array(path / "blockmax.u16", "<u2"),
             termmax=map_array(path / "termmax.u16", "<u2"),
-            id_bytes=map_array(path / "ids.bin", "u1"),
-            id_offsets=map_array(path / "ids.i64", "<i8"),
+            id_bytes=map_array(path / "docids.bin", "u1"),
+            id_offsets=map_array(path / "docids.i64", "<i8"),
             id_hashes=map_array(path / "idhash.u64", "<u8"),
             id_order=map_array(path / "idorder.i32", "<i4"),
             meta_bytes=map_array(path / "meta.bin", "u1"),
@@ -188,6 +208,12 @@ class Segment:
             deleted = map_array(self.path / deletes_file, "u1")
         seg = Segment(**{**self.__dict__, "deleted": deleted, "deletes_file": deletes_file})
         return seg
+
+    @property
+    def postings(self) -> tuple[np.ndarray, ...]:
+        """The arrays every postings kernel takes, in its argument order (see embedded_kernels)."""
+        offsets = (self.doffsets, self.woffsets, self.boffsets, self.hoffsets)
+        return (*offsets, self.ids, self.hdir, self.hend, self.wbits)
 
     def doc_id(self, local: int) -> str:
         return bytes(self.id_bytes[self.id_offsets[local] : self.id_offsets[local + 1]]).decode("utf-8")
@@ -220,10 +246,7 @@ class Segment:
 
     def terms_of(self, local: int) -> tuple[np.ndarray, np.ndarray]:
         return kern.document_terms(
-            self.doffsets,
-            self.woffsets,
-            self.docs,
-            self.wbits,
+            *self.postings,
             self.n_terms,
             self.n_blocks,
             self.block_shift,
@@ -253,35 +276,43 @@ def _finish_segment(
 
     ``out_docs``/``out_wbits`` hold the sparse layout in temp files; they are removed here.
     """
-    doffsets = np.zeros_like(offsets)
-    woffsets = np.zeros_like(offsets)
-    kern.dense_layout(offsets, n_docs, n_blocks, block_shift, doffsets, woffsets)
-    docs = _alloc(tmp, "docs.u16", int(doffsets[-1]))
+    doffsets, woffsets, boffsets, hoffsets = (np.zeros_like(offsets) for _ in range(4))
+    kern.choose_layout(
+        offsets, out_docs, n_docs, n_blocks, block_shift, doffsets, woffsets, boffsets, hoffsets
+    )
+    ids = _alloc(tmp, "ids.u8", int(boffsets[-1]), dtype="u1")
+    hdir = _alloc(tmp, "hdir.u8", int(hoffsets[-1]), dtype="u1")
+    hend = _alloc(tmp, "hend.u16", int(hoffsets[-1]))
     wbits = _alloc(tmp, "weights.u16", int(woffsets[-1]))
     quant = _alloc(tmp, "quant.u8", int(woffsets[-1] - doffsets[-1]), dtype="u1")
     if len(out_wbits):
         qtab = kern.quant_tables()[0]
-        kern.densify(offsets, out_docs, out_wbits, doffsets, woffsets, qtab, docs, wbits, quant)
+        kern.densify(
+            offsets, out_docs, out_wbits, doffsets, woffsets, boffsets, hoffsets, qtab,
+            ids, hdir, hend, wbits, quant,
+        )  # fmt: skip
     del out_docs, out_wbits
     for fname in ("sparse-docs.u16", "sparse-weights.u16"):
         (tmp / fname).unlink()
     blockmax = np.zeros(n_terms * n_blocks, dtype=np.uint16)
     kern.run_maxima(woffsets, wbits, blockmax)
     termmax = blockmax.reshape(n_terms, n_blocks).max(axis=1) if n_terms else np.zeros(0, np.uint16)
-    for arr in (docs, wbits, quant):  # written through np.memmap: flush to disk
+    for arr in (ids, hdir, hend, wbits, quant):  # written through np.memmap: flush to disk
         if isinstance(arr, np.memmap):
             arr.flush()
-    del docs, wbits, quant
-    for fname in ("docs.u16", "weights.u16", "quant.u8"):
+    del ids, hdir, hend, wbits, quant
+    for fname in ("ids.u8", "hdir.u8", "hend.u16", "weights.u16", "quant.u8"):
         with open(tmp / fname, "rb+") as f:
             os.fsync(f.fileno())
     order = np.argsort(hashes, kind="stable").astype(np.int32)
     write_file(tmp / "doffsets.i64", doffsets.astype("<i8"))
     write_file(tmp / "woffsets.i64", woffsets.astype("<i8"))
+    write_file(tmp / "boffsets.i64", boffsets.astype("<i8"))
+    write_file(tmp / "hoffsets.i64", hoffsets.astype("<i8"))
     write_file(tmp / "blockmax.u16", blockmax.astype("<u2"))
     write_file(tmp / "termmax.u16", termmax.astype("<u2"))
-    write_file(tmp / "ids.bin", id_bytes)
-    write_file(tmp / "ids.i64", id_offsets.astype("<i8"))
+    write_file(tmp / "docids.bin", id_bytes)
+    write_file(tmp / "docids.i64", id_offsets.astype("<i8"))
     write_file(tmp / "idhash.u64", hashes[order].astype("<u8"))
     write_file(tmp / "idorder.i32", order.astype("<i4"))
     write_file(tmp / "meta.bin", meta_bytes)
@@ -381,10 +412,7 @@ def merge_segments(root: Path, name: str, block_shift: int, segments: Sequence[S
     cursor = np.zeros(0, dtype=np.int64)
     for seg, remap in zip(segments, remaps, strict=True):
         kern.remap_postings(
-            seg.doffsets,
-            seg.woffsets,
-            seg.docs,
-            seg.wbits,
+            *seg.postings,
             seg.n_terms,
             seg.n_blocks,
             seg.block_shift,
@@ -405,10 +433,7 @@ def merge_segments(root: Path, name: str, block_shift: int, segments: Sequence[S
     if offsets[-1]:
         for seg, remap in zip(segments, remaps, strict=True):
             kern.remap_postings(
-                seg.doffsets,
-                seg.woffsets,
-                seg.docs,
-                seg.wbits,
+                *seg.postings,
                 seg.n_terms,
                 seg.n_blocks,
                 seg.block_shift,

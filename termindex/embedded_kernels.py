@@ -2,12 +2,23 @@
 
 Postings layout of one segment (see ``embedded_format``): documents are grouped in blocks of
 ``1 << block_shift`` local ids; every (term t, block b) has a run, ``key = t * n_blocks + b``.
-A sparse run is ``docs[doffsets[key]:doffsets[key+1]]`` (uint16 id inside the block,
-ascending) with the same number of ``wbits`` from ``woffsets[key]`` (weight as IEEE half-float
-bits). A dense run (empty ``docs`` range) has one ``wbits`` and one ``quant`` byte per document
-of the block, 0 where the term is absent: chosen when more than 3/4 of the block has the term.
+
+- A *sparse* run has ``c = doffsets[key+1] - doffsets[key] > 0`` postings: ``c`` weights from
+  ``wbits[woffsets[key]]`` (IEEE half-float bits) and ``c`` ids inside the block, ascending,
+  stored from byte ``boffsets[key]`` of ``ids`` in one of two encodings:
+  *flat*: 2 bytes (little-endian uint16) per id, when ``hoffsets[key] == hoffsets[key+1]``;
+  *split*: 1 byte per id (its low byte), the high bytes in a directory ``hdir[h]`` for
+  ``h`` in ``hoffsets[key]:hoffsets[key+1]``, one entry per 256-document sub-block that has
+  postings, ``hend[h]`` = end of that sub-block's postings within the run. Chosen when the
+  directory's 3 bytes per entry cost less than the second byte of every id (> 3 postings per
+  used sub-block, the common case: ~1.3 instead of 2 bytes per id).
+- A *dense* run (``c == 0``, non-empty ``wbits`` range) has one ``wbits`` and one ``quant``
+  byte per document of the block, 0 where the term is absent: chosen when more than 3/4 of the
+  block has the term.
+
 ``blockmax[key]`` is the largest weight bits of the run (positive half floats order like their
-bit patterns), used to skip blocks that cannot reach the top k.
+bit patterns), used to skip blocks that cannot reach the top k. The eight arrays travel
+together as ``postings = (doffsets, woffsets, boffsets, hoffsets, ids, hdir, hend, wbits)``.
 
 Scoring accumulates ``boost * q`` (q: quantized upper bound of log1p(w), streamed from
 ``quant`` for dense runs, looked up from the weight bits for sparse runs) into a float32 array
@@ -107,10 +118,62 @@ def fill_postings(terms, docs, wbits, n_blocks, block_shift, cursor, out_docs, o
 
 
 @njit(cache=True, nogil=True)
+def _u16(ids, pos):
+    """The flat-encoded id at byte ``pos`` (little-endian)."""
+    return np.int64(ids[pos]) | (np.int64(ids[pos + 1]) << 8)
+
+
+@njit(cache=True, nogil=True)
+def _decode_sparse(doffsets, boffsets, hoffsets, ids, hdir, hend, key, out):
+    """Ids of sparse run ``key`` into ``out[:c]``; returns c (0 for a dense or empty run)."""
+    c = doffsets[key + 1] - doffsets[key]
+    blo = boffsets[key]
+    hlo = hoffsets[key]
+    hhi = hoffsets[key + 1]
+    if hlo == hhi:
+        for r in range(c):
+            out[r] = _u16(ids, blo + 2 * r)
+        return c
+    start = 0
+    for h in range(hlo, hhi):
+        base = np.int64(hdir[h]) << 8
+        end = np.int64(hend[h])
+        for r in range(start, end):
+            out[r] = base | np.int64(ids[blo + r])
+        start = end
+    return c
+
+
+@njit(cache=True, nogil=True)
+def _split_range(hoffsets, hdir, hend, key, local):
+    """(start, end) of the postings of ``local``'s 256-document sub-block in split run ``key``;
+    (0, 0) when that sub-block has none."""
+    hlo = hoffsets[key]
+    hhi = hoffsets[key + 1]
+    high = local >> 8
+    lo = hlo
+    hi = hhi
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if np.int64(hdir[mid]) < high:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo == hhi or np.int64(hdir[lo]) != high:
+        return 0, 0
+    start = np.int64(hend[lo - 1]) if lo > hlo else 0
+    return start, np.int64(hend[lo])
+
+
+@njit(cache=True, nogil=True)
 def remap_postings(
     doffsets,
     woffsets,
-    docs,
+    boffsets,
+    hoffsets,
+    ids,
+    hdir,
+    hend,
     wbits,
     n_terms,
     n_blocks,
@@ -130,22 +193,23 @@ def remap_postings(
     every output run stays sorted.
     """
     mask = (1 << block_shift) - 1
+    scratch = np.empty(1 << block_shift, dtype=np.int64)
     for t in range(n_terms):
         for b in range(n_blocks):
             key = t * n_blocks + b
             base = b << block_shift
-            dlo = doffsets[key]
-            dhi = doffsets[key + 1]
             wlo = woffsets[key]
-            dense = dlo == dhi
+            dense = doffsets[key] == doffsets[key + 1]
             n_run = woffsets[key + 1] - wlo
+            if not dense:
+                _decode_sparse(doffsets, boffsets, hoffsets, ids, hdir, hend, key, scratch)
             for r in range(n_run):
                 if dense:
                     if wbits[wlo + r] == 0:
                         continue
                     old = base + r
                 else:
-                    old = base + docs[dlo + r]
+                    old = base + scratch[r]
                 new = remap[old]
                 if new < 0:
                     continue
@@ -160,30 +224,49 @@ def remap_postings(
 
 
 @njit(cache=True, nogil=True)
-def dense_layout(offsets, n_docs, n_blocks, block_shift, doffsets, woffsets):
-    """Choose each run's layout: dense (a weight and a quantized bound for every document of
-    the block, 0 = absent: 3 bytes per block document) when more than 3/4 of the block has the
-    term, so it costs < 4 bytes per posting and scans sequentially at 1 byte per document;
-    sparse (uint16 id + weight) otherwise. Fills both offset arrays."""
+def choose_layout(offsets, sp_docs, n_docs, n_blocks, block_shift, doffsets, woffsets, boffsets, hoffsets):
+    """Choose each run's layout (see the module doc) and fill the four offset arrays.
+
+    Dense (a weight and a quantized bound for every document of the block, 0 = absent: 3 bytes
+    per block document) when more than 3/4 of the block has the term, so it costs < 4 bytes per
+    posting and scans sequentially at 1 byte per document. Otherwise sparse: 2 weight bytes per
+    posting plus its id, split-encoded when that is smaller than 2 bytes per id.
+    """
     block = 1 << block_shift
     for key in range(offsets.shape[0] - 1):
         b = key % n_blocks
         nloc = min(block, n_docs - b * block)
-        count = offsets[key + 1] - offsets[key]
+        lo = offsets[key]
+        count = offsets[key + 1] - lo
         if 3 * nloc < 4 * count:
             doffsets[key + 1] = doffsets[key]
             woffsets[key + 1] = woffsets[key] + nloc
+            boffsets[key + 1] = boffsets[key]
+            hoffsets[key + 1] = hoffsets[key]
+            continue
+        doffsets[key + 1] = doffsets[key] + count
+        woffsets[key + 1] = woffsets[key] + count
+        subblocks = 0
+        for p in range(lo, lo + count):
+            if p == lo or (sp_docs[p] >> 8) != (sp_docs[p - 1] >> 8):
+                subblocks += 1
+        if 3 * subblocks < count:
+            boffsets[key + 1] = boffsets[key] + count
+            hoffsets[key + 1] = hoffsets[key] + subblocks
         else:
-            doffsets[key + 1] = doffsets[key] + count
-            woffsets[key + 1] = woffsets[key] + count
+            boffsets[key + 1] = boffsets[key] + 2 * count
+            hoffsets[key + 1] = hoffsets[key]
 
 
 @njit(cache=True, nogil=True)
-def densify(offsets, sp_docs, sp_wbits, doffsets, woffsets, qtab, out_docs, out_wbits, out_quant):
-    """Copy sparse runs into the final arrays, expanding the ones ``dense_layout`` chose.
+def densify(
+    offsets, sp_docs, sp_wbits, doffsets, woffsets, boffsets, hoffsets, qtab, out_ids, out_hdir, out_hend,
+    out_wbits, out_quant,
+):  # fmt: skip
+    """Copy sparse runs into the final arrays in the layout ``choose_layout`` chose.
 
     A dense run's quantized bounds live at ``woffsets[key] - doffsets[key]`` in ``out_quant``
-    (the number of dense weights before it), so no third offsets array is needed.
+    (the number of dense weights before it), so no further offsets array is needed.
     """
     for key in range(offsets.shape[0] - 1):
         lo = offsets[key]
@@ -197,10 +280,24 @@ def densify(offsets, sp_docs, sp_wbits, doffsets, woffsets, qtab, out_docs, out_
             for p in range(lo, hi):
                 out_wbits[wlo + sp_docs[p]] = sp_wbits[p]
                 out_quant[qlo + sp_docs[p]] = qtab[sp_wbits[p]]
-        else:
-            for p in range(lo, hi):
-                out_docs[dlo + p - lo] = sp_docs[p]
-                out_wbits[wlo + p - lo] = sp_wbits[p]
+            continue
+        blo = boffsets[key]
+        h = hoffsets[key]
+        split = hoffsets[key + 1] > h
+        for p in range(lo, hi):
+            d = sp_docs[p]
+            out_wbits[wlo + p - lo] = sp_wbits[p]
+            if split:
+                if p > lo and (d >> 8) != (sp_docs[p - 1] >> 8):
+                    out_hend[h] = p - lo
+                    h += 1
+                out_hdir[h] = d >> 8
+                out_ids[blo + p - lo] = d & 255
+            else:
+                out_ids[blo + 2 * (p - lo)] = d & 255
+                out_ids[blo + 2 * (p - lo) + 1] = d >> 8
+        if split:
+            out_hend[h] = hi - lo
 
 
 @njit(cache=True, nogil=True)
@@ -232,50 +329,73 @@ def gather_ranges(src, offsets, selected):
 
 
 @njit(cache=True, nogil=True)
-def _find(docs, lo, hi, local):
-    """Position of ``local`` in the sorted run ``docs[lo:hi]``, or -1."""
-    end = hi
+def _find_sparse(doffsets, boffsets, hoffsets, ids, hdir, hend, key, local):
+    """Position (within the run) of ``local`` in sparse run ``key``, or -1."""
+    blo = boffsets[key]
+    if hoffsets[key] == hoffsets[key + 1]:
+        c = doffsets[key + 1] - doffsets[key]
+        lo = 0
+        hi = c
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if _u16(ids, blo + 2 * mid) < local:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < c and _u16(ids, blo + 2 * lo) == local:
+            return lo
+        return -1
+    start, end = _split_range(hoffsets, hdir, hend, key, local)
+    low = local & 255
+    lo = start
+    hi = end
     while lo < hi:
         mid = (lo + hi) >> 1
-        if docs[mid] < local:
+        if np.int64(ids[blo + mid]) < low:
             lo = mid + 1
         else:
             hi = mid
-    if lo < end and docs[lo] == local:
+    if lo < end and np.int64(ids[blo + lo]) == low:
         return lo
     return -1
 
 
 @njit(cache=True, nogil=True)
-def _weight_of(doffsets, woffsets, docs, wbits, key, local):
+def _weight_of(doffsets, woffsets, boffsets, hoffsets, ids, hdir, hend, wbits, key, local):
     """Weight bits of document ``local`` in run ``key`` (0 = term absent)."""
-    dlo = doffsets[key]
-    dhi = doffsets[key + 1]
     wlo = woffsets[key]
-    if dlo == dhi:
+    if doffsets[key] == doffsets[key + 1]:
         if local < woffsets[key + 1] - wlo:
             return wbits[wlo + local]
         return np.uint16(0)
-    pos = _find(docs, dlo, dhi, local)
+    pos = _find_sparse(doffsets, boffsets, hoffsets, ids, hdir, hend, key, local)
     if pos < 0:
         return np.uint16(0)
-    return wbits[wlo + pos - dlo]
+    return wbits[wlo + pos]
 
 
 @njit(cache=True, nogil=True)
-def gather_weights(qterms, doffsets, woffsets, docs, wbits, n_terms, n_blocks, block_shift, locals_):
+def gather_weights(
+    qterms, doffsets, woffsets, boffsets, hoffsets, ids, hdir, hend, wbits, n_terms, n_blocks, block_shift,
+    locals_,
+):  # fmt: skip
     """Half-float bits of each query term in each candidate document (0 = term absent).
 
     Dense runs are read directly. Sparse runs need a binary search each, mostly cache misses
     on a large index: all searches advance one step per pass, so their memory loads are
-    independent and overlap (about 3x faster than one search after another).
+    independent and overlap (about 3x faster than one search after another). A split run's
+    directory (a few hundred bytes) is searched first, one lookup at a time.
     """
     nc = locals_.shape[0]
     m = qterms.shape[0]
     out = np.zeros((nc, m), dtype=np.uint16)
     mask = (1 << block_shift) - 1
-    los = np.empty(nc * m, dtype=np.int64)
+    los = np.empty(nc * m, dtype=np.int64)  # search range, in postings of the run
     his = np.empty(nc * m, dtype=np.int64)
+    ends = np.empty(nc * m, dtype=np.int64)
+    bases = np.empty(nc * m, dtype=np.int64)  # byte offset of the run's ids
+    wide = np.empty(nc * m, dtype=np.bool_)  # flat (2-byte ids) or split (low bytes)
+    targets = np.empty(nc * m, dtype=np.int64)
     which = np.empty(nc * m, dtype=np.int64)  # i * m + j of each pending search
     n = 0
     for i in range(nc):
@@ -286,17 +406,28 @@ def gather_weights(qterms, doffsets, woffsets, docs, wbits, n_terms, n_blocks, b
             if t >= n_terms:
                 continue
             key = t * n_blocks + b
-            dlo = doffsets[key]
-            dhi = doffsets[key + 1]
             wlo = woffsets[key]
-            if dlo == dhi:
+            if doffsets[key] == doffsets[key + 1]:
                 if local < woffsets[key + 1] - wlo:
                     out[i, j] = wbits[wlo + local]
+                continue
+            bases[n] = boffsets[key]
+            which[n] = i * m + j
+            if hoffsets[key] == hoffsets[key + 1]:
+                los[n] = 0
+                his[n] = doffsets[key + 1] - doffsets[key]
+                wide[n] = True
+                targets[n] = local
             else:
-                los[n] = dlo
-                his[n] = dhi
-                which[n] = i * m + j
-                n += 1
+                start, end = _split_range(hoffsets, hdir, hend, key, local)
+                if start == end:
+                    continue
+                los[n] = start
+                his[n] = end
+                wide[n] = False
+                targets[n] = local & 255
+            ends[n] = his[n]
+            n += 1
     active = n
     while active > 0:
         active = 0
@@ -305,23 +436,29 @@ def gather_weights(qterms, doffsets, woffsets, docs, wbits, n_terms, n_blocks, b
             hi = his[r]
             if lo < hi:
                 mid = (lo + hi) >> 1
-                if docs[mid] < (locals_[which[r] // m] & mask):
+                v = _u16(ids, bases[r] + 2 * mid) if wide[r] else np.int64(ids[bases[r] + mid])
+                if v < targets[r]:
                     los[r] = mid + 1
                 else:
                     his[r] = mid
                 active += 1
     for r in range(n):
-        i = which[r] // m
-        j = which[r] % m
-        key = qterms[j] * n_blocks + (locals_[i] >> block_shift)
         pos = los[r]
-        if pos < doffsets[key + 1] and docs[pos] == (locals_[i] & mask):
-            out[i, j] = wbits[woffsets[key] + pos - doffsets[key]]
+        if pos >= ends[r]:
+            continue
+        v = _u16(ids, bases[r] + 2 * pos) if wide[r] else np.int64(ids[bases[r] + pos])
+        if v == targets[r]:
+            i = which[r] // m
+            j = which[r] % m
+            key = qterms[j] * n_blocks + (locals_[i] >> block_shift)
+            out[i, j] = wbits[woffsets[key] + pos]
     return out
 
 
 @njit(cache=True, nogil=True)
-def document_terms(doffsets, woffsets, docs, wbits, n_terms, n_blocks, block_shift, doc):
+def document_terms(
+    doffsets, woffsets, boffsets, hoffsets, ids, hdir, hend, wbits, n_terms, n_blocks, block_shift, doc
+):
     """Reconstruct one document's (term ids, weight bits) from the postings: no forward index."""
     b = doc >> block_shift
     local = doc & ((1 << block_shift) - 1)
@@ -329,7 +466,9 @@ def document_terms(doffsets, woffsets, docs, wbits, n_terms, n_blocks, block_shi
     bits = np.empty(n_terms, dtype=np.uint16)
     n = 0
     for t in range(n_terms):
-        w = _weight_of(doffsets, woffsets, docs, wbits, t * n_blocks + b, local)
+        w = _weight_of(
+            doffsets, woffsets, boffsets, hoffsets, ids, hdir, hend, wbits, t * n_blocks + b, local
+        )
         if w != 0:
             terms[n] = t
             bits[n] = w
@@ -343,13 +482,27 @@ def _kth_largest(scores, n, k):
 
 
 @njit(cache=True, nogil=True)
-def _accumulate(acc, docs, wbits, qlut, lo, hi, wshift, qb):
-    """Sparse run: scatter-add quantized bounds (uint8 table: 64 KiB, stays in cache; slice views
-    let LLVM keep the bounds in registers: ~2x the indexed loop)."""
-    d = docs[lo:hi]
-    w = wbits[lo + wshift : hi + wshift]
-    for p in range(hi - lo):
-        acc[d[p]] += qb * np.float32(qlut[w[p]])
+def _accumulate_flat(acc, ids, wbits, qlut, blo, wlo, c, qb):
+    """Flat sparse run: scatter-add quantized bounds (uint8 table: 64 KiB, stays in cache; slice
+    views let LLVM keep the bounds in registers: ~2x the indexed loop)."""
+    d = ids[blo : blo + 2 * c]
+    w = wbits[wlo : wlo + c]
+    for p in range(c):
+        acc[np.int64(d[2 * p]) | (np.int64(d[2 * p + 1]) << 8)] += qb * np.float32(qlut[w[p]])
+
+
+@njit(cache=True, nogil=True)
+def _accumulate_split(acc, ids, hdir, hend, wbits, qlut, blo, wlo, c, hlo, hhi, qb):
+    """Split sparse run: the same, one 256-document sub-block at a time."""
+    d = ids[blo : blo + c]
+    w = wbits[wlo : wlo + c]
+    start = 0
+    for h in range(hlo, hhi):
+        base = np.int64(hdir[h]) << 8
+        end = np.int64(hend[h])
+        for p in range(start, end):
+            acc[base + np.int64(d[p])] += qb * np.float32(qlut[w[p]])
+        start = end
 
 
 @njit(cache=True, nogil=True)
@@ -389,7 +542,11 @@ def search_segment(
     qboosts,
     doffsets,
     woffsets,
-    docs,
+    boffsets,
+    hoffsets,
+    ids,
+    hdir,
+    hend,
     wbits,
     quant,
     blockmax,
@@ -454,8 +611,13 @@ def search_segment(
             wlo = woffsets[key]
             if dlo == dhi:
                 _accumulate_dense(acc, quant, wlo - dlo, woffsets[key + 1] - wlo, qboosts[j])
+            elif hoffsets[key] == hoffsets[key + 1]:
+                _accumulate_flat(acc, ids, wbits, qlut, boffsets[key], wlo, dhi - dlo, qboosts[j])
             else:
-                _accumulate(acc, docs, wbits, qlut, dlo, dhi, wlo - dlo, qboosts[j])
+                _accumulate_split(
+                    acc, ids, hdir, hend, wbits, qlut, boffsets[key], wlo, dhi - dlo, hoffsets[key],
+                    hoffsets[key + 1], qboosts[j],
+                )  # fmt: skip
         lim = theta - margin
         for c0 in range(0, nloc, 64):
             c1 = min(c0 + 64, nloc)

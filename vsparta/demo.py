@@ -9,7 +9,9 @@ already indexed.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import shutil
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -40,6 +42,22 @@ def _step(title: str, argv: list[str]) -> None:
         raise SystemExit(f"demo step failed ({title}): `vsparta {' '.join(argv)}` exited {code}")
 
 
+def _drop_outdated_index(index_dir: Path) -> None:
+    """An index left by an older demo in an older on-disk format is rebuilt, not an error: the
+    demo owns that folder and re-indexing 300 scenes takes seconds."""
+    from termindex.embedded_format import FORMAT_VERSION, MANIFEST
+
+    try:
+        version = json.loads((index_dir / MANIFEST).read_text()).get("version")
+    except (OSError, ValueError):
+        return
+    if version != FORMAT_VERSION:
+        log.warning(
+            "demo: %s is in index format v%s (now v%d): rebuilding it", index_dir, version, FORMAT_VERSION
+        )
+        shutil.rmtree(index_dir)
+
+
 def run(args: argparse.Namespace) -> int:
     out: Path = args.out.resolve()
     scenes, model_dir, index_dir = out / "scenes", out / "model", out / "index"
@@ -58,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
              "--config", args.config, "--epochs", str(args.epochs), "--lr", str(args.lr),
              "--seed", str(args.seed), "--resume"],
         )  # fmt: skip
+    _drop_outdated_index(index_dir)
     _step(
         "index the test scenes into the embedded engine",
         ["index", str(scenes / "test.jsonl"), "--backend", f"embedded:{index_dir}", "--model", str(final),

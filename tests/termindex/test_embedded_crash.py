@@ -37,7 +37,7 @@ real_write_file, real_rename = fmt.write_file, os.rename
 if phase == "segment-files":  # some segment files written, the rest not
     def write_file(p, data):
         real_write_file(p, data)
-        if p.name == "ids.bin":
+        if p.name == "docids.bin":
             announce_and_hang(phase)
     fmt.write_file = write_file
 elif phase == "segment-renamed":  # segment directory in place, manifest not switched

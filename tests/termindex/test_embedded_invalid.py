@@ -9,7 +9,7 @@ import pytest
 from termindex import open_index
 from termindex.base import TermDocument
 from termindex.embedded import MAX_K, EmbeddedIndex
-from termindex.errors import DocumentNotFound, InvalidQuery
+from termindex.errors import DocumentNotFound, InvalidQuery, TermIndexError
 
 
 @pytest.fixture()
@@ -114,3 +114,16 @@ def test_document_without_terms_is_stored_but_never_matches(index):
     assert index.get("empty").terms == {}
     assert "empty" not in {h.id for h in index.search({1: 1.0, 2: 1.0}, k=100)}
     assert index.count() == 3
+
+
+def test_index_in_an_older_format_says_how_to_rebuild(tmp_path) -> None:
+    import json
+
+    from termindex.embedded_format import FORMAT_VERSION, MANIFEST
+
+    with EmbeddedIndex(tmp_path / "ix", create=True) as index:
+        index.upsert([TermDocument("a", {1: 1.0})])
+    manifest = json.loads((tmp_path / "ix" / MANIFEST).read_text())
+    (tmp_path / "ix" / MANIFEST).write_text(json.dumps(manifest | {"version": FORMAT_VERSION - 1}))
+    with pytest.raises(TermIndexError, match=rf"format v{FORMAT_VERSION - 1}.*rebuild"):
+        EmbeddedIndex(tmp_path / "ix")

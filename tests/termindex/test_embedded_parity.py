@@ -88,6 +88,45 @@ def test_parity_default_block_size_and_k(tmp_path, docs, queries, oracle):
     assert len(index.search(q, k=10_000)) == len(oracle.search(q, k=10_000))
 
 
+def _run_encodings(seg) -> dict[str, int]:
+    """How many runs of each layout a segment has (see termindex.embedded_kernels)."""
+    sparse = np.diff(seg.doffsets) > 0
+    split = np.diff(seg.hoffsets) > 0
+    return {
+        "dense": int((~sparse & (np.diff(seg.woffsets) > 0)).sum()),
+        "flat": int((sparse & ~split).sum()),
+        "split": int(split.sum()),
+        "split over several sub-blocks": int((np.diff(seg.hoffsets) > 1).sum()),
+    }
+
+
+def _stored(doc: TermDocument) -> dict[int, float]:
+    return {t: float(round_like_embedded(w)) for t, w in doc.terms.items()}
+
+
+def test_parity_with_every_id_encoding_through_deletes_and_merges(tmp_path, docs, queries):
+    """Dense, flat and split runs in one segment (3000 documents = 12 sub-blocks of 256), then
+    segments merged across deletes: search, get and similar stay exact on every path."""
+    index = EmbeddedIndex(tmp_path / "idx", create=True)
+    index.upsert(docs[:2000])
+    index.upsert(docs[2000:])
+    index.compact()
+    encodings = _run_encodings(index._snap.segments[0])
+    assert all(n > 0 for n in encodings.values()), encodings
+    _assert_parity(index, BruteForceOracle(docs, round_weights=round_like_embedded), queries[:100])
+    for d in docs[::97]:
+        assert index.get(d.id).terms == _stored(d)
+    gone = {d.id for d in docs[::3]}
+    index.delete(sorted(gone))
+    index.upsert(docs[:5])  # re-added: a second segment, older copies tombstoned
+    index.compact()
+    kept = [d for d in docs if d.id not in gone or d in docs[:5]]
+    assert index.count() == len(kept)
+    _assert_parity(index, BruteForceOracle(kept, round_weights=round_like_embedded), queries[100:200])
+    for d in kept[::89]:
+        assert index.get(d.id).terms == _stored(d)
+
+
 def test_parity_after_compaction(tmp_path, docs, queries, oracle):
     index = EmbeddedIndex(tmp_path / "idx", create=True, block_size=512)
     for start in range(0, N_DOCS, 500):
