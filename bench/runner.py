@@ -51,15 +51,15 @@ def _free_bytes() -> int:
     return int(psutil.virtual_memory().available * MEMORY_HEADROOM)
 
 
-def _skip_by_history(hist: _History | None, corpus: Corpus, cfg: RunConfig) -> str | None:
+def _skip_by_history(hist: _History | None, corpus: Corpus, budget_s: float) -> str | None:
     if hist is None or hist.n_postings == 0:
         return None
     scale = corpus.nnz / hist.n_postings
     est_build = hist.build_s * scale
-    if est_build > cfg.build_budget_s:
+    if est_build > budget_s:
         return (
             f"build would take ~{est_build:.0f} s (extrapolated from {hist.build_s:.1f} s at "
-            f"{hist.n_postings:,} postings), over the {cfg.build_budget_s:.0f} s budget"
+            f"{hist.n_postings:,} postings), over the {budget_s:.0f} s budget"
         )
     est_mem = hist.peak_bytes * scale
     if est_mem > _free_bytes():
@@ -150,7 +150,8 @@ def run_sizes(
             }
             followers = getattr(adapter, "followers", [])
             try:
-                reason = _skip_by_history(history.get(adapter.name), corpus, cfg)
+                budget = getattr(adapter, "build_budget_s", None) or cfg.build_budget_s
+                reason = _skip_by_history(history.get(adapter.name), corpus, budget)
                 if reason:
                     raise Skip(reason)
                 adapter.check(corpus, _free_bytes())

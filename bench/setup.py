@@ -52,6 +52,17 @@ def _term_docs(args: argparse.Namespace, n_queries: int):
     return corpora, lambda corpus: queries_from_df(corpus, n_queries, seed=args.seed), description
 
 
+_CLI_CLASSES = {  # --engines name -> adapter class, for --engine-budget
+    "scipy": "ScipyAdapter",
+    "embedded": "EmbeddedAdapter",
+    "elasticsearch": "ElasticsearchAdapter",
+    "pisa": "PisaAdapter",
+    "seismic": "SeismicAdapter",
+    "dense-numpy": "NumpyDenseAdapter",
+    "dense-faiss": "FaissDenseAdapter",
+}
+
+
 def make_adapters_factory(args: argparse.Namespace, engines: list[str]) -> Callable[[], list[Adapter]]:
     """A fresh set of adapters for each size (they hold per-size state)."""
 
@@ -70,12 +81,18 @@ def make_adapters_factory(args: argparse.Namespace, engines: list[str]) -> Calla
         if "embedded" in engines or ("service" in engines and args.service_backend == "embedded"):
             embedded = EmbeddedAdapter()
             out.append(embedded)
-        if "elasticsearch" in engines or ("service" in engines and args.service_backend == "elasticsearch"):
+        es_service = "service" in engines and args.service_backend == "elasticsearch"
+        if "elasticsearch" in engines or "elasticsearch-wand" in engines or es_service:
             elastic = ElasticsearchAdapter(args.es_url)
             out.append(elastic)
+            if "elasticsearch-wand" in engines:
+                elastic.followers = [elastic.wand_follower()]
         if "service" in engines:
             backend = elastic if args.service_backend == "elasticsearch" else embedded
-            backend.followers = [ServiceAdapter(backend, model_dir=args.model)]
+            backend.followers = [
+                *getattr(backend, "followers", []),
+                ServiceAdapter(backend, model_dir=args.model),
+            ]
         if "pisa" in engines:
             out.append(PisaAdapter(args.pisa_algorithm))
         if "seismic" in engines:
@@ -84,6 +101,11 @@ def make_adapters_factory(args: argparse.Namespace, engines: list[str]) -> Calla
             out.append(NumpyDenseAdapter(args.seed))
         if "dense-faiss" in engines:
             out.append(FaissDenseAdapter(args.seed))
+        budgets = getattr(args, "engine_budgets", None) or {}
+        for adapter in out:  # per-engine build budgets (--engine-budget) override the run's
+            cli_name = next((n for n, cls in _CLI_CLASSES.items() if type(adapter).__name__ == cls), None)
+            if cli_name in budgets:
+                adapter.build_budget_s = budgets[cli_name]
         return out
 
     return make

@@ -93,7 +93,8 @@ class ElasticsearchIndex(TermIndex):
     """A versioned ``rank_features`` index behind the alias ``name``.
 
     Options: ``request_timeout`` (s, default 10), ``shards`` (1), ``replicas`` (0),
-    ``keep_versions`` (2), bulk: ``chunk_size`` (500 docs), ``max_chunk_bytes`` (10 MiB),
+    ``keep_versions`` (2), ``track_total_hits`` (True; False = block-max WAND, see
+    ``elastic_common.search_body``), bulk: ``chunk_size`` (500 docs), ``max_chunk_bytes`` (10 MiB),
     ``max_retries`` (5), ``initial_backoff`` (0.5 s, doubling), ``max_backoff`` (30 s),
     ``bulk_timeout`` (120 s); client: ``http_auth``, ``api_key``, ``verify_certs``, ``ca_certs``.
     """
@@ -105,6 +106,7 @@ class ElasticsearchIndex(TermIndex):
         self._shards = int(rest.pop("shards", 1))
         self._replicas = int(rest.pop("replicas", 0))
         self._keep = int(rest.pop("keep_versions", 2))
+        self._track_total_hits = bool(rest.pop("track_total_hits", True))
         if self._shards < 1 or self._replicas < 0 or self._keep < 1:
             raise ValueError("shards and keep_versions must be >= 1, replicas >= 0")
         self._bulk = _BulkOptions(**{k: rest.pop(k) for k in list(rest) if k in _BulkOptions.__annotations__})
@@ -463,7 +465,7 @@ class ElasticsearchIndex(TermIndex):
         return found
 
     def search(self, query: Mapping[int, float], k: int = 10, explain: bool = False) -> list[Hit]:
-        body = search_body(query, k, explain)
+        body = search_body(query, k, explain, self._track_total_hits)
         with errors("search"):
             resp = self._client.search(index=self._target, **body)
         hits = parse_hits(resp, query, explain)
@@ -552,12 +554,13 @@ class AsyncElasticsearchIndex:
         self.url = url
         self.alias = validate_alias(name)
         client_kwargs, rest = client_options(options)
+        self._track_total_hits = bool(rest.pop("track_total_hits", True))
         if rest:
             raise ValueError(f"unknown Elasticsearch options: {sorted(rest)}")
         self._client = AsyncElasticsearch([url], **client_kwargs)
 
     async def search(self, query: Mapping[int, float], k: int = 10, explain: bool = False) -> list[Hit]:
-        body = search_body(query, k, explain)
+        body = search_body(query, k, explain, self._track_total_hits)
         with errors("search"):
             resp = await self._client.search(index=self.alias, **body)
         hits = parse_hits(resp, query, explain)

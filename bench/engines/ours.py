@@ -130,6 +130,9 @@ class ElasticsearchAdapter(Adapter):
     def spec(self) -> str:
         return f"{self.url}/{self.alias}"
 
+    def wand_follower(self) -> ElasticsearchWandAdapter:
+        return ElasticsearchWandAdapter(self)
+
     def close(self) -> None:
         """Delete every index behind our alias (only ours: the alias name is random)."""
         if getattr(self, "index", None) is not None:
@@ -148,3 +151,36 @@ class ElasticsearchAdapter(Adapter):
                 es_request(f"{self.url}/{name}", "DELETE")
         with contextlib.suppress(urllib.error.HTTPError):
             es_request(f"{self.url}/{self.alias}", "DELETE")  # an index (not alias) of that name
+
+
+class ElasticsearchWandAdapter(Adapter):
+    """The same index searched with ``track_total_hits=False`` (Lucene's block-max WAND): the
+    engine's other scoring option, measured beside its default."""
+
+    name = "ours: Elasticsearch, WAND"
+    kind = "exact, 9-bit weights"
+    in_process = False
+
+    def __init__(self, backend: ElasticsearchAdapter) -> None:
+        self.backend = backend
+
+    def check(self, corpus: Corpus, free_bytes: int) -> None:
+        if getattr(self.backend, "index", None) is None:
+            raise Skip("Elasticsearch index not built")
+
+    def build(self, corpus: Corpus, workdir: Path) -> None:
+        from termindex.elastic import ElasticsearchIndex
+
+        self.corpus = corpus
+        self.index = ElasticsearchIndex(self.backend.url, self.backend.alias, track_total_hits=False)
+
+    def search(self, qi: int, k: int) -> list[int]:
+        return _rows(self.corpus, self.index.search(self.queries[qi], k=k))
+
+    def disk_bytes(self) -> int | None:
+        return self.backend.disk_bytes()
+
+    def close(self) -> None:
+        if getattr(self, "index", None) is not None:
+            self.index.close()
+            self.index = None

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bench import report
-from bench.cli import parse_engines, parse_size
+from bench.cli import parse_engine_budget, parse_engines, parse_size
 from bench.hardware import describe
 
 ROWS = [
@@ -95,3 +95,21 @@ def test_cli_parsers():
     assert parse_engines("scipy, pisa") == ["scipy", "pisa"]
     with pytest.raises(ValueError, match="unknown engine"):
         parse_engines("scipy,lucene")
+
+
+def test_engine_budget_parser_and_its_use_in_skipping():
+    import argparse
+
+    from bench.corpus import Corpus
+    from bench.runner import _History, _skip_by_history
+
+    assert parse_engine_budget("elasticsearch=4000") == ("elasticsearch", 4000.0)
+    for bad in ("lucene=10", "elasticsearch=soon", "elasticsearch=-1"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_engine_budget(bad)
+    import numpy as np
+
+    big = Corpus(np.array([0, 10_000]), np.zeros(10_000, np.int32), np.ones(10_000, np.float32), 10)
+    hist = _History(n_postings=1000, build_s=100.0, peak_bytes=0)  # 10x the postings: ~1000 s
+    assert "over the 600 s budget" in _skip_by_history(hist, big, 600.0)
+    assert _skip_by_history(hist, big, 4000.0) is None
