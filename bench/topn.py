@@ -1,9 +1,13 @@
-"""The latency side of the top-n trade-off (paper Table 3 / Figure 1) on synthetic or real term docs.
+"""The top-n trade-off (paper Table 3 / Figure 1): latency per n here, recall from ``vsparta eval``.
 
 Each image keeps only its n heaviest terms; for every n the engines are rebuilt and timed, and their
 top-10 is compared with the exact top-10 over the *untruncated* documents (how much the ranking
 moves when the index is pruned). Recall@K against captions needs the model and its captions:
-that half of the curve is ``vsparta eval`` (model/), which reads the same top-n setting.
+``vsparta eval --top-n ... --json EVAL`` on the generated image benchmark; ``--eval-json EVAL``
+joins it in, and ``docs/topn.md`` / ``docs/topn.png`` get the table and the recall-vs-latency plot.
+
+    vsparta eval --manifest scenes/test.jsonl --model MODEL --top-n 5,10,20,50,100,all --json eval.json
+    vsparta bench topn --size 113K --eval-json eval.json
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from bench.runner import RunConfig, measure_engine
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TOP_N = "50,100,200,500,1000"
+DEFAULT_TOP_N = "5,10,20,50,100,200,500,1000"
 
 
 def truncate_top_n(corpus: Corpus, n: int) -> Corpus:
@@ -60,6 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model folder with tokenizer.json (for --term-docs)")
     parser.add_argument("--n-terms", type=int, default=1000)
     parser.add_argument("--query-budget", type=float, default=10.0)
+    parser.add_argument("--eval-json", type=Path, help="`vsparta eval --json` output: recall per top-n")
+    parser.add_argument("--out-dir", type=Path, default=Path("docs"), help="topn.md/.png go here")
+    parser.add_argument("--no-write", action="store_true", help="print only")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -106,5 +113,43 @@ def run(args: argparse.Namespace) -> int:
             f"{r['top_n']:>6}  {r['engine']:<28} {r['p50_ms']:>8.3f} {r['qps_1']:>10.0f} "
             f"{r.get('agreement', float('nan')):>14.3f} {r.get('bytes_per_term', float('nan')):>7.2f}"
         )
-    print("Recall@K per top-n (the other axis of the paper's Figure 1): `vsparta eval` (model).")
+    if args.eval_json is None:
+        print("Recall@K per top-n (the other axis of the paper's Figure 1): `vsparta eval` (model).")
+    if not args.no_write:
+        _write(args, rows, full)
     return 0
+
+
+def _write(args: argparse.Namespace, rows: list[dict], full: Corpus) -> None:
+    import shlex
+    import sys
+
+    from bench import hardware, topn_report
+
+    eval_json = topn_report.load_eval(args.eval_json)
+    table = topn_report.joined(rows, eval_json)
+    meta = {
+        "command": "vsparta bench "
+        + " ".join(shlex.quote(a) for a in sys.argv[sys.argv.index("bench") + 1 :])
+        if "bench" in sys.argv
+        else "vsparta bench topn",
+        "hardware": hardware.describe(),
+        "latency_size": f"{full.n_docs:,}",
+        "latency_source": f"{full.n_docs:,} images x top-n of {args.n_terms} terms "
+        + (f"from {args.term_docs}" if args.term_docs else f"(synthetic, seed {args.seed})")
+        + f", {args.queries} queries, one thread; top-10 vs full = share of the exact top-10 over "
+        "untruncated documents that the truncated index still returns.",
+        "recall_source": (
+            f"`vsparta eval` report {args.eval_json} ({eval_json['n_images']:,} images, "
+            f"{eval_json['n_queries']:,} captions): R@K on the largest image set it reports. A model keeps "
+            "only its positive terms, so every n at or above its terms/image equals 'all' and repeats "
+            "that row's recall."
+            if eval_json
+            else "none (give --eval-json)"
+        ),
+        "notes": ["Paper: Table 3 (R@K vs top-n on COCO/Flickr30K) and Figure 1 (R@1 vs latency)."],
+    }
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    topn_report.write_markdown(table, meta, args.out_dir / "topn.md")
+    topn_report.write_plot(table, meta, args.out_dir / "topn.png")
+    log.info("wrote %s/topn.{md,png}", args.out_dir)
