@@ -18,34 +18,45 @@ from bench.corpus import Corpus, Query
 log = logging.getLogger(__name__)
 
 
+def _lines(path: Path):
+    """Lines of one JSONL file, or of every ``*.jsonl`` in a folder (an ``--export-jsonl`` dir) in
+    name order."""
+    files = sorted(Path(path).glob("*.jsonl")) if Path(path).is_dir() else [Path(path)]
+    if not files:
+        raise ValueError(f"no *.jsonl term-document files in {path}")
+    for file in files:
+        with open(file, encoding="utf-8") as f:
+            yield from f
+
+
 def load_term_docs(path: Path, token_to_id, vocab_size: int, limit: int | None = None) -> Corpus:
-    """Read JSONL into CSR arrays (kept in memory: real benchmark sets are small)."""
+    """Read JSONL (a file, or a folder of them) into CSR arrays (kept in memory: real benchmark
+    sets are small)."""
     ids: list[str] = []
     indptr = [0]
     indices: list[np.ndarray] = []
     weights: list[np.ndarray] = []
     unknown = dropped = 0
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            doc = json.loads(line)
-            row: dict[int, float] = {}
-            for token, w in doc["terms"].items():
-                t = token_to_id(token)
-                if t is None:
-                    unknown += 1
-                elif float(w) > 0:
-                    row[t] = row.get(t, 0.0) + float(w)
-                else:
-                    dropped += 1
-            cols = np.array(sorted(row), dtype=np.int32)
-            indices.append(cols)
-            weights.append(np.array([row[c] for c in cols.tolist()], dtype=np.float32))
-            indptr.append(indptr[-1] + len(cols))
-            ids.append(str(doc["id"]))
-            if limit is not None and len(ids) >= limit:
-                break
+    for line in _lines(path):
+        if not line.strip():
+            continue
+        doc = json.loads(line)
+        row: dict[int, float] = {}
+        for token, w in doc["terms"].items():
+            t = token_to_id(token)
+            if t is None:
+                unknown += 1
+            elif float(w) > 0:
+                row[t] = row.get(t, 0.0) + float(w)
+            else:
+                dropped += 1
+        cols = np.array(sorted(row), dtype=np.int32)
+        indices.append(cols)
+        weights.append(np.array([row[c] for c in cols.tolist()], dtype=np.float32))
+        indptr.append(indptr[-1] + len(cols))
+        ids.append(str(doc["id"]))
+        if limit is not None and len(ids) >= limit:
+            break
     if unknown or dropped:
         log.warning("%s: %d unknown tokens and %d weights <= 0 dropped", path, unknown, dropped)
     if not ids:

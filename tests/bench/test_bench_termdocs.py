@@ -39,3 +39,15 @@ def test_jsonl_to_csr_in_id_order(tmp_path, tokenizer):
     queries = queries_from_df(corpus, 5, seed=1)
     assert all(8 <= sum(q.values()) <= 12 for q in queries)
     assert set().union(*queries) <= set(np.asarray(corpus.indices).tolist())
+
+
+def test_an_export_folder_reads_every_file_in_name_order(tmp_path, tokenizer):
+    folder = tmp_path / "export"
+    folder.mkdir()
+    (folder / "terms-00001.jsonl").write_text(json.dumps({"id": "c", "terms": {"dog": 1.0}}) + "\n")
+    (folder / "terms-00000.jsonl").write_text(json.dumps({"id": "d", "terms": {"red": 1.0}}) + "\n\n")
+    (folder / "notes.txt").write_text("not term documents")
+    corpus = load_term_docs(folder, tokenizer.token_to_id, tokenizer.vocab_size)
+    assert corpus.ids == ["c", "d"]
+    with pytest.raises(ValueError, match="no \\*.jsonl"):
+        load_term_docs(tmp_path / "export" / "..", tokenizer.token_to_id, tokenizer.vocab_size)
