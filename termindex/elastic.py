@@ -41,6 +41,7 @@ from termindex.elastic_common import (
     mget_metadata_body,
     parse_doc,
     parse_hits,
+    pop_track_total_hits,
     search_body,
     similar_query,
     translate,
@@ -106,7 +107,7 @@ class ElasticsearchIndex(TermIndex):
         self._shards = int(rest.pop("shards", 1))
         self._replicas = int(rest.pop("replicas", 0))
         self._keep = int(rest.pop("keep_versions", 2))
-        self._track_total_hits = bool(rest.pop("track_total_hits", True))
+        self._track_total_hits = pop_track_total_hits(rest)
         if self._shards < 1 or self._replicas < 0 or self._keep < 1:
             raise ValueError("shards and keep_versions must be >= 1, replicas >= 0")
         self._bulk = _BulkOptions(**{k: rest.pop(k) for k in list(rest) if k in _BulkOptions.__annotations__})
@@ -554,7 +555,7 @@ class AsyncElasticsearchIndex:
         self.url = url
         self.alias = validate_alias(name)
         client_kwargs, rest = client_options(options)
-        self._track_total_hits = bool(rest.pop("track_total_hits", True))
+        self._track_total_hits = pop_track_total_hits(rest)
         if rest:
             raise ValueError(f"unknown Elasticsearch options: {sorted(rest)}")
         self._client = AsyncElasticsearch([url], **client_kwargs)

@@ -315,6 +315,14 @@ def json_serializer() -> Any:
     return OrjsonSerializer()
 
 
+def pop_track_total_hits(options: dict[str, Any]) -> bool:
+    """The ``track_total_hits`` engine option (see ``search_body``): a bool, default True."""
+    value = options.pop("track_total_hits", True)
+    if not isinstance(value, bool):
+        raise ValueError(f"track_total_hits must be true or false, got {value!r}")
+    return value
+
+
 def client_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Split engine options into (client kwargs, the rest). One place for both clients."""
     opts = dict(options)

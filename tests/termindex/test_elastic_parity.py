@@ -69,3 +69,20 @@ def test_similar_excludes_itself_and_matches_oracle(corpus) -> None:
     assert len(expected) == 5
     for h, e in zip(hits, expected, strict=True):
         assert abs(h.score - e.score) <= float32_tol(e.score)
+
+
+def test_wand_option_returns_the_same_hits(corpus, es_url: str) -> None:
+    """``track_total_hits=False`` (block-max WAND) may skip work, never change the top k."""
+    from termindex.elastic import ElasticsearchIndex
+
+    index, _, _ = corpus
+    wand = ElasticsearchIndex(es_url, index.alias, track_total_hits=False)
+    try:
+        for q in random_queries(60, VOCAB, seed=12):
+            assert [(h.id, h.score) for h in wand.search(q, k=K)] == [
+                (h.id, h.score) for h in index.search(q, k=K)
+            ]
+    finally:
+        wand.close()
+    with pytest.raises(ValueError, match="track_total_hits must be true or false"):
+        ElasticsearchIndex(es_url, index.alias, track_total_hits="no")
