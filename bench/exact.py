@@ -45,10 +45,20 @@ def scores(matrix: sp.csc_matrix, query: Query) -> np.ndarray:
 
 
 def top_k(scores_: np.ndarray, k: int) -> np.ndarray:
-    """Rows of the k best positive scores, best first, ties by row ascending."""
-    if len(scores_) > k:
-        part = np.argpartition(scores_, len(scores_) - k)[len(scores_) - k :]
-        kth = scores_[part].min()
+    """Rows of the k best positive scores, best first, ties by row ascending.
+
+    When most scores are 0 (few terms per image), selection runs over the positive ones only:
+    numpy's introselect over that many equal values costs milliseconds. A 1/64 sample decides,
+    so the common dense case pays ~10 us, not another full pass.
+    """
+    sample = scores_[::64]
+    if np.count_nonzero(sample) * 2 < len(sample):
+        cand = np.flatnonzero(scores_ > 0)
+        if len(cand) > k:
+            vals = scores_[cand]
+            cand = cand[vals >= vals[np.argpartition(vals, len(vals) - k)[len(vals) - k]]]
+    elif len(scores_) > k:
+        kth = scores_[np.argpartition(scores_, len(scores_) - k)[len(scores_) - k]]
         cand = np.flatnonzero(scores_ >= kth)  # every tie at the boundary, so row order decides
     else:
         cand = np.arange(len(scores_))

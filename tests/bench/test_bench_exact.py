@@ -87,3 +87,13 @@ def test_chunked_inversion_equals_scipy_tocsc(corpus, monkeypatch):
     assert np.array_equal(m.indptr, ref.indptr)
     assert np.array_equal(m.indices, ref.indices)
     assert np.array_equal(m.data, ref.data)
+
+
+@pytest.mark.parametrize("positive_share", [0.001, 0.3, 0.9, 1.0])
+def test_top_k_equals_a_full_sort_whether_scores_are_mostly_zero_or_not(positive_share):
+    rng = np.random.default_rng(3)
+    scores = np.where(rng.random(20_000) < positive_share, rng.integers(1, 50, 20_000), 0).astype(np.float32)
+    for k in (1, 10, 100):
+        rows = np.flatnonzero(scores > 0)
+        want = rows[np.lexsort((rows, -scores[rows]))][:k]
+        assert exact.top_k(scores, k).tolist() == want.tolist()
