@@ -132,6 +132,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     eng.add_argument(
         "--model", help="model folder with tokenizer.json (token -> id for --term-docs, service)"
     )
+    eng.add_argument(
+        "--captions", type=Path, help="with --term-docs: a manifest whose captions are the queries"
+    )
     topn = sub.add_parser("topn", help="latency and ranking change vs top-n terms per image (Table 3)")
     importlib.import_module("bench.topn").add_arguments(topn)
     idx = sub.add_parser("indexing", help="indexing throughput (bench/indexing.py, by the indexer)")

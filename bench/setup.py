@@ -35,7 +35,7 @@ def corpora_and_queries(
 
 def _term_docs(args: argparse.Namespace, n_queries: int):
     from bench.engines.service import default_model_dir
-    from bench.termdocs import load_term_docs, queries_from_df
+    from bench.termdocs import load_term_docs, queries_from_captions, queries_from_df
     from model.query_tokenizer import QueryTokenizer
 
     model = args.model or default_model_dir()
@@ -44,11 +44,16 @@ def _term_docs(args: argparse.Namespace, n_queries: int):
     tok = QueryTokenizer.from_pretrained(model)
     label = Path(args.term_docs).name
     corpora = [(label, lambda: load_term_docs(Path(args.term_docs), tok.token_to_id, tok.vocab_size))]
-    description = {
-        "documents": f"real term documents {args.term_docs} (indexer output), tokenizer {model}",
-        "queries": f"{n_queries} captions of 8-12 tokens drawn in proportion to the corpus's "
-        "document frequency",
-    }
+    description = {"documents": f"real term documents {args.term_docs} (indexer output), tokenizer {model}"}
+    if getattr(args, "captions", None):
+        queries = queries_from_captions(args.captions, tok.query_weights, n_queries, seed=args.seed)
+        description["queries"] = (
+            f"{len(queries)} captions sampled from {args.captions}, tokenized as the service does"
+        )
+        return corpora, lambda corpus: queries, description
+    description["queries"] = (
+        f"{n_queries} captions of 8-12 tokens drawn in proportion to the corpus's document frequency"
+    )
     return corpora, lambda corpus: queries_from_df(corpus, n_queries, seed=args.seed), description
 
 

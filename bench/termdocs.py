@@ -93,3 +93,19 @@ def queries_from_df(
             q[t] = q.get(t, 0.0) + 1.0
         out.append(q)
     return out
+
+
+def queries_from_captions(manifest: Path, query_weights, n_queries: int, seed: int = 0) -> list[Query]:
+    """Real queries: captions of a manifest (JSONL with ``captions``), tokenized the way the service
+    tokenizes a query (``QueryTokenizer.query_weights``); a seeded sample of ``n_queries``."""
+    captions = []
+    with open(manifest, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                captions.extend(json.loads(line).get("captions") or [])
+    if not captions:
+        raise ValueError(f"{manifest}: no captions")
+    rng = np.random.default_rng([seed, 5])
+    picked = rng.choice(len(captions), size=min(n_queries, len(captions)), replace=False)
+    queries = [query_weights(captions[i]) for i in sorted(picked.tolist())]
+    return [q for q in queries if q]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bench.engines.service import default_model_dir
-from bench.termdocs import load_term_docs, queries_from_df
+from bench.termdocs import load_term_docs, queries_from_captions, queries_from_df
 from model.query_tokenizer import QueryTokenizer
 
 
@@ -51,3 +51,15 @@ def test_an_export_folder_reads_every_file_in_name_order(tmp_path, tokenizer):
     assert corpus.ids == ["c", "d"]
     with pytest.raises(ValueError, match="no \\*.jsonl"):
         load_term_docs(tmp_path / "export" / "..", tokenizer.token_to_id, tokenizer.vocab_size)
+
+
+def test_caption_queries_are_tokenized_like_the_service_does(tmp_path, tokenizer):
+    manifest = tmp_path / "test.jsonl"
+    rows = [{"id": "a", "captions": ["a red dog", "the red red cube"]}, {"id": "b", "captions": []}]
+    manifest.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    queries = queries_from_captions(manifest, tokenizer.query_weights, 5, seed=0)
+    assert queries == [tokenizer.query_weights("a red dog"), tokenizer.query_weights("the red red cube")]
+    assert tokenizer.query_weights("the red red cube")[tokenizer.token_to_id("red")] == 2.0
+    (tmp_path / "none.jsonl").write_text(json.dumps(rows[1]) + "\n")
+    with pytest.raises(ValueError, match="no captions"):
+        queries_from_captions(tmp_path / "none.jsonl", tokenizer.query_weights, 5)
