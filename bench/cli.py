@@ -234,4 +234,8 @@ NOTES = [
     "in-memory arrays for scipy and dense). peak MiB: RSS growth of this process while building "
     "(n/a for out-of-process servers; includes pages of the memory-mapped corpus read while building).",
     "POST /search rows reuse the backend's index; their build s is the service start-up.",
+    "Elasticsearch: one 7.17 node on the same machine (scripts/elasticsearch.sh: 1 shard, 512 MiB heap), "
+    "sharing its cores with this process; loaded with concurrent bulk requests. Its default scores every "
+    "match (track_total_hits: true); the WAND row searches the same index with track_total_hits: false "
+    "(Lucene's block-max WAND).",
 ]
