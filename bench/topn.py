@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import shutil
 import time
 from pathlib import Path
 
@@ -94,15 +95,16 @@ def run(args: argparse.Namespace) -> int:
         for name in engines:
             adapter = makers[name]()
             row = {"top_n": n, "engine": adapter.name}
+            workdir = args.cache_dir / "topn" / f"{name}-{n}"
+            shutil.rmtree(workdir, ignore_errors=True)  # as the runner does: never an old run's files
             try:
                 adapter.check(corpus, 2**62)
-                row |= measure_engine(
-                    adapter, corpus, queries, cfg, args.cache_dir / "topn" / f"{name}-{n}", oracle
-                )
+                row |= measure_engine(adapter, corpus, queries, cfg, workdir, oracle)
             except Skip as e:
                 row["skipped"] = str(e)
             finally:
                 adapter.close()
+                shutil.rmtree(workdir, ignore_errors=True)
             rows.append(row)
     print(f"{'top-n':>6}  {'engine':<28} {'p50 ms':>8} {'q/s 1 thr':>10} {'agree vs full':>14} {'B/term':>7}")
     for r in rows:
@@ -121,18 +123,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write(args: argparse.Namespace, rows: list[dict], full: Corpus) -> None:
-    import shlex
-    import sys
-
     from bench import hardware, topn_report
+    from bench.cli import command_line
 
     eval_json = topn_report.load_eval(args.eval_json)
     table = topn_report.joined(rows, eval_json)
     meta = {
-        "command": "vsparta bench "
-        + " ".join(shlex.quote(a) for a in sys.argv[sys.argv.index("bench") + 1 :])
-        if "bench" in sys.argv
-        else "vsparta bench topn",
+        "command": command_line("topn"),
         "hardware": hardware.describe(),
         "latency_size": f"{full.n_docs:,}",
         "latency_source": f"{full.n_docs:,} images x top-n of {args.n_terms} terms "
