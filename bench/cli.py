@@ -64,6 +64,13 @@ def parse_zipf(text: str) -> tuple[float, float]:
     return s, b
 
 
+def command_line(task: str) -> str:
+    """How this benchmark was invoked, for its report (``vsparta bench TASK`` when not from a CLI)."""
+    if "bench" not in sys.argv:
+        return f"vsparta bench {task}"
+    return "vsparta bench " + " ".join(shlex.quote(a) for a in sys.argv[sys.argv.index("bench") + 1 :])
+
+
 def parse_engine_budget(text: str) -> tuple[str, float]:
     name, _, seconds = text.partition("=")
     try:
@@ -186,10 +193,7 @@ def _run_engines(args: argparse.Namespace) -> int:
     args.engine_budgets = preset.get("engine_budgets", {}) | dict(args.engine_budget)
     corpora, make_queries, description = corpora_and_queries(args, sizes, n_queries)
     meta = {
-        "command": "vsparta bench "
-        + " ".join(shlex.quote(a) for a in sys.argv[sys.argv.index("bench") + 1 :])
-        if "bench" in sys.argv
-        else "vsparta bench engines",
+        "command": command_line("engines"),
         "hardware": hardware.describe(),
         "documents": description["documents"],
         "queries": description["queries"],

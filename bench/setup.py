@@ -57,17 +57,6 @@ def _term_docs(args: argparse.Namespace, n_queries: int):
     return corpora, lambda corpus: queries_from_df(corpus, n_queries, seed=args.seed), description
 
 
-_CLI_CLASSES = {  # --engines name -> adapter class, for --engine-budget
-    "scipy": "ScipyAdapter",
-    "embedded": "EmbeddedAdapter",
-    "elasticsearch": "ElasticsearchAdapter",
-    "pisa": "PisaAdapter",
-    "seismic": "SeismicAdapter",
-    "dense-numpy": "NumpyDenseAdapter",
-    "dense-faiss": "FaissDenseAdapter",
-}
-
-
 def make_adapters_factory(args: argparse.Namespace, engines: list[str]) -> Callable[[], list[Adapter]]:
     """A fresh set of adapters for each size (they hold per-size state)."""
 
@@ -80,16 +69,22 @@ def make_adapters_factory(args: argparse.Namespace, engines: list[str]) -> Calla
         from bench.engines.service import ServiceAdapter
 
         out: list[Adapter] = []
+        budgets = getattr(args, "engine_budgets", None) or {}
+
+        def add(cli_name: str, adapter: Adapter) -> Adapter:
+            if cli_name in budgets:  # --engine-budget overrides the run's build budget
+                adapter.build_budget_s = budgets[cli_name]
+            out.append(adapter)
+            return adapter
+
         embedded = elastic = None
         if "scipy" in engines:
-            out.append(ScipyAdapter())
+            add("scipy", ScipyAdapter())
         if "embedded" in engines or ("service" in engines and args.service_backend == "embedded"):
-            embedded = EmbeddedAdapter()
-            out.append(embedded)
+            embedded = add("embedded", EmbeddedAdapter())
         es_service = "service" in engines and args.service_backend == "elasticsearch"
         if "elasticsearch" in engines or "elasticsearch-wand" in engines or es_service:
-            elastic = ElasticsearchAdapter(args.es_url)
-            out.append(elastic)
+            elastic = add("elasticsearch", ElasticsearchAdapter(args.es_url))
             if "elasticsearch-wand" in engines:
                 elastic.followers = [elastic.wand_follower()]
         if "service" in engines:
@@ -99,18 +94,13 @@ def make_adapters_factory(args: argparse.Namespace, engines: list[str]) -> Calla
                 ServiceAdapter(backend, model_dir=args.model),
             ]
         if "pisa" in engines:
-            out.append(PisaAdapter(args.pisa_algorithm))
+            add("pisa", PisaAdapter(args.pisa_algorithm))
         if "seismic" in engines:
-            out.append(SeismicAdapter(args.seismic_postings))
+            add("seismic", SeismicAdapter(args.seismic_postings))
         if "dense-numpy" in engines:
-            out.append(NumpyDenseAdapter(args.seed))
+            add("dense-numpy", NumpyDenseAdapter(args.seed))
         if "dense-faiss" in engines:
-            out.append(FaissDenseAdapter(args.seed))
-        budgets = getattr(args, "engine_budgets", None) or {}
-        for adapter in out:  # per-engine build budgets (--engine-budget) override the run's
-            cli_name = next((n for n, cls in _CLI_CLASSES.items() if type(adapter).__name__ == cls), None)
-            if cli_name in budgets:
-                adapter.build_budget_s = budgets[cli_name]
+            add("dense-faiss", FaissDenseAdapter(args.seed))
         return out
 
     return make
