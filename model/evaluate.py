@@ -24,6 +24,7 @@ from model.encode import autocast_for
 from model.manifest import ManifestRecord
 from model.metrics import caption_relevance, ndcg_at_k, recall_at_k
 from model.modeling import VisualSpartaModel
+from model.topn import select_top_terms, to_csr
 
 log = logging.getLogger(__name__)
 
@@ -90,13 +91,10 @@ def encode_sparse(
                 regions=None if regions is None else regions.to(device),
             )
             phi = model.term_weights(h, mask)  # [B, V]
-        if drop.numel():
-            phi[:, drop] = 0.0
-        vals, ids = phi.sort(dim=1, descending=True)
-        for v, i in zip(vals.cpu().numpy(), ids.cpu().numpy(), strict=True):
-            p = int((v > 0).sum())
-            ids_out.append(i[:p].astype(np.int32))
-            vals_out.append(v[:p].astype(np.float32))
+        indptr, term_ids, weights = to_csr(*select_top_terms(phi, None, drop))
+        for a, b in zip(indptr[:-1], indptr[1:], strict=True):
+            ids_out.append(term_ids[a:b])
+            vals_out.append(weights[a:b])
     return SparseImages(ids_out, vals_out, model.config.vocab_size)
 
 

@@ -21,6 +21,7 @@ from model.configuration import DEFAULT_TEXT_MODEL, VisualSpartaConfig
 from model.layers import Encoder, HFStem, PatchStem, TextEmbeddings, box_locations
 from model.regions import RegionBatch
 from model.tokenization import load_tokenizer, non_query_ids, query_tokenizer_for, resolve_text_model
+from model.topn import csr_to_dicts, select_top_terms, to_csr
 
 try:  # transformers >= 5 tracks which tensors were initialized through its own init helpers
     from transformers import initialization as _init
@@ -333,22 +334,9 @@ class VisualSpartaModel(VisualSpartaPreTrainedModel):
         """Per image ``{vocab id: φ}``: the ``n`` largest (None = all), values <= 0 dropped.
 
         Ids no query can contain ([CLS], [unused..]) are left out: they would only waste slots.
+        The cut itself is ``model.topn.select_top_terms``, shared with evaluation and indexing.
         """
-        if n is not None and n <= 0:
-            raise ValueError(f"n must be positive or None (all), got {n}")
-        phi = phi.float()
-        drop = self.non_query_ids()
-        if drop.numel():
-            phi = phi.clone()
-            phi[:, drop.to(phi.device)] = 0.0
-        if n is None or n >= phi.shape[1]:
-            values, ids = phi.sort(dim=1, descending=True)
-        else:
-            values, ids = phi.topk(n, dim=1)
-        out: list[dict[int, float]] = []
-        for vals, idx in zip(values.cpu().tolist(), ids.cpu().tolist(), strict=True):
-            out.append({i: v for i, v in zip(idx, vals, strict=True) if v > 0.0})
-        return out
+        return csr_to_dicts(*to_csr(*select_top_terms(phi, n, self.non_query_ids())))
 
 
 def prepare_hf_stem_config(config: VisualSpartaConfig) -> Any:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from termindex.base import Hit, TermDocument, TermIndex, score
+from termindex.base import MAX_QUERY_WEIGHT, Hit, TermDocument, TermIndex, heaviest_terms, score
 from termindex.errors import (
     DocumentNotFound,
     EngineUnavailable,
@@ -24,10 +24,12 @@ __all__ = [
     "EngineUnavailable",
     "Hit",
     "IndexNotFound",
+    "MAX_QUERY_WEIGHT",
     "InvalidQuery",
     "TermDocument",
     "TermIndex",
     "TermIndexError",
+    "heaviest_terms",
     "open_index",
     "parse_spec",
     "score",

@@ -12,10 +12,11 @@ function and ``scaling_factor: 1``.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,20 @@ from termindex.errors import InvalidQuery
 # Ids travel in URLs, file names of failure reports and ES _id: keep them printable and bounded.
 MAX_ID_LENGTH = 512
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+# The largest weight one query term may carry (a repeat count or an explicit ``terms`` weight).
+# Engines are exact up to it; beyond it float32 sums overflow, so requests are refused instead.
+MAX_QUERY_WEIGHT = 1000.0
+
+
+def heaviest_terms(terms: Mapping[int, float], n: int | None = None) -> list[tuple[int, float]]:
+    """``(id, weight)`` pairs heaviest first, ties by id ascending, at most ``n`` (None = all).
+
+    The one order of an image's terms: what "more like this" queries with, what the export and
+    the API list, what a top-n cut keeps. Every caller uses this so they never disagree.
+    """
+    ordered = sorted(terms.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ordered if n is None else ordered[:n]
 
 
 @dataclass(frozen=True)
@@ -97,6 +112,32 @@ class TermIndex(ABC):
     def upsert(self, docs: Iterable[TermDocument]) -> int:
         """Insert or replace documents by id; returns how many were written."""
 
+    def upsert_arrays(
+        self,
+        ids: list[str],
+        indptr: Any,
+        term_ids: Any,
+        weights: Any,
+        metadata: list[Mapping[str, Any]] | None = None,
+    ) -> int:
+        """Bulk upsert from CSR arrays: document i is ``term_ids/weights[indptr[i]:indptr[i+1]]``.
+
+        The indexer's path (no Python object per term). Portable default: build documents and
+        ``upsert``; engines override it with a vectorized write.
+        """
+        docs = []
+        for i, doc_id in enumerate(ids):
+            a, b = int(indptr[i]), int(indptr[i + 1])
+            terms = dict(zip((int(t) for t in term_ids[a:b]), (float(w) for w in weights[a:b]), strict=True))
+            docs.append(TermDocument(doc_id, terms, metadata[i] if metadata is not None else {}))
+        return self.upsert(docs)
+
+    @contextlib.contextmanager
+    def bulk_load(self) -> Iterator[TermIndex]:
+        """Bulk-load mode for a long write job (e.g. Elasticsearch: refresh and replicas off,
+        restored after). Default: nothing to change."""
+        yield self
+
     @abstractmethod
     def delete(self, ids: Iterable[str]) -> int:
         """Delete documents by id; returns how many existed."""
@@ -133,8 +174,7 @@ class TermIndex(ABC):
     def similar(self, doc_id: str, k: int = 10, n_terms: int = 32) -> list[Hit]:
         """Documents like ``doc_id``: its ``n_terms`` heaviest terms as the query, itself excluded."""
         doc = self.get(doc_id)
-        top = sorted(doc.terms.items(), key=lambda kv: (-kv[1], kv[0]))[:n_terms]
-        hits = self.search(dict(top), k=k + 1)
+        hits = self.search(dict(heaviest_terms(doc.terms, n_terms)), k=k + 1)
         return [h for h in hits if h.id != doc_id][:k]
 
     def close(self) -> None:  # noqa: B027 - optional hook

@@ -1,0 +1,59 @@
+"""Top-n selection of an image's term weights: the one place that decides which terms an index keeps.
+
+Evaluation, ``VisualSpartaModel.top_terms`` and the indexer's encoder all cut φ here, so the
+index a user builds holds exactly the terms the evaluation measured. The cut runs where φ lives
+(on the GPU when there is one) and hands back fixed-shape tensors, so a batch crosses to the
+host in one copy instead of one Python object per term.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+def select_top_terms(
+    phi: torch.Tensor, n: int | None = 1000, drop_ids: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Each image's ``n`` heaviest positive terms (None = every positive term).
+
+    ``phi``: ``[B, V]``. Returns ``ids [B, k]`` int32, ``weights [B, k]`` float32 (heaviest first,
+    zero after the last positive one) and ``counts [B]`` int32 (positive terms kept per image).
+    ``drop_ids`` are vocabulary ids no query can contain: they never take a slot.
+    """
+    if n is not None and n <= 0:
+        raise ValueError(f"n must be positive or None (all), got {n}")
+    phi = phi.float()
+    if drop_ids is not None and drop_ids.numel():
+        phi = phi.clone()
+        phi[:, drop_ids.to(phi.device)] = 0.0
+    if n is None or n >= phi.shape[1]:
+        values, ids = phi.sort(dim=1, descending=True, stable=True)
+    else:
+        values, ids = phi.topk(n, dim=1)
+    positive = values > 0.0
+    values = torch.where(positive, values, torch.zeros_like(values))
+    counts = positive.sum(dim=1, dtype=torch.int32)
+    return ids.to(torch.int32), values, counts
+
+
+def to_csr(
+    ids: torch.Tensor, weights: torch.Tensor, counts: torch.Tensor
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``select_top_terms`` output as host CSR arrays ``(indptr int64, term_ids int32, weights float32)``.
+
+    Image i's terms are ``term_ids[indptr[i]:indptr[i+1]]``, heaviest first.
+    """
+    ids_h, w_h, c_h = ids.cpu().numpy(), weights.float().cpu().numpy(), counts.cpu().numpy()
+    keep = np.arange(ids_h.shape[1])[None, :] < c_h[:, None]
+    indptr = np.zeros(len(c_h) + 1, dtype=np.int64)
+    np.cumsum(c_h, out=indptr[1:])
+    return indptr, ids_h[keep].astype(np.int32), w_h[keep].astype(np.float32)
+
+
+def csr_to_dicts(indptr: np.ndarray, term_ids: np.ndarray, weights: np.ndarray) -> list[dict[int, float]]:
+    """Per-image ``{vocab id: weight}`` for callers that want Python mappings (tests, small jobs)."""
+    return [
+        dict(zip(term_ids[a:b].tolist(), weights[a:b].tolist(), strict=True))
+        for a, b in zip(indptr[:-1], indptr[1:], strict=True)
+    ]

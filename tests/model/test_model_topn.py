@@ -1,0 +1,28 @@
+"""The one top-n cut: heaviest positive terms, query-impossible ids never kept, CSR on the host."""
+
+from __future__ import annotations
+
+import torch
+
+from model.topn import csr_to_dicts, select_top_terms, to_csr
+from termindex.base import heaviest_terms
+
+
+def test_top_terms_keep_heaviest_positive_and_skip_dropped_ids() -> None:
+    phi = torch.tensor([[0.0, 3.0, 1.0, 2.0, -1.0], [5.0, 0.0, 0.0, 0.0, 0.5]])
+    ids, weights, counts = select_top_terms(phi, n=3, drop_ids=torch.tensor([3]))
+    assert counts.tolist() == [2, 2]
+    indptr, term_ids, w = to_csr(ids, weights, counts)
+    assert indptr.tolist() == [0, 2, 4]
+    assert csr_to_dicts(indptr, term_ids, w) == [{1: 3.0, 2: 1.0}, {0: 5.0, 4: 0.5}]
+
+
+def test_all_terms_when_n_is_none_match_heaviest_terms_order() -> None:
+    torch.manual_seed(0)
+    phi = torch.randn(4, 50)
+    ids, weights, counts = select_top_terms(phi, n=None)
+    docs = csr_to_dicts(*to_csr(ids, weights, counts))
+    for row, doc in zip(phi.tolist(), docs, strict=True):
+        positive = {i: v for i, v in enumerate(row) if v > 0}
+        assert list(doc) == [i for i, _ in heaviest_terms(positive)]
+        assert doc == positive
