@@ -1,13 +1,18 @@
 """`vsparta index`: encode images into weighted-term documents and write them to an engine.
 
-Examples::
+examples:
+  vsparta index photos/ --model runs/model --backend embedded:index/
+  vsparta index data/manifest.jsonl --model runs/model --backend http://127.0.0.1:9200/images \\
+      --shard 0 --num-shards 4 --resume --failures failed.jsonl
+  vsparta index export/ --tokenizer runs/model --backend embedded:index2/   # no model needed
+  vsparta index photos/ --fake-encoder --backend embedded:/tmp/plumbing/     # measure the pipeline
 
-    vsparta index photos/ --model runs/model --backend embedded:index/
-    vsparta index data/manifest.jsonl --model runs/model --backend http://127.0.0.1:9200/images \\
-        --shard 0 --num-shards 4 --resume --failures failed.jsonl
-    vsparta index export/ --tokenizer runs/model --backend embedded:index2/   # no model needed
+ids: a manifest's "id"; for a folder, sha1 of each file's path relative to the folder.
 
-Ids: a manifest's ``id``; for a folder, sha1 of each file's path relative to the folder.
+symbolic links in an image folder: a link is indexed under its own path (its own id, so a link
+and its target are two documents); a link whose target lies outside the folder is skipped and
+listed in the failure report as "symlink_outside" unless --follow-symlinks is given; a dangling
+link is listed as "broken_symlink". Linked folders are not entered.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import argparse
 import logging
 import os
 import signal
+import sys
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
@@ -35,12 +41,13 @@ def _top_n(value: str) -> int | None:
 
 
 def _default_workers() -> int:
-    return max(1, min(8, (os.cpu_count() or 2) - 1))
+    """One decode process per core but one (the encoder's); no upper cap: a 64-core host uses them."""
+    return max(1, (os.cpu_count() or 2) - 1)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = __doc__.split("\n", 2)[2]
+    parser.epilog = __doc__.split("\n", 2)[2].strip()
     parser.add_argument(
         "input", type=Path, help="image folder, manifest JSONL, .npz folder, or term-document JSONL"
     )
@@ -52,12 +59,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument(
         "--export-jsonl", type=Path, metavar="DIR", help="also write numbered term-document JSONL"
     )
-    out.add_argument("--export-docs-per-file", type=int, default=10_000, metavar="N")
+    out.add_argument(
+        "--export-docs-per-file",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="start a new export file every N documents (default 10000)",
+    )
     out.add_argument(
         "--failures", type=Path, metavar="PATH", help="JSONL report of files that could not be indexed"
     )
     model = parser.add_argument_group("model")
     model.add_argument("--model", type=Path, help="saved VisualSparta model folder")
+    model.add_argument(
+        "--fake-encoder",
+        action="store_true",
+        help="no model: instant deterministic terms (1000 per image), to measure decoding and writing",
+    )
+    model.add_argument(
+        "--fake-image-size",
+        type=int,
+        default=224,
+        metavar="S",
+        help="with --fake-encoder: decode images to S x S pixels like a model would (default 224)",
+    )
     model.add_argument(
         "--tokenizer", type=Path, help="tokenizer folder for term-document input (default: --model)"
     )
@@ -66,12 +91,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     model.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
     model.add_argument(
-        "--amp", action=argparse.BooleanOptionalAction, default=None, help="mixed precision (default: on GPU)"
+        "--amp",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="mixed precision for the transformer (default: on with a GPU, off on CPU)",
     )
     job = parser.add_argument_group("job")
-    job.add_argument("--batch-size", type=int, default=32)
+    job.add_argument("--batch-size", type=int, default=32, help="images encoded together (default 32)")
     job.add_argument(
-        "--workers", type=int, default=_default_workers(), help="decode processes (0: in-process)"
+        "--workers",
+        type=int,
+        default=_default_workers(),
+        help=f"decode processes (default: cores - 1, here {_default_workers()}; 0: decode in-process)",
+    )
+    job.add_argument(
+        "--fast-decode",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="decode JPEGs at reduced scale near the model's size (default on; off: full decode)",
+    )
+    job.add_argument(
+        "--follow-symlinks",
+        action="store_true",
+        help="also index symbolic links whose target lies outside the input folder",
     )
     job.add_argument("--max-pixels", type=int, help="refuse larger images (decompression-bomb guard)")
     job.add_argument("--resume", action="store_true", help="skip documents the target already has")
@@ -87,7 +129,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     job.add_argument(
         "--ignore-regions", action="store_true", help="encode pixels even if the manifest names regions"
     )
-    job.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bar")
+    job.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="a progress bar on a terminal, a line every 30 s in a log (default); --no-progress: none",
+    )
+
+
+def _quiet_library_bars() -> None:
+    """No "Loading weights" bars from Hugging Face libraries in logs or with --no-progress."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        return
+    hf_logging.disable_progress_bar()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -114,7 +171,13 @@ def run(args: argparse.Namespace) -> int:
         ignore_regions=args.ignore_regions,
         commit_interval=args.commit_interval,
         progress=args.progress,
+        fast_decode=args.fast_decode,
+        follow_symlinks=args.follow_symlinks,
+        fake_encoder=args.fake_encoder,
+        fake_image_size=args.fake_image_size,
     )
+    if not args.fake_encoder and (args.progress is False or not sys.stderr.isatty()):
+        _quiet_library_bars()
     try:
         summary = run_index(config)
     except TermIndexError as exc:  # engine unreachable or refusing writes

@@ -44,7 +44,9 @@ class WorkItem:
 
     ``regions`` wins over ``image`` when both are set (the manifest names precomputed region
     features); ``image`` is then only used for the image size and for serving.
-    ``location`` is the human-readable path reported in the failure report.
+    ``location`` is the human-readable path reported in the failure report. ``rejected``
+    (reason, message): the reader already knows the item cannot be indexed (a symlink leaving
+    the folder, a dangling one); it still flows through the job so the report lists it.
     """
 
     id: str
@@ -53,6 +55,7 @@ class WorkItem:
     regions: Path | None = None
     terms: dict[str, float] | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    rejected: tuple[str, str] | None = None
 
     @property
     def kind(self) -> Literal["pixels", "regions", "terms"]:

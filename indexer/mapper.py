@@ -1,33 +1,47 @@
-"""Mapper stage: decoded batches -> weighted-term documents (the only stage on the device).
+"""Mapper stage: decoded batches -> term documents as CSR arrays (the only stage on the device).
 
 The encoder scores every vocabulary term for each image and keeps the top-n (paper section 3.3,
-DESIGN.md section 2); here we only batch, call it, drop non-positive weights and attach ids and
-metadata. Term-document input skips the model: tokens are mapped back to vocabulary ids.
+DESIGN.md section 2) on the device; here we only batch, call it, keep positive finite weights
+and attach ids and metadata. Nothing here makes a Python object per term. Term-document input
+skips the model: tokens are mapped back to vocabulary ids.
+
+With a device that runs asynchronously (CUDA), one pixel batch stays in flight: batch k+1 is
+queued before the results of batch k are fetched, so the GPU computes while the host stacks,
+hands results to the writer and waits for decoded images.
 """
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
+from indexer.batch import Csr, TermBatch, canonical_csr, csr_from_dicts
 from indexer.decoder import Decoded
-from indexer.items import Failure, WorkItem
+from indexer.items import Failure
 from indexer.termdocs import TermDocError, terms_from_tokens
-from termindex import TermDocument
 
 
-class Encoder(Protocol):
-    """What the indexer needs from ``model.encode.TermEncoder``."""
+class ImageTermEncoder(Protocol):
+    """What the indexer needs from a model (``model.encode.TermEncoder``, ``indexer.fake.FakeEncoder``).
 
-    def encode_pixels(self, batch: np.ndarray, top_n: int | None = 1000) -> list[dict[int, float]]: ...
+    Not ``model.layers.Encoder`` (a transformer layer stack): this is the whole image -> terms step.
+    """
 
-    def encode_regions(self, regions: list[Any], top_n: int | None = 1000) -> list[dict[int, float]]: ...
+    preprocessor: Any
+
+    def start_pixels(self, pixels: np.ndarray, top_n: int | None = 1000) -> Any: ...
+
+    def finish(self, pending: Any) -> Csr: ...
+
+    def encode_regions_csr(self, regions: list[Any], top_n: int | None = 1000) -> Csr: ...
 
     def id_to_token(self, i: int) -> str: ...
+
+    @property
+    def device_busy_seconds(self) -> float | None: ...
 
 
 def parse_top_n(value: str | int | None) -> int | None:
@@ -43,41 +57,67 @@ def parse_top_n(value: str | int | None) -> int | None:
     return n
 
 
-def clean_terms(terms: Mapping[int, float], top_n: int | None) -> dict[int, float]:
-    """Positive finite weights only, at most ``top_n`` of them (heaviest; ties by id)."""
-    kept = [(int(i), float(w)) for i, w in terms.items() if math.isfinite(w) and w > 0]
-    kept.sort(key=lambda kv: (-kv[1], kv[0]))
-    if top_n is not None:
-        kept = kept[:top_n]
-    return dict(kept)
+Emit = Callable[[TermBatch | None, list[Failure]], None]
 
 
 class EncoderMapper:
-    """Runs the encoder on a batch of decoded items; times itself for the per-stage summary."""
+    """Runs the encoder on batches of decoded items; times itself for the per-stage summary.
 
-    def __init__(self, encoder: Encoder, top_n: int | None) -> None:
+    ``map(batch)`` returns what is ready: on CUDA the previous pixel batch's documents, so one
+    batch is always queued on the device; ``drain()`` returns the last one.
+    """
+
+    def __init__(self, encoder: ImageTermEncoder, top_n: int | None) -> None:
         self.encoder = encoder
         self.top_n = top_n
         self.seconds = 0.0
         self.images = 0
+        self._in_flight: tuple[list[Decoded], Any] | None = None
 
-    def map(self, batch: Sequence[Decoded]) -> tuple[list[TermDocument], list[Failure]]:
+    @property
+    def device_busy_seconds(self) -> float | None:
+        return self.encoder.device_busy_seconds
+
+    def map(self, batch: Sequence[Decoded]) -> tuple[list[TermBatch], list[Failure]]:
         start = time.perf_counter()
+        out: list[TermBatch] = []
+        failures: list[Failure] = []
         pixels = [d for d in batch if d.item.kind == "pixels"]
-        regions, failures = self._usable_regions([d for d in batch if d.item.kind == "regions"])
-        results: dict[str, dict[int, float]] = {}
+        regions, bad = self._usable_regions([d for d in batch if d.item.kind == "regions"])
+        failures += bad
         if pixels:
-            stacked = np.stack([d.payload for d in pixels])
-            for d, terms in zip(pixels, self.encoder.encode_pixels(stacked, top_n=self.top_n), strict=True):
-                results[d.item.id] = terms
+            stacked = np.stack([d.payload for d in pixels])  # uint8 [B, S, S, 3]: one copy
+            pending = self.encoder.start_pixels(stacked, top_n=self.top_n)
+            self._collect(out, failures)
+            self._in_flight = (pixels, pending)
         if regions:
-            encoded = self.encoder.encode_regions([d.payload for d in regions], top_n=self.top_n)
-            for d, terms in zip(regions, encoded, strict=True):
-                results[d.item.id] = terms
+            csr = self.encoder.encode_regions_csr([d.payload for d in regions], top_n=self.top_n)
+            self._emit(regions, csr, out, failures)
         self.seconds += time.perf_counter() - start
         self.images += len(batch)
-        docs, empty = _documents([d.item for d in batch if d.item.id in results], results, self.top_n)
-        return docs, failures + empty
+        return out, failures
+
+    def drain(self) -> tuple[list[TermBatch], list[Failure]]:
+        start = time.perf_counter()
+        out: list[TermBatch] = []
+        failures: list[Failure] = []
+        self._collect(out, failures)
+        self.seconds += time.perf_counter() - start
+        return out, failures
+
+    def _collect(self, out: list[TermBatch], failures: list[Failure]) -> None:
+        if self._in_flight is not None:
+            decoded, pending = self._in_flight
+            self._in_flight = None
+            self._emit(decoded, self.encoder.finish(pending), out, failures)
+
+    def _emit(
+        self, decoded: Sequence[Decoded], csr: Csr, out: list[TermBatch], failures: list[Failure]
+    ) -> None:
+        batch, empty = documents(decoded, csr, self.top_n)
+        failures += empty
+        if batch is not None:
+            out.append(batch)
 
     def _usable_regions(self, decoded: list[Decoded]) -> tuple[list[Decoded], list[Failure]]:
         """Region files whose feature size the model cannot take fail alone, not the whole batch."""
@@ -101,33 +141,53 @@ class TermsMapper:
         self.top_n = top_n
         self.seconds = 0.0
         self.images = 0
+        self.device_busy_seconds = None
 
-    def map(self, batch: Sequence[Decoded]) -> tuple[list[TermDocument], list[Failure]]:
+    def map(self, batch: Sequence[Decoded]) -> tuple[list[TermBatch], list[Failure]]:
         start = time.perf_counter()
-        results: dict[str, dict[int, float]] = {}
+        ok: list[Decoded] = []
+        terms: list[dict[int, float]] = []
         failures: list[Failure] = []
         for d in batch:
             assert d.item.terms is not None
             try:
-                results[d.item.id] = terms_from_tokens(d.item.terms, self.token_to_id, d.item.id)
+                terms.append(terms_from_tokens(d.item.terms, self.token_to_id, d.item.id))
+                ok.append(d)
             except TermDocError as exc:
                 failures.append(Failure(d.item.id, d.item.location, "unknown_token", str(exc)))
+        out, empty = documents(ok, csr_from_dicts(terms), self.top_n)
         self.seconds += time.perf_counter() - start
         self.images += len(batch)
-        ok = [d.item for d in batch if d.item.id in results]
-        docs, empty = _documents(ok, results, self.top_n)
-        return docs, failures + empty
+        return ([out] if out is not None else []), failures + empty
+
+    def drain(self) -> tuple[list[TermBatch], list[Failure]]:
+        return [], []
 
 
-def _documents(
-    items: Sequence[WorkItem], results: Mapping[str, Mapping[int, float]], top_n: int | None
-) -> tuple[list[TermDocument], list[Failure]]:
-    docs: list[TermDocument] = []
-    failures: list[Failure] = []
-    for item in items:
-        terms = clean_terms(results[item.id], top_n)
-        if not terms:  # nothing could ever match it; say so rather than index an empty doc
-            failures.append(Failure(item.id, item.location, "no_terms", "no term with a positive weight"))
-            continue
-        docs.append(TermDocument(id=item.id, terms=terms, metadata=item.metadata))
-    return docs, failures
+def documents(
+    decoded: Sequence[Decoded], csr: Csr, top_n: int | None
+) -> tuple[TermBatch | None, list[Failure]]:
+    """Attach ids and metadata to CSR rows; an image left with no positive term is a failure
+    (nothing could ever match it; say so rather than index an empty document)."""
+    indptr, term_ids, weights = canonical_csr(*csr, top_n)
+    counts = np.diff(indptr)
+    failures = [
+        Failure(d.item.id, d.item.location, "no_terms", "no term with a positive weight")
+        for d, c in zip(decoded, counts, strict=True)
+        if c == 0
+    ]
+    if failures:
+        nonempty = counts > 0
+        indptr = np.zeros(int(nonempty.sum()) + 1, dtype=np.int64)
+        np.cumsum(counts[nonempty], out=indptr[1:])
+        decoded = [d for d, keep in zip(decoded, nonempty, strict=True) if keep]
+    if not decoded:
+        return None, failures
+    batch = TermBatch(
+        ids=[d.item.id for d in decoded],
+        indptr=indptr,
+        term_ids=term_ids,
+        weights=weights,
+        metadata=[d.item.metadata for d in decoded],
+    )
+    return batch, failures

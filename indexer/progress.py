@@ -1,12 +1,14 @@
 """Progress: a tqdm bar (images/s, ETA) on a terminal, periodic log lines otherwise.
 
-Batch jobs usually run with their output in a log file, where a bar is noise and silence looks
-like a hang; there, one line every ``log_every`` seconds says how far the job is.
+Batch jobs usually run with their output in a log file, where a bar's carriage returns are
+noise and silence looks like a hang; there, one line every ``log_every`` seconds says how far
+the job is, even when a bar was asked for. ``enabled=False`` shows nothing at all.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 
@@ -25,16 +27,20 @@ class Progress:
         self._start = time.monotonic()
         self._last_log = self._start
         self._log_every = log_every
-        self._bar = tqdm(total=total, unit="img", disable=enabled is False, smoothing=0.1, dynamic_ncols=True)
-        if enabled is None and not self._bar.disable and not _is_tty(self._bar):
-            self._bar.disable = True
-        self.bar_shown = not self._bar.disable
+        self.enabled = enabled is not False
+        # Decided before tqdm starts: it writes its first carriage-return line when created.
+        self.bar_shown = self.enabled and _is_tty(sys.stderr)
+        self._bar = tqdm(
+            total=total, unit="img", disable=not self.bar_shown, smoothing=0.1, dynamic_ncols=True
+        )
 
     def update(self, n: int = 1) -> None:
         with self._lock:
             self.done += n
             if self.bar_shown:
                 self._bar.update(n)
+                return
+            if not self.enabled:
                 return
             now = time.monotonic()
             if now - self._last_log >= self._log_every:
@@ -52,8 +58,7 @@ class Progress:
         self._bar.close()
 
 
-def _is_tty(bar: tqdm) -> bool:
-    fp = getattr(bar, "fp", None)
+def _is_tty(fp: object) -> bool:
     isatty = getattr(fp, "isatty", None)
     try:
         return bool(isatty()) if callable(isatty) else False

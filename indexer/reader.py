@@ -64,7 +64,9 @@ def detect_format(path: str | Path) -> str:
     raise ValueError(f"{path}: neither a manifest nor a term-document JSONL file (use --format)")
 
 
-def read_items(path: str | Path, fmt: str = "auto", *, ignore_regions: bool = False) -> list[WorkItem]:
+def read_items(
+    path: str | Path, fmt: str = "auto", *, ignore_regions: bool = False, follow_symlinks: bool = False
+) -> list[WorkItem]:
     """All work items of the input, in a deterministic order."""
     if fmt not in INPUT_FORMATS:
         raise ValueError(f"input format must be one of {INPUT_FORMATS}, got {fmt!r}")
@@ -72,7 +74,7 @@ def read_items(path: str | Path, fmt: str = "auto", *, ignore_regions: bool = Fa
     if fmt == "auto":
         fmt = detect_format(path)
     if fmt == "images":
-        return image_folder_items(path)
+        return image_folder_items(path, follow_symlinks=follow_symlinks)
     if fmt == "regions":
         return region_folder_items(path)
     if fmt == "manifest":
@@ -80,17 +82,46 @@ def read_items(path: str | Path, fmt: str = "auto", *, ignore_regions: bool = Fa
     return term_items(path)
 
 
-def image_folder_items(root: Path) -> list[WorkItem]:
+def image_folder_items(root: Path, *, follow_symlinks: bool = False) -> list[WorkItem]:
+    """One item per image file; symbolic links follow one rule (``vsparta index --help``):
+
+    - every file, link or not, gets the id of its OWN path relative to the folder, so a link and
+      its target are two documents and the job's counts match the index;
+    - a link whose target lies outside the folder is reported (``symlink_outside``) and not
+      read, unless ``follow_symlinks``: indexing must not wander into files nobody put there;
+    - a dangling link (or a loop) is reported as ``broken_symlink``, with the link's own id.
+    """
     from model.images import iter_image_files
 
     if not root.is_dir():
         raise ValueError(f"image folder {root} is not a directory")
+    real_root = root.resolve()
     items = []
-    for file in iter_image_files(root):
-        rel = _rel(Path(file), root)
-        meta = {"image": rel, "image_root": str(root.resolve())}
-        items.append(WorkItem(id=path_id(rel), location=str(file), image=Path(file), metadata=meta))
+    for file in iter_image_files(root, include_symlinks=True):
+        rel = Path(file).relative_to(root).as_posix()
+        meta = {"image": rel, "image_root": str(real_root)}
+        rejected = _link_problem(Path(file), real_root, follow_symlinks)
+        items.append(
+            WorkItem(id=path_id(rel), location=str(file), image=Path(file), metadata=meta, rejected=rejected)
+        )
     return items
+
+
+def _link_problem(file: Path, real_root: Path, follow_symlinks: bool) -> tuple[str, str] | None:
+    if not file.is_symlink():
+        return None
+    try:
+        target = file.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return "broken_symlink", f"symbolic link to {os.readlink(file)!r}, which does not exist"
+    if not target.is_file():
+        return "broken_symlink", f"symbolic link to {target}, which is not a file"
+    if not follow_symlinks and not target.is_relative_to(real_root):
+        return (
+            "symlink_outside",
+            f"symbolic link to {target}, outside the input folder (skipped; --follow-symlinks indexes it)",
+        )
+    return None
 
 
 def region_folder_items(root: Path) -> list[WorkItem]:

@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from indexer.batch import TermBatch
 from indexer.decoder import Decoded, Decoder
 from indexer.failures import FailureReport
-from indexer.items import WorkItem, shard_of, validate_shard
-from indexer.mapper import Encoder, EncoderMapper, TermsMapper
+from indexer.items import Failure, WorkItem, shard_of, validate_shard
+from indexer.mapper import EncoderMapper, ImageTermEncoder, TermsMapper
 from indexer.progress import Progress
 from indexer.reader import INPUT_FORMATS, detect_format, read_items
 from indexer.termdocs import TermDocExporter
@@ -58,9 +59,17 @@ class IndexConfig:
     max_pixels: int | None = None
     ignore_regions: bool = False
     commit_interval: float = 1.0  # seconds a document may wait to share an engine write
-    progress: bool | None = None  # None: only on a terminal
+    progress: bool | None = None  # None/True: a bar on a terminal, log lines otherwise; False: nothing
+    fast_decode: bool = True  # JPEG draft mode + reducing_gap resize (see indexer.decoder)
+    follow_symlinks: bool = False  # index links whose target lies outside the input folder
+    fake_encoder: bool = False  # instant deterministic terms, no model: measures the plumbing
+    fake_image_size: int = 224
 
     def validate(self) -> None:
+        if self.fake_encoder and self.model is not None:
+            raise ValueError("give either --model or --fake-encoder, not both")
+        if self.fake_image_size < 1:
+            raise ValueError(f"--fake-image-size must be >= 1, got {self.fake_image_size}")
         if self.backend is None and self.export_jsonl is None:
             raise ValueError("nothing to write to: give --backend and/or --export-jsonl")
         if self.input_format not in INPUT_FORMATS:
@@ -80,7 +89,12 @@ class IndexConfig:
 
 @dataclass
 class IndexSummary:
-    """What the job did; logged at the end and returned to callers (benchmarks, tests)."""
+    """What the job did and where the time went; logged at the end and returned to callers.
+
+    Solo rates are items per second of a stage's own busy time (decode: per worker process);
+    busy shares are that time over the job's wall time (decode: over workers x wall time), so
+    the stage near 100% is the bottleneck. Figures with nothing measured are None, never NaN.
+    """
 
     total: int = 0
     indexed: int = 0
@@ -90,20 +104,30 @@ class IndexSummary:
     seconds: float = 0.0
     decoded: int = 0
     decode_seconds: float = 0.0  # summed over worker processes
+    decode_workers: int = 0
     encoded: int = 0
     encode_seconds: float = 0.0
     write_seconds: float = 0.0
+    commits: int = 0
+    device_busy_seconds: float | None = None  # CUDA events; None on CPU
+    decoded_chunks_ready: float | None = None  # mean, when the encoder asked for the next chunk
+    writer_backlog: float | None = None  # mean batches waiting for the writer
     interrupted_by: str | None = None
 
     @staticmethod
-    def _rate(n: int, seconds: float) -> float:
-        return n / seconds if seconds > 0 else float("nan")
+    def _rate(n: int, seconds: float) -> float | None:
+        return n / seconds if n and seconds > 0 else None
+
+    def _share(self, seconds: float | None, lanes: int = 1) -> float | None:
+        if seconds is None or self.seconds <= 0:
+            return None
+        return seconds / (self.seconds * max(1, lanes))
 
     @property
-    def images_per_second(self) -> float:
+    def images_per_second(self) -> float | None:
         return self._rate(self.indexed + self.failed, self.seconds)
 
-    def stage_rates(self) -> dict[str, float]:
+    def stage_rates(self) -> dict[str, float | None]:
         """Items per second of each stage alone (decode: per worker process)."""
         return {
             "decode": self._rate(self.decoded, self.decode_seconds),
@@ -111,13 +135,59 @@ class IndexSummary:
             "write": self._rate(self.indexed, self.write_seconds),
         }
 
+    def busy_shares(self) -> dict[str, float | None]:
+        """Share of the wall time each stage was working (decode: of all workers' time)."""
+        return {
+            "decode": self._share(self.decode_seconds, self.decode_workers) if self.decoded else None,
+            "encode": self._share(self.encode_seconds) if self.encoded else None,
+            "write": self._share(self.write_seconds) if self.indexed else None,
+            "gpu": self._share(self.device_busy_seconds),
+        }
+
+    def figures(self) -> dict[str, object]:
+        """Everything as one JSON-ready mapping (benchmarks write it)."""
+        return {
+            "images_per_s": self.images_per_second,
+            "stage_rates": self.stage_rates(),
+            "busy_shares": self.busy_shares(),
+            "decoded_chunks_ready": self.decoded_chunks_ready,
+            "writer_backlog": self.writer_backlog,
+            "commits": self.commits,
+            "decode_workers": self.decode_workers,
+            "seconds": self.seconds,
+            "indexed": self.indexed,
+            "failed": self.failed,
+            "skipped": self.skipped,
+        }
+
     def lines(self) -> list[str]:
-        rates = ", ".join(f"{k} {v:.1f}/s" for k, v in self.stage_rates().items())
+        rate = self.images_per_second
         out = [
             f"indexed {self.indexed}, skipped (resume) {self.skipped}, failed {self.failed}"
-            f" of {self.total} in {self.seconds:.1f}s ({self.images_per_second:.1f} images/s)",
-            f"per stage: {rates}",
+            f" of {self.total} in {self.seconds:.1f}s"
+            + (f" ({rate:.1f} images/s)" if rate is not None else "")
         ]
+        shares = self.busy_shares()
+        stages = []
+        for name, value in self.stage_rates().items():
+            if value is None:
+                continue
+            per = (
+                f"/s per worker x{self.decode_workers}" if name == "decode" and self.decode_workers else "/s"
+            )
+            share = shares[name]
+            stages.append(f"{name} {value:.1f}{per}" + (f" (busy {share:.0%})" if share is not None else ""))
+        if stages:
+            out.append("per stage, alone: " + ", ".join(stages))
+        waits = []
+        if self.decoded_chunks_ready is not None:
+            waits.append(f"decoded chunks ready {self.decoded_chunks_ready:.1f}")
+        if self.writer_backlog is not None:
+            waits.append(f"writer backlog {self.writer_backlog:.1f} batches")
+        if shares["gpu"] is not None:
+            waits.append(f"GPU busy {shares['gpu']:.0%}")
+        if waits:
+            out.append("queues: " + ", ".join(waits))
         if self.failures_by_reason:
             reasons = ", ".join(f"{k} {v}" for k, v in sorted(self.failures_by_reason.items()))
             out.append(f"failures: {reasons}")
@@ -150,9 +220,15 @@ def stop_on_signals(stop: threading.Event, caught: list[int]) -> Iterator[None]:
             signal.signal(s, h)
 
 
-def _load_encoder(config: IndexConfig) -> Encoder:
+def _load_encoder(config: IndexConfig) -> ImageTermEncoder:
+    if config.fake_encoder:
+        from indexer.fake import FakeEncoder
+
+        return FakeEncoder(image_size=config.fake_image_size)
     if config.model is None:
-        raise ValueError("--model is required to encode images or regions")
+        raise ValueError("--model (or --fake-encoder) is required to encode images or regions")
+    if not config.model.is_dir():
+        raise ValueError(f"--model {config.model}: no such model folder")
     from model.encode import TermEncoder
 
     return TermEncoder.from_pretrained(config.model, device=config.device, amp=config.amp)
@@ -202,7 +278,7 @@ class IndexJob:
     """One run of the pipeline. Pass ``encoder``/``index`` to reuse loaded ones (benchmarks)."""
 
     def __init__(
-        self, config: IndexConfig, *, encoder: Encoder | None = None, index: TermIndex | None = None
+        self, config: IndexConfig, *, encoder: ImageTermEncoder | None = None, index: TermIndex | None = None
     ):
         config.validate()
         self.config = config
@@ -215,18 +291,21 @@ class IndexJob:
         cfg = self.config
         start = time.perf_counter()
         fmt = detect_format(cfg.input) if cfg.input_format == "auto" else cfg.input_format
-        items = [it for it in read_items(cfg.input, fmt, ignore_regions=cfg.ignore_regions) if self._mine(it)]
+        read = read_items(
+            cfg.input, fmt, ignore_regions=cfg.ignore_regions, follow_symlinks=cfg.follow_symlinks
+        )
+        items = [it for it in read if self._mine(it)]
         self.summary.total = len(items)
         log.info("%d items to index (%s input, shard %d/%d)", len(items), fmt, cfg.shard, cfg.num_shards)
 
         with contextlib.ExitStack() as resources:
-            # The engine first: an unreachable one fails before minutes of model loading.
+            # The model first: a bad --model must not leave an empty index folder behind.
+            mapper, id_to_token, preprocess = self._mapper(fmt)
             index = self._index
             if index is None and cfg.backend is not None:
                 index = resources.enter_context(
                     open_backend(cfg.backend, cfg.shard, cfg.num_shards, self.stop)
                 )
-            mapper, id_to_token, preprocess = self._mapper(fmt)
             target = IndexTarget(index) if index is not None else None
             exporter = None
             if cfg.export_jsonl is not None:
@@ -258,7 +337,10 @@ class IndexJob:
                 target.bulk() if target is not None else contextlib.nullcontext(),
                 writing(writer),
                 Decoder(
-                    preprocess, workers=cfg.workers if fmt != "terms" else 0, max_pixels=cfg.max_pixels
+                    preprocess,
+                    workers=cfg.workers if fmt != "terms" else 0,
+                    max_pixels=cfg.max_pixels,
+                    fast_decode=cfg.fast_decode,
                 ) as decoder,
             ):
                 pending = self._pending(items, target, exporter, bar)
@@ -271,8 +353,11 @@ class IndexJob:
             writer.raise_if_failed()
         s = self.summary
         s.indexed = writer.written
-        s.write_seconds = writer.seconds
+        s.write_seconds, s.commits, s.writer_backlog = writer.seconds, writer.commits, writer.mean_queue_depth
         s.encoded, s.encode_seconds = mapper.images, mapper.seconds
+        s.device_busy_seconds = mapper.device_busy_seconds
+        s.decode_workers = decoder.workers if fmt != "terms" else 0
+        s.decoded_chunks_ready = decoder.mean_ready_chunks
         s.failed, s.failures_by_reason = report.total, dict(report.by_reason)
         s.seconds = time.perf_counter() - start
         if caught:
@@ -290,8 +375,7 @@ class IndexJob:
             tok = _tokenizer(cfg)
             return TermsMapper(tok.token_to_id, cfg.top_n), tok.id_to_token, None
         encoder = self._encoder if self._encoder is not None else _load_encoder(cfg)
-        preprocess = getattr(encoder, "preprocessor", None)
-        return EncoderMapper(encoder, cfg.top_n), encoder.id_to_token, preprocess
+        return EncoderMapper(encoder, cfg.top_n), encoder.id_to_token, encoder.preprocessor
 
     def _pending(
         self,
@@ -328,14 +412,17 @@ class IndexJob:
     ) -> None:
         batch: list[Decoded] = []
 
-        def flush() -> None:
-            docs, failures = mapper.map(batch)
+        def hand_over(result: tuple[list[TermBatch], list[Failure]]) -> None:
+            ready, failures = result
             for f in failures:
                 report.add(f)
             if failures:
                 bar.update(len(failures))
-            if docs:
-                writer.put(docs)
+            for b in ready:
+                writer.put(b)
+
+        def flush() -> None:
+            hand_over(mapper.map(batch))
             batch.clear()
 
         for decoded in stream:
@@ -350,10 +437,12 @@ class IndexJob:
                 flush()
             if self.stop.is_set():
                 batch.clear()  # decoded but not encoded: redone by --resume
-                return
+                break
             writer.raise_if_failed()
-        if batch:
-            flush()
+        else:
+            if batch:
+                flush()
+        hand_over(mapper.drain())  # the batch still on the device is finished and written
 
 
 def run_index(config: IndexConfig, **kwargs: Any) -> IndexSummary:

@@ -14,9 +14,12 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from termindex import TermDocument
+from model.manifest import JsonlError, iter_jsonl
+
+if TYPE_CHECKING:
+    from indexer.batch import TermBatch
 
 log = logging.getLogger(__name__)
 
@@ -30,26 +33,16 @@ class TermDocError(ValueError):
 def iter_term_records(path: str | Path) -> Iterator[dict[str, Any]]:
     """Records of one JSONL file or of every ``*.jsonl`` in a folder (sorted by name).
 
-    A final line without a newline that is not valid JSON is what a killed writer leaves behind;
-    it is skipped with a warning instead of failing the whole re-index.
+    Lines are read by ``model.manifest.iter_jsonl`` (the one rule for a half-written last line).
     """
     path = Path(path)
     files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]
     for file in files:
-        with file.open(encoding="utf-8") as fh:
-            lines = fh.read().split("\n")
-        for lineno, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            where = f"{file}:{lineno}"
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                if lineno == len(lines):  # truncated last line (no trailing newline)
-                    log.warning("%s: ignoring truncated last line", where)
-                    continue
-                raise TermDocError(f"{where}: not valid JSON ({exc.msg})") from None
-            yield _check_record(obj, where)
+        try:
+            for where, obj in iter_jsonl(file):
+                yield _check_record(obj, where)
+        except JsonlError as exc:
+            raise TermDocError(str(exc)) from None
 
 
 def _check_record(obj: Any, where: str) -> dict[str, Any]:
@@ -67,16 +60,6 @@ def _check_record(obj: Any, where: str) -> dict[str, Any]:
     if not isinstance(metadata, dict):
         raise TermDocError(f"{where}: 'metadata' must be an object")
     return {"id": obj["id"], "terms": terms, "metadata": metadata}
-
-
-def to_record(doc: TermDocument, id_to_token: Callable[[int], str]) -> dict[str, Any]:
-    """Export form of a document: token strings as keys, heaviest first."""
-    ordered = sorted(doc.terms.items(), key=lambda kv: (-kv[1], kv[0]))
-    return {
-        "id": doc.id,
-        "terms": {id_to_token(i): float(w) for i, w in ordered},
-        "metadata": dict(doc.metadata),
-    }
 
 
 class TermDocExporter:
@@ -105,6 +88,7 @@ class TermDocExporter:
         self.shard = shard
         self.docs_per_file = docs_per_file
         self.ids: set[str] = set()
+        self._tokens: dict[int, str] = {}  # id_to_token is called once per vocabulary id
         self._fh: TextIO | None = None
         self._in_file = 0
         own = self._parts(only_shard=True)
@@ -142,14 +126,24 @@ class TermDocExporter:
                 ids.add(json.loads(line)["id"])
         return ids
 
-    def write(self, docs: list[TermDocument]) -> None:
-        for doc in docs:
+    def write(self, batch: TermBatch) -> None:
+        """Export lines built from the arrays; rows are already heaviest first (ties by id)."""
+        tokens = self._tokens
+        for i, doc_id in enumerate(batch.ids):
             if self._fh is None or self._in_file >= self.docs_per_file:
                 self._rotate()
             assert self._fh is not None
-            self._fh.write(json.dumps(to_record(doc, self.id_to_token), ensure_ascii=False) + "\n")
+            ids, weights = batch.row(i)
+            terms = {}
+            for t, w in zip(ids.tolist(), weights.tolist(), strict=True):
+                token = tokens.get(t)
+                if token is None:
+                    token = tokens[t] = self.id_to_token(t)
+                terms[token] = w
+            record = {"id": doc_id, "terms": terms, "metadata": dict(batch.metadata[i])}
+            self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
             self._in_file += 1
-            self.ids.add(doc.id)
+            self.ids.add(doc_id)
         if self._fh is not None:
             self._fh.flush()
 

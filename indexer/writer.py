@@ -1,9 +1,9 @@
 """Writer stage: a thread that commits document batches to the engine, then to the export.
 
 It runs beside the encoder with a bounded queue so the device never waits on the network or the
-disk, and the encoder never races ahead by more than ``queue_size`` batches. Order per batch:
-engine ``upsert`` (+ ``flush`` when the engine buffers), then the JSONL export; a batch counts as
-written only after both, which is what ``--resume`` relies on.
+disk, and the encoder never races ahead by more than ``queue_size`` batches. Order per commit:
+engine ``upsert_arrays`` (one segment, or one bulk request, per commit), then the JSONL export;
+a commit counts as written only after both, which is what ``--resume`` relies on.
 """
 
 from __future__ import annotations
@@ -15,17 +15,19 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 
+from indexer.batch import TermBatch
 from indexer.termdocs import TermDocExporter
-from termindex import TermDocument, TermIndex
+from termindex import TermIndex
 
 log = logging.getLogger(__name__)
 
 
 class IndexTarget:
-    """The engine as the indexer uses it: batched writes, bulk-load mode, which ids exist.
+    """The engine as the indexer uses it: array writes, bulk-load mode, which ids exist.
 
-    Engines may offer faster paths (``bulk_load``, ``flush``); ``existing_ids`` is part of the
-    interface (Elasticsearch: a realtime ``_mget``; embedded: id lookups in one snapshot).
+    All three are ``TermIndex`` methods with portable defaults that engines override
+    (``upsert_arrays``: a vectorized write; ``bulk_load``: e.g. ES refresh off; ``existing_ids``:
+    a realtime ``_mget`` or id lookups in one snapshot).
     """
 
     def __init__(self, index: TermIndex) -> None:
@@ -36,15 +38,12 @@ class IndexTarget:
         return set(self.index.existing_ids(ids))
 
     def bulk(self) -> contextlib.AbstractContextManager[object]:
-        """The engine's bulk-load mode when it has one (e.g. ES refresh off), else nothing."""
-        bulk_load = getattr(self.index, "bulk_load", None)
-        return bulk_load() if callable(bulk_load) else contextlib.nullcontext()
+        """The engine's bulk-load mode for the whole job."""
+        return self.index.bulk_load()
 
-    def write(self, docs: list[TermDocument]) -> None:
-        self.index.upsert(docs)
-        flush = getattr(self.index, "flush", None)
-        if callable(flush):
-            flush()
+    def write(self, batch: TermBatch) -> None:
+        """One commit; durable when it returns (what ``--resume`` counts on)."""
+        self.index.upsert_arrays(batch.ids, batch.indptr, batch.term_ids, batch.weights, batch.metadata)
 
 
 _DONE = object()
@@ -73,8 +72,15 @@ class DocumentWriter(threading.Thread):
         self.error: BaseException | None = None
         self.written = 0
         self.seconds = 0.0
+        self.commits = 0
+        self.queue_samples = 0
+        self.queue_total = 0  # batches waiting, summed over puts (how far the writer lags)
 
-    def _next(self) -> tuple[list[TermDocument], bool]:
+    @property
+    def mean_queue_depth(self) -> float | None:
+        return self.queue_total / self.queue_samples if self.queue_samples else None
+
+    def _next(self) -> tuple[TermBatch | None, bool]:
         """One batch, merged with what arrives within ``commit_interval``, up to ``commit_docs``.
 
         Small encoder batches become fewer, larger engine writes (one segment or one bulk
@@ -82,26 +88,30 @@ class DocumentWriter(threading.Thread):
         """
         item = self._queue.get()
         if item is _DONE:
-            return [], True
-        assert isinstance(item, list)
-        batch = list(item)
+            return None, True
+        assert isinstance(item, TermBatch)
+        parts = [item]
+        size = len(item)
         deadline = time.monotonic() + self.commit_interval
-        while len(batch) < self.commit_docs:
+        done = False
+        while size < self.commit_docs:
             try:
                 item = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 break
             if item is _DONE:
-                return batch, True
-            assert isinstance(item, list)
-            batch.extend(item)
-        return batch, False
+                done = True
+                break
+            assert isinstance(item, TermBatch)
+            parts.append(item)
+            size += len(item)
+        return TermBatch.concat(parts), done
 
     def run(self) -> None:
         done = False
         while not done:
             batch, done = self._next()
-            if not batch or self.error is not None:
+            if batch is None or not len(batch) or self.error is not None:
                 continue  # after an error: drain so the producer never blocks on a dead writer
             try:
                 start = time.perf_counter()
@@ -111,18 +121,21 @@ class DocumentWriter(threading.Thread):
                     self.exporter.write(batch)
                 self.seconds += time.perf_counter() - start
                 self.written += len(batch)
+                self.commits += 1
                 log.debug("committed %d documents (%d in total)", len(batch), self.written)
                 if self.on_commit is not None:
                     self.on_commit(len(batch))
             except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
                 self.error = exc
 
-    def put(self, docs: list[TermDocument]) -> None:
+    def put(self, batch: TermBatch) -> None:
         """Queue a batch; raises the writer's error instead of blocking on a dead writer."""
+        self.queue_samples += 1
+        self.queue_total += self._queue.qsize()
         while True:
             self.raise_if_failed()
             try:
-                self._queue.put(docs, timeout=0.2)
+                self._queue.put(batch, timeout=0.2)
                 return
             except queue.Full:
                 continue

@@ -38,8 +38,14 @@ class ImageError(ValueError):
         super().__init__(f"{name}: {detail} [{reason}]")
 
 
-def load_image(source: str | Path | bytes, *, max_pixels: int = DEFAULT_MAX_PIXELS) -> Image.Image:
+def load_image(
+    source: str | Path | bytes, *, max_pixels: int = DEFAULT_MAX_PIXELS, draft_size: int | None = None
+) -> Image.Image:
     """Return ``source`` (a path or the file's bytes) as a fully decoded RGB image.
+
+    ``draft_size``: a JPEG may be decoded at 1/2, 1/4 or 1/8 scale (libjpeg's DCT scaling, Pillow's
+    ``draft``) as long as both sides stay >= ``draft_size``: a model that sees S x S pixels then
+    costs a fraction of a full decode. Other formats ignore it. Everything else is the same.
 
     EXIF orientation is applied, so pixels are as a person would see them; alpha is composited
     onto white (transparent regions of logos and icons are usually meant as "background");
@@ -62,10 +68,10 @@ def load_image(source: str | Path | bytes, *, max_pixels: int = DEFAULT_MAX_PIXE
             raise ImageError("unreadable", name, f"cannot read file ({exc.strerror or exc})") from None
     if not data:
         raise ImageError("empty", name, "file is empty (0 bytes)")
-    return _decode(data, name, max_pixels)
+    return _decode(data, name, max_pixels, draft_size)
 
 
-def _decode(data: bytes, name: str, max_pixels: int) -> Image.Image:
+def _decode(data: bytes, name: str, max_pixels: int, draft_size: int | None = None) -> Image.Image:
     if _riff_truncated(data):
         raise ImageError("truncated", name, "file is truncated (RIFF header declares more bytes)")
     with warnings.catch_warnings():
@@ -88,6 +94,9 @@ def _decode(data: bytes, name: str, max_pixels: int) -> Image.Image:
                 )
             if width == 0 or height == 0:
                 raise ImageError("unreadable", name, f"degenerate size {width}x{height}")
+            if draft_size is not None and im.format == "JPEG":
+                # Both sides stay >= draft_size, so any EXIF rotation applied below keeps it so.
+                im.draft(im.mode, (draft_size, draft_size))
             try:
                 im.seek(0)  # first frame of an animation
                 im.load()  # force the full decode: truncation shows up here, not later
@@ -144,8 +153,12 @@ def _high_bit_depth_to_rgb(im: Image.Image) -> Image.Image:
     return Image.fromarray(grey, mode="L").convert("RGB")
 
 
-def iter_image_files(root: str | Path) -> list[Path]:
+def iter_image_files(root: str | Path, *, include_symlinks: bool = False) -> list[Path]:
     """All image files under ``root`` by extension (any case), in a deterministic sorted order.
+
+    Symbolic links to files count as files; with ``include_symlinks`` every link with an image
+    name is listed, dangling or not, so that the caller can report it (the indexer does).
+    Linked folders are not descended into.
 
     Hidden files and anything inside hidden folders (names starting with ".") are skipped:
     those are editor backups, ``.git`` or thumbnails caches, never images to index. The order is
@@ -163,7 +176,7 @@ def iter_image_files(root: str | Path) -> list[Path]:
             if Path(fname).suffix.lower() not in IMAGE_EXTENSIONS:
                 continue
             path = Path(dirpath) / fname
-            if path.is_file():
+            if path.is_file() or (include_symlinks and path.is_symlink()):
                 found.append((path.relative_to(root).as_posix(), path))
     found.sort(key=lambda item: item[0])
     return [p for _, p in found]

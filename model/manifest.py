@@ -8,6 +8,7 @@ Optional ``"regions"``: path of a precomputed-regions ``.npz`` (same resolution 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,14 +42,25 @@ class ManifestRecord:
         return out
 
 
+log = logging.getLogger(__name__)
+
+
 class ManifestError(ValueError):
     """A manifest line is malformed; the message names the file and line."""
 
 
-def iter_manifest(path: str | Path) -> Iterator[ManifestRecord]:
-    """Stream records; blank lines are skipped, malformed ones raise ``ManifestError``."""
+class JsonlError(ValueError):
+    """A JSONL line is not valid JSON; the message names the file and line."""
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[str, Any]]:
+    """``(where, object)`` for each non-blank line of a JSONL file; ``where`` is ``file:line``.
+
+    The one rule for every JSONL file this project reads (manifests, term documents): a last
+    line with no newline that is not valid JSON is what a killed writer leaves behind, so it is
+    skipped with a warning; any other invalid line is an error (``JsonlError``). Torch-free.
+    """
     path = Path(path)
-    root = path.parent
     with path.open(encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, 1):
             if not line.strip():
@@ -57,7 +69,19 @@ def iter_manifest(path: str | Path) -> Iterator[ManifestRecord]:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise ManifestError(f"{where}: not valid JSON ({exc.msg})") from None
+                if not line.endswith("\n"):  # only the last line can lack one: a half-written line
+                    log.warning("%s: ignoring a half-written last line (no newline, not valid JSON)", where)
+                    return
+                raise JsonlError(f"{where}: not valid JSON ({exc.msg})") from None
+            yield where, obj
+
+
+def iter_manifest(path: str | Path) -> Iterator[ManifestRecord]:
+    """Stream records; blank lines are skipped, malformed ones raise ``ManifestError``."""
+    path = Path(path)
+    root = path.parent
+    try:
+        for where, obj in iter_jsonl(path):
             if not isinstance(obj, dict):
                 raise ManifestError(f"{where}: expected a JSON object")
             doc_id, image = obj.get("id"), obj.get("image")
@@ -79,6 +103,8 @@ def iter_manifest(path: str | Path) -> Iterator[ManifestRecord]:
                 metadata=metadata,
                 regions=(root / regions).resolve() if isinstance(regions, str) else None,
             )
+    except JsonlError as exc:
+        raise ManifestError(str(exc)) from None
 
 
 def read_manifest(path: str | Path) -> list[ManifestRecord]:

@@ -42,12 +42,28 @@ class ImagePreprocessor:
         )
 
     def __call__(self, image: Image.Image) -> np.ndarray:
+        return self.normalize(self.pixels(image))
+
+    def pixels(self, image: Image.Image, reducing_gap: float | None = None) -> np.ndarray:
+        """The resized picture as uint8 ``[S, S, 3]``: what decode workers hand over (4x smaller
+        than float32), normalized later where the model runs.
+
+        ``reducing_gap`` (Pillow): shrink by an integer factor first, then resample the rest;
+        3.0 is indistinguishable from a full bicubic resample at a fraction of its cost.
+        """
         if image.mode != "RGB":
             image = image.convert("RGB")
         size = (self.image_size, self.image_size)
         if image.size != size:
-            image = image.resize(size, Image.Resampling.BICUBIC)
-        arr = np.asarray(image, dtype=np.float32).transpose(2, 0, 1) / 255.0  # [3, S, S]
+            image = image.resize(size, Image.Resampling.BICUBIC, reducing_gap=reducing_gap)
+        return np.asarray(image, dtype=np.uint8)
+
+    def normalize(self, pixels: np.ndarray) -> np.ndarray:
+        """uint8 ``[S, S, 3]`` -> float32 ``[3, S, S]`` scaled to [0, 1] and normalized.
+
+        ``model.encode.TermEncoder`` does the same arithmetic on the device; keep them in step.
+        """
+        arr = np.asarray(pixels, dtype=np.float32).transpose(2, 0, 1) / 255.0  # [3, S, S]
         return ((arr - self._mean) / self._std).astype(np.float32, copy=False)
 
     def batch(self, images: Sequence[Image.Image]) -> np.ndarray:

@@ -110,10 +110,12 @@ class ColourEncoder:
     """Test-only stand-in for the model in fast pipeline tests: terms from mean colours.
 
     Vocabulary ``tok0 .. tok299``: 0-99 red bins, 100-199 green, 200-299 blue, weighted by the
-    channel's mean so different images give different, deterministic documents.
+    channel's quantiles so different images give different, deterministic documents. It speaks
+    the indexer's encoder protocol (``indexer.mapper.ImageTermEncoder``): uint8 pictures in, CSR out.
     """
 
     vocab_size = 300
+    device_busy_seconds = None
 
     def __init__(self, image_size: int = 8) -> None:
         from model.preprocess import ImagePreprocessor
@@ -121,21 +123,31 @@ class ColourEncoder:
         self.preprocessor = ImagePreprocessor(image_size=image_size)
         self.calls = 0
 
-    def encode_pixels(self, batch: np.ndarray, top_n: int | None = 1000) -> list[dict[int, float]]:
-        self.calls += 1
+    def terms(self, pixels: np.ndarray, top_n: int | None = 1000) -> list[dict[int, float]]:
         out = []
-        for arr in batch:
+        for arr in pixels:
             terms: dict[int, float] = {}
             for c in range(3):
-                channel = (arr[c] * 0.5 + 0.5).clip(0, 1)
+                channel = arr[..., c].astype(np.float64) / 255.0
                 for q in (0.25, 0.5, 0.75):
                     v = float(np.quantile(channel, q))
                     terms[100 * c + min(99, int(v * 100))] = round(0.1 + v, 6)
             out.append(dict(sorted(terms.items(), key=lambda kv: -kv[1])[:top_n]))
         return out
 
-    def encode_regions(self, regions: list, top_n: int | None = 1000) -> list[dict[int, float]]:
-        return [{1 + int(abs(r.features.sum())) % 99: 1.0} for r in regions]
+    def start_pixels(self, pixels: np.ndarray, top_n: int | None = 1000):
+        from indexer.batch import csr_from_dicts
+
+        self.calls += 1
+        return csr_from_dicts(self.terms(pixels, top_n))
+
+    def finish(self, pending):
+        return pending
+
+    def encode_regions_csr(self, regions: list, top_n: int | None = 1000):
+        from indexer.batch import csr_from_dicts
+
+        return csr_from_dicts([{1 + int(abs(r.features.sum())) % 99: 1.0} for r in regions])
 
     def id_to_token(self, i: int) -> str:
         return f"tok{i}"

@@ -6,14 +6,16 @@ import hashlib
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from indexer.batch import TermBatch, canonical_csr, csr_from_dicts
 from indexer.items import path_id, shard_of
-from indexer.mapper import clean_terms, parse_top_n
+from indexer.mapper import parse_top_n
 from indexer.reader import detect_format, read_items
-from indexer.runner import IndexConfig, run_index
+from indexer.runner import IndexConfig, IndexSummary, run_index
 from indexer.termdocs import TermDocExporter
-from termindex import TermDocument
+from termindex.base import heaviest_terms
 
 
 def _config(root: Path, out: Path, **kw) -> IndexConfig:
@@ -117,7 +119,9 @@ def test_resume_from_export_skips_done_and_repairs_a_torn_line(
 
 def test_exporter_numbering_and_shard_names(tmp_path: Path) -> None:
     ex = TermDocExporter(tmp_path, lambda i: f"t{i}", shard=2, docs_per_file=2)
-    ex.write([TermDocument(str(i), {i: 1.0 + i}) for i in range(5)])
+    ex.write(
+        TermBatch([str(i) for i in range(5)], *csr_from_dicts([{i: 1.0 + i} for i in range(5)]), [{}] * 5)
+    )
     ex.close()
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["terms-S00002-00000.jsonl", "terms-S00002-00001.jsonl", "terms-S00002-00002.jsonl"]
@@ -129,14 +133,75 @@ def test_ids_and_shards_are_stable() -> None:
     for i in range(400):
         counts[shard_of(f"id{i}", 4)] += 1
     assert all(60 < c < 140 for c in counts)
-    assert shard_of("id7", 4) == shard_of("id7", 4)
+
+
+def test_shards_agree_across_processes_and_hash_seeds() -> None:
+    """N jobs on N machines must split the input the same way: no dependence on hash()."""
+    import os
+    import subprocess
+    import sys
+
+    ids = [f"id{i}" for i in range(200)] + ["é/ü.jpg", path_id("a/b.jpg")]
+    here = [shard_of(i, 7) for i in ids]
+    code = (
+        "import json, sys; from indexer.items import shard_of;"
+        " print(json.dumps([shard_of(i, 7) for i in json.load(sys.stdin)]))"
+    )
+    for seed in ("0", "1", "12345"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            input=json.dumps(ids),
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        )
+        assert json.loads(proc.stdout) == here
+    assert here[:5] == [int.from_bytes(hashlib.sha1(i.encode()).digest()[:8], "big") % 7 for i in ids[:5]]
 
 
 def test_top_n_parsing_and_cleaning() -> None:
     assert parse_top_n("all") is None and parse_top_n("7") == 7
     with pytest.raises(ValueError, match="top-n"):
         parse_top_n("0")
-    assert clean_terms({1: 0.5, 2: -1.0, 3: 0.0, 4: 2.0, 5: float("nan"), 6: 0.5}, 2) == {4: 2.0, 1: 0.5}
+    raw = {1: 0.5, 2: -1.0, 3: 0.0, 4: 2.0, 5: float("nan"), 6: 0.5, 7: float("inf")}
+    ids, weights = np.array(list(raw), dtype=np.int32), np.array(list(raw.values()), dtype=np.float32)
+    indptr, ids, weights = canonical_csr(np.array([0, len(ids)]), ids, weights, 2)
+    assert indptr.tolist() == [0, 2] and ids.tolist() == [4, 1] and weights.tolist() == [2.0, 0.5]
+
+
+def test_array_term_order_is_heaviest_terms() -> None:
+    """canonical_csr is the array form of termindex.base.heaviest_terms: same rows, ties by id."""
+    rng = np.random.default_rng(3)
+    rows = [
+        {
+            int(t): float(rng.choice([0.25, 0.5, 1.0, 2.0]))
+            for t in rng.choice(500, size=int(n), replace=False)
+        }
+        for n in rng.integers(0, 40, size=30)
+    ]
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    np.cumsum([len(r) for r in rows], out=indptr[1:])
+    ids = np.array([t for r in rows for t in r], dtype=np.int32)  # insertion order: unsorted
+    weights = np.array([w for r in rows for w in r.values()], dtype=np.float32)
+    for top_n in (None, 5):
+        out = TermBatch(
+            [str(i) for i in range(len(rows))], *canonical_csr(indptr, ids, weights, top_n), [{}] * 30
+        )
+        for i, row in enumerate(rows):
+            got_ids, got_w = out.row(i)
+            assert list(zip(got_ids.tolist(), got_w.tolist(), strict=True)) == heaviest_terms(row, top_n)
+
+
+def test_summary_never_shows_nan() -> None:
+    """A rerun with everything skipped has no stage figures: they are left out, not NaN."""
+    s = IndexSummary(total=5, skipped=5, seconds=0.2)
+    text = "\n".join(s.lines())
+    assert "nan" not in text.lower() and "skipped (resume) 5" in text
+    assert s.stage_rates() == {"decode": None, "encode": None, "write": None}
+    busy = IndexSummary(total=4, indexed=4, decoded=4, decode_seconds=0.5, decode_workers=2, seconds=1.0)
+    assert busy.busy_shares()["decode"] == 0.25 and "decode 8.0/s per worker x2 (busy 25%)" in busy.lines()[1]
 
 
 def test_bad_options_are_clear_errors(tmp_path: Path) -> None:
@@ -181,6 +246,33 @@ def test_cli_unreachable_engine_is_a_clear_error(
 ) -> None:
     from vsparta.cli import main
 
-    rc = main(["index", str(image_folder), "--model", "/nonexistent", "--backend", "http://127.0.0.1:9/x"])
+    rc = main(
+        ["index", str(image_folder), "--fake-encoder", "--backend", "http://127.0.0.1:9/x", "--workers", "0"]
+    )
     assert rc == 1
     assert "could not be written" in caplog.text
+
+
+def test_cli_bad_model_is_one_sentence_and_leaves_no_index(
+    image_folder: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from vsparta.cli import main
+
+    target = tmp_path / "index"
+    rc = main(
+        ["index", str(image_folder), "--model", str(tmp_path / "missing"), "--backend", f"embedded:{target}"]
+    )
+    assert rc == 2
+    assert f"--model {tmp_path / 'missing'}: no such model folder" in caplog.text
+    assert not target.exists()
+
+
+def test_progress_off_and_redirected_write_no_carriage_returns(capsys: pytest.CaptureFixture[str]) -> None:
+    from indexer.progress import Progress
+
+    for enabled in (None, True, False):
+        bar = Progress(10, enabled=enabled, log_every=3600)
+        bar.update(10)
+        bar.close()
+        assert not bar.bar_shown
+    assert "\r" not in capsys.readouterr().err

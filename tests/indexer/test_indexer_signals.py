@@ -22,11 +22,16 @@ class SignalDuringEncode:
         self.id_to_token = inner.id_to_token
         self.calls = 0
 
-    def encode_pixels(self, batch: np.ndarray, top_n: int | None = 1000) -> list[dict[int, float]]:
+    device_busy_seconds = None
+
+    def start_pixels(self, batch: np.ndarray, top_n: int | None = 1000):
         self.calls += 1
         if self.calls == self.at:
             os.kill(os.getpid(), self.signum)
-        return self.inner.encode_pixels(batch, top_n)
+        return self.inner.start_pixels(batch, top_n)
+
+    def finish(self, pending):
+        return self.inner.finish(pending)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
@@ -46,13 +51,14 @@ def test_signal_finishes_the_current_batch_and_resume_completes(
 
     full = tmp_path / "full"
     run_index(config(full), encoder=colour_encoder)
+    before = signal.getsignal(signum)  # SIG_IGN when the suite runs as a background job
     out = tmp_path / "out"
     stopped = run_index(config(out), encoder=SignalDuringEncode(colour_encoder, signum, at=2))
     assert stopped.interrupted_by == signal.Signals(signum).name
     assert stopped.indexed == 6  # batches 1 and 2 (the one being encoded) written, nothing after
     partial = read_export(out)
     assert len(partial) == 6
-    assert signal.getsignal(signum) in (signal.SIG_DFL, signal.default_int_handler)  # handlers restored
+    assert signal.getsignal(signum) == before  # the handler in place before the run is restored
     resumed = run_index(config(out, resume=True), encoder=colour_encoder)
     assert resumed.skipped == 6 and resumed.indexed == 6 and resumed.interrupted_by is None
     assert read_export(out) == read_export(full)
