@@ -260,3 +260,71 @@ def test_bad_max_pixels_is_a_clear_error(tmp_path: Path) -> None:
 def test_image_error_reason_is_validated() -> None:
     with pytest.raises(ValueError):
         ImageError("bogus", "f", "d")  # type: ignore[arg-type]
+
+
+# ---- draft mode (the indexer's fast decode): same image, fewer pixels decoded -------------------
+
+
+def _photo(size: tuple[int, int], seed: int = 0) -> Image.Image:
+    """Smooth colours plus shapes: what a photo's low frequencies look like to a resize."""
+    w, h = size
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    arr = np.stack([xx / w * 255, yy / h * 255, (xx + yy) / (w + h) * 255], -1).astype(np.uint8)
+    im = Image.fromarray(arr)
+    rng = np.random.default_rng(seed)
+    for _ in range(5):
+        x0, y0 = int(rng.integers(0, w // 2)), int(rng.integers(0, h // 2))
+        im.paste(tuple(int(c) for c in rng.integers(0, 256, 3)), (x0, y0, x0 + w // 4, y0 + h // 4))
+    return im
+
+
+def _write_jpeg_kinds(tmp_path: Path, size: tuple[int, int]) -> dict[str, Path]:
+    photo = _photo(size)
+    paths = {k: tmp_path / f"{k}.jpg" for k in ("baseline", "progressive", "cmyk", "grey", "exif")}
+    photo.save(paths["baseline"], quality=92)
+    photo.save(paths["progressive"], quality=92, progressive=True)
+    photo.convert("CMYK").save(paths["cmyk"], quality=92)
+    photo.convert("L").save(paths["grey"], quality=92)
+    exif = Image.Exif()
+    exif[0x0112] = 6  # shown rotated by 90 degrees
+    photo.save(paths["exif"], quality=92, exif=exif.tobytes())
+    return paths
+
+
+@pytest.mark.parametrize("kind", ["baseline", "progressive", "cmyk", "grey", "exif"])
+def test_draft_decode_is_the_same_picture_within_a_stated_bound(tmp_path: Path, kind: str) -> None:
+    """Draft + reducing_gap vs full decode + bicubic, both at the model's 64 px: orientation and
+    mode handling identical, pixels within a mean of 2 and a 99th percentile of 10 levels of 255."""
+    from model.preprocess import ImagePreprocessor
+
+    path = _write_jpeg_kinds(tmp_path, (640, 480))[kind]
+    full, draft = load_image(path), load_image(path, draft_size=64)
+    assert draft.mode == full.mode == "RGB"
+    assert draft.size[0] < full.size[0] and min(draft.size) >= 64  # decoded at reduced scale
+    assert (draft.size[0] > draft.size[1]) == (full.size[0] > full.size[1])  # same orientation
+    pre = ImagePreprocessor(image_size=64)
+    a = pre.pixels(full).astype(int)
+    b = pre.pixels(draft, reducing_gap=3.0).astype(int)
+    diff = np.abs(a - b)
+    assert diff.mean() <= 2.0 and np.percentile(diff, 99) <= 10, (diff.mean(), np.percentile(diff, 99))
+
+
+def test_draft_size_leaves_other_formats_and_small_jpegs_untouched(tmp_path: Path) -> None:
+    photo = _photo((300, 200))
+    for name, kw in (("a.png", {}), ("a.webp", {"lossless": True}), ("small.jpg", {"quality": 95})):
+        photo.save(tmp_path / name, **kw)
+        exact = np.asarray(load_image(tmp_path / name))
+        big = 200 if name == "small.jpg" else 64  # a JPEG under 2x the size is decoded in full
+        np.testing.assert_array_equal(np.asarray(load_image(tmp_path / name, draft_size=big)), exact)
+
+
+def test_draft_mode_keeps_failures_and_the_bomb_guard(tmp_path: Path) -> None:
+    path = _write_jpeg_kinds(tmp_path, (640, 480))["baseline"]
+    data = path.read_bytes()
+    (tmp_path / "cut.jpg").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ImageError) as exc:
+        load_image(tmp_path / "cut.jpg", draft_size=64)
+    assert exc.value.reason == "truncated"
+    with pytest.raises(ImageError) as exc:
+        load_image(path, max_pixels=640 * 480 - 1, draft_size=64)  # checked on the full size
+    assert exc.value.reason == "too_large"

@@ -1,0 +1,127 @@
+"""The fast decode path: one uint8 array per chunk, the same documents as the float path before it,
+symbolic links by one rule, and the fake encoder that measures the plumbing."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexer.decoder import decode_chunk
+from indexer.items import WorkItem, path_id
+from indexer.reader import read_items
+from indexer.runner import IndexConfig, run_index
+from model.preprocess import ImagePreprocessor
+
+
+def test_a_chunk_crosses_processes_as_one_uint8_array(image_folder: Path, bad_files, max_pixels) -> None:
+    items = read_items(image_folder)
+    chunk = decode_chunk(items, ImagePreprocessor(image_size=8), max_pixels)
+    good = len(items) - len(bad_files)
+    assert (
+        chunk.pixels is not None and chunk.pixels.dtype == np.uint8 and chunk.pixels.shape == (good, 8, 8, 3)
+    )
+    decoded = chunk.decoded()
+    assert [d.item.id for d in decoded] == [it.id for it in items]  # input order kept
+    failed = {
+        Path(d.item.location).relative_to(image_folder).as_posix(): d.failure.reason
+        for d in decoded
+        if d.failure
+    }
+    assert failed == bad_files
+    ok = [d for d in decoded if d.failure is None]
+    assert all(np.shares_memory(d.payload, chunk.pixels) for d in ok)  # views, no per-image copy
+
+
+def _sharp_tiny_model(folder: Path) -> Path:
+    """The tiny config with word embeddings scaled up, so φ depends on the picture (a fresh tiny
+    model gives near-equal φ for every image, which would make any comparison pass)."""
+    import torch
+
+    from model.configuration import config_from_spec
+    from model.modeling import build_model
+
+    torch.manual_seed(0)
+    model = build_model(config_from_spec("tiny"))
+    torch.nn.init.normal_(model.word_embeddings.weight, std=0.5)
+    model.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.slow
+def test_new_path_gives_the_old_paths_terms(tmp_path: Path) -> None:
+    """200 images: float32 per image + dicts (the old path) vs uint8 chunk + device normalization +
+    CSR (the new one). Full decode: identical terms and weights. Draft decode (320x240 -> 1/2 scale
+    for a 64 px model): the stated bound, mean set agreement >= 98.5%, every image >= 97%."""
+    from bench.indexing import make_images
+    from model.encode import TermEncoder
+    from model.images import load_image
+    from model.topn import csr_to_dicts
+
+    enc = TermEncoder.from_pretrained(_sharp_tiny_model(tmp_path / "model"), device="cpu")
+    paths = make_images(tmp_path / "images", 200, (320, 240))
+    pre = enc.preprocessor
+    old = enc.encode_pixels(np.stack([pre(load_image(p)) for p in paths]), top_n=1000)
+    assert len({frozenset(d) for d in old}) > 150  # the model tells the images apart
+    items = [WorkItem(id=str(i), location=str(p), image=p) for i, p in enumerate(paths)]
+    exact = csr_to_dicts(*enc.encode_uint8(decode_chunk(items, pre, None, fast_decode=False).pixels, 1000))
+    assert exact == old
+    fast = csr_to_dicts(*enc.encode_uint8(decode_chunk(items, pre, None, fast_decode=True).pixels, 1000))
+    agree = np.array([len(a.keys() & b.keys()) / len(a) for a, b in zip(old, fast, strict=True)])
+    assert agree.mean() >= 0.985 and agree.min() >= 0.97, (agree.mean(), agree.min())
+
+
+def _link(link: Path, target: Path) -> None:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(target, link)
+
+
+def test_symlinks_follow_one_rule(tmp_path: Path, write_images, colour_encoder, read_export) -> None:
+    root = tmp_path / "photos"
+    write_images(root, 3)
+    outside = tmp_path / "elsewhere"
+    write_images(outside, 1)
+    _link(root / "links/inside.jpg", root / "img000.jpg")  # a second name for a file in the folder
+    _link(root / "links/outside.jpg", outside / "img000.jpg")
+    _link(root / "links/dangling.png", tmp_path / "gone.png")
+    failures = tmp_path / "failures.jsonl"
+    cfg = dict(input=root, workers=0, batch_size=2, progress=False, failures=failures)
+    summary = run_index(IndexConfig(export_jsonl=tmp_path / "a", **cfg), encoder=colour_encoder)
+    docs = read_export(tmp_path / "a")
+    assert summary.indexed == len(docs) == 4  # 3 files + the inside link, under its own id
+    assert docs[path_id("links/inside.jpg")]["metadata"]["image"] == "links/inside.jpg"
+    assert docs[path_id("links/inside.jpg")]["terms"] == docs[path_id("img000.jpg")]["terms"]
+    report = {r["id"]: r for r in map(json.loads, failures.read_text().splitlines())}
+    assert {i: r["reason"] for i, r in report.items()} == {
+        path_id("links/outside.jpg"): "symlink_outside",
+        path_id("links/dangling.png"): "broken_symlink",
+    }
+    assert "--follow-symlinks" in report[path_id("links/outside.jpg")]["message"]
+    assert report[path_id("links/dangling.png")]["path"] == str(root / "links/dangling.png")
+    followed = run_index(
+        IndexConfig(export_jsonl=tmp_path / "b", follow_symlinks=True, **cfg), encoder=colour_encoder
+    )
+    assert followed.indexed == 5 and path_id("links/outside.jpg") in read_export(tmp_path / "b")
+
+
+def test_fake_encoder_job_is_deterministic_and_writes_the_embedded_engine(tmp_path: Path) -> None:
+    from bench.indexing import make_images
+    from termindex import open_index
+
+    make_images(tmp_path / "images", 10, (96, 64))
+    cfg = dict(input=tmp_path / "images", fake_encoder=True, fake_image_size=32, workers=1, progress=False)
+    first = run_index(IndexConfig(backend=f"embedded:{tmp_path / 'idx'}", export_jsonl=tmp_path / "a", **cfg))
+    run_index(IndexConfig(export_jsonl=tmp_path / "b", **cfg))
+    assert first.indexed == 10 and first.decode_workers == 1 and first.commits >= 1
+    a = sorted((tmp_path / "a").glob("*.jsonl"))[0].read_text()
+    assert a == sorted((tmp_path / "b").glob("*.jsonl"))[0].read_text()  # same images, same documents
+    with open_index(f"embedded:{tmp_path / 'idx'}") as index:
+        assert index.count() == 10
+        doc = index.get(path_id("img00003.jpg"))
+        assert len(doc.terms) == 1000 and max(doc.terms.values()) == pytest.approx(4.0)
+    figures = first.figures()
+    assert figures["stage_rates"]["decode"] > 0 and 0 < figures["busy_shares"]["decode"] <= 1
+    assert figures["busy_shares"]["gpu"] is None  # no CUDA here: absent, not zero
