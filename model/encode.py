@@ -129,7 +129,9 @@ class TermEncoder:
             events[0].record()
         x = pixels.to(self.device) if isinstance(pixels, torch.Tensor) else self._stage(pixels)
         # Same arithmetic as ImagePreprocessor.normalize, in float32 before autocast.
-        x = (x.permute(0, 3, 1, 2).float() / 255.0 - self._mean) / self._std
+        # NCHW contiguous like the float path: a channels-last view would send the stem's convolution
+        # to kernels whose sums depend on the thread count (documents must not).
+        x = (x.permute(0, 3, 1, 2).contiguous().float() / 255.0 - self._mean) / self._std
         with autocast_for(self.device, self.amp):
             h, mask = self.model.encode_images(pixel_values=x)
             ids, weights, counts = self._top(h, mask, top_n)
