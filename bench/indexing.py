@@ -1,13 +1,21 @@
-"""Indexing throughput: images/s per stage (decode, encode, write) and bulk-write documents/s.
+"""Indexing throughput: where the time of ``vsparta index`` goes, stage by stage and end to end.
 
-``vsparta bench indexing`` (or ``python -m bench.indexing``). Stages are timed alone, one CPU
-process each, on generated JPEGs, then the whole overlapped pipeline is timed end to end:
+``vsparta bench indexing`` (or ``python -m bench.indexing``). On generated JPEGs:
 
-- decode: ``load_image`` + the model's preprocessor (what one decode worker does);
-- encode: ``TermEncoder.encode_pixels`` with top-n, for each model config asked for
-  (``tiny``: random init, tests/demo size; ``default``: the MiniLM-initialised model);
-- write: ``TermIndex.upsert`` of synthetic documents (``--write-docs`` x ``--terms-per-doc``)
-  in batches, into the embedded engine and, when reachable, Elasticsearch.
+- decode, alone in one process: ``load_image`` + resize to uint8 as a decode worker does it, in
+  draft mode (``fast``) and with a full decode (``exact``);
+- encode, alone: ``TermEncoder.encode_uint8`` (normalize, transformer, φ, top-n, one copy back)
+  for each model asked for (``tiny``: random init; ``default``: the MiniLM-initialised model);
+- the whole job (``IndexJob``: decode workers, encoder, writer) into the embedded engine, with
+  its own summary: end-to-end images/s, each stage's solo rate and busy share, queue depths and
+  the GPU's busy share (CUDA only);
+- ``--fake-encoder``: the same job with instant deterministic terms, which measures the
+  plumbing (target: end to end >= 80% of the decode stage's rate times the workers);
+- write, alone: ``TermIndex.upsert_arrays`` of synthetic CSR batches (``--write-docs`` x
+  ``--terms-per-doc``), as the job writes, into the embedded engine and Elasticsearch.
+
+``--make-images N --size WxH --workdir DIR`` only writes the JPEG test set (reused by later runs
+with the same ``--workdir``), so anyone can reproduce a figure on their own machine.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import argparse
 import json
 import logging
 import os
+import platform
 import shutil
 import sys
 import tempfile
@@ -32,25 +41,53 @@ log = logging.getLogger(__name__)
 DEFAULT_ES_URL = "http://127.0.0.1:9200"
 
 
+def _size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"size must look like 640x480, got {text!r}") from None
+    if w < 1 or h < 1:
+        raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
+    return w, h
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--images", type=int, default=64, help="generated JPEGs to measure on (default 64)")
     parser.add_argument(
-        "--images", type=int, default=64, help="generated images for the decode/encode stages"
+        "--size", type=_size, default=(640, 480), metavar="WxH", help="generated JPEG size (default 640x480)"
     )
-    parser.add_argument("--image-size", type=int, nargs=2, default=(640, 480), metavar=("W", "H"))
     parser.add_argument(
-        "--models", default="tiny,default", help="comma-separated: tiny, default, or a saved model folder"
+        "--make-images",
+        type=int,
+        metavar="N",
+        help="only write N JPEGs of --size into --workdir/images (a test set to reuse), then stop",
     )
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--top-n", type=int, default=1000)
+    parser.add_argument(
+        "--models",
+        default="tiny,default",
+        help="comma-separated: tiny, default, a saved model folder, or none (default tiny,default)",
+    )
+    parser.add_argument(
+        "--fake-encoder", action="store_true", help="also run the whole job with the instant fake encoder"
+    )
+    parser.add_argument("--fake-image-size", type=int, default=224, help="the fake encoder's input size")
+    parser.add_argument("--batch-size", type=int, default=32, help="images per encoder batch (default 32)")
+    parser.add_argument("--top-n", type=int, default=1000, help="terms kept per image (default 1000)")
     parser.add_argument("--write-docs", type=int, default=10_000, help="synthetic documents per engine")
-    parser.add_argument("--terms-per-doc", type=int, default=1000)
-    parser.add_argument("--write-batch", type=int, default=500)
-    parser.add_argument("--vocab-size", type=int, default=30522)
+    parser.add_argument("--terms-per-doc", type=int, default=1000, help="terms per synthetic document")
+    parser.add_argument("--write-batch", type=int, default=500, help="documents per engine write")
+    parser.add_argument("--vocab-size", type=int, default=30522, help="vocabulary of synthetic documents")
     parser.add_argument(
-        "--engines", default="embedded,elasticsearch", help="comma-separated engines to write into"
+        "--engines",
+        default="embedded,elasticsearch",
+        help="comma-separated engines to write into, or none (default embedded,elasticsearch)",
     )
-    parser.add_argument("--es-url", default=os.environ.get("VSPARTA_TEST_ES_URL", DEFAULT_ES_URL))
-    parser.add_argument("--workers", type=int, default=1, help="decode workers in the end-to-end run")
+    parser.add_argument(
+        "--es-url", default=os.environ.get("VSPARTA_TEST_ES_URL", DEFAULT_ES_URL), help="Elasticsearch URL"
+    )
+    parser.add_argument(
+        "--workers", type=int, default=1, help="decode worker processes in the whole-job runs (default 1)"
+    )
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--workdir", type=Path, help="keep generated files here (default: a temp folder)")
@@ -105,55 +142,79 @@ def build_model(kind: str, folder: Path) -> Path:
     return out
 
 
-def time_decode(paths: list[Path], preprocess: Any) -> tuple[float, list[np.ndarray]]:
-    from model.images import load_image
+def image_set(work: Path, n: int, size: tuple[int, int]) -> list[Path]:
+    """The JPEG test set in ``work/images``: reused when it already holds ``n`` files of ``size``."""
+    from PIL import Image
 
+    folder = work / "images"
+    existing = sorted(folder.glob("img*.jpg")) if folder.is_dir() else []
+    if len(existing) == n and existing:
+        with Image.open(existing[0]) as im:
+            if im.size == tuple(size):
+                return existing
+    if folder.is_dir():
+        shutil.rmtree(folder)
+    return make_images(folder, n, size)
+
+
+def time_decode(paths: list[Path], preprocess: Any, fast: bool) -> tuple[float, np.ndarray]:
+    """Images/s of one process doing what a decode worker does; and the uint8 pictures."""
+    from indexer.decoder import decode_chunk
+    from indexer.items import WorkItem
+
+    items = [WorkItem(id=str(i), location=str(p), image=p) for i, p in enumerate(paths)]
     start = time.perf_counter()
-    arrays = [preprocess(load_image(p)) for p in paths]
-    return len(paths) / (time.perf_counter() - start), arrays
+    chunk = decode_chunk(items, preprocess, None, fast_decode=fast)
+    rate = len(paths) / (time.perf_counter() - start)
+    assert chunk.pixels is not None and len(chunk.pixels) == len(paths), "a generated image failed to decode"
+    return rate, chunk.pixels
 
 
-def time_encode(encoder: Any, arrays: list[np.ndarray], batch_size: int, top_n: int) -> tuple[float, float]:
+def time_encode(encoder: Any, pixels: np.ndarray, batch_size: int, top_n: int) -> tuple[float, float]:
     """(images/s, mean terms per image); the first batch is a warm-up and not timed."""
-    batches = [np.stack(arrays[i : i + batch_size]) for i in range(0, len(arrays), batch_size)]
-    encoder.encode_pixels(batches[0], top_n=top_n)
+    batches = [pixels[i : i + batch_size] for i in range(0, len(pixels), batch_size)]
+    encoder.encode_uint8(batches[0], top_n=top_n)
     start = time.perf_counter()
-    n_terms = []
+    n_terms: list[int] = []
     for b in batches:
-        n_terms += [len(t) for t in encoder.encode_pixels(b, top_n=top_n)]
-    return len(arrays) / (time.perf_counter() - start), float(np.mean(n_terms))
+        indptr, _, _ = encoder.encode_uint8(b, top_n=top_n)
+        n_terms += np.diff(indptr).tolist()
+    return len(pixels) / (time.perf_counter() - start), float(np.mean(n_terms))
 
 
-def synthetic_batches(
-    n_docs: int, n_terms: int, vocab: int, batch: int, seed: int = 0
-) -> Iterator[list[Any]]:
-    from termindex import TermDocument
+def synthetic_batches(n_docs: int, n_terms: int, vocab: int, batch: int, seed: int = 0) -> Iterator[Any]:
+    """CSR batches like the encoder's: distinct ids per row, heaviest first."""
+    from indexer.batch import TermBatch, canonical_csr
 
     rng = np.random.default_rng(seed)
     for start in range(0, n_docs, batch):
-        docs = []
-        for i in range(start, min(n_docs, start + batch)):
-            ids = rng.choice(vocab, size=n_terms, replace=False)
-            weights = rng.gamma(2.0, 0.5, n_terms) + 1e-3
-            docs.append(
-                TermDocument(f"doc{i:07d}", dict(zip(ids.tolist(), weights.tolist(), strict=True)), {"n": i})
-            )
-        yield docs
+        n = min(n_docs, start + batch) - start
+        ids = np.stack([rng.choice(vocab, size=n_terms, replace=False) for _ in range(n)]).astype(np.int32)
+        weights = (rng.gamma(2.0, 0.5, (n, n_terms)) + 1e-3).astype(np.float32)
+        indptr = np.arange(n + 1, dtype=np.int64) * n_terms
+        csr = canonical_csr(indptr, ids.ravel(), weights.ravel(), None)
+        yield TermBatch(
+            [f"doc{i:07d}" for i in range(start, start + n)],
+            *csr,
+            [{"n": i} for i in range(start, start + n)],
+        )
 
 
 def time_writes(index: Any, args: argparse.Namespace) -> float:
-    """Documents/s of ``upsert`` alone (document generation is not timed), including the flush."""
+    """Documents/s of ``upsert_arrays`` alone (generation is not timed), including the refresh."""
     from indexer.writer import IndexTarget
 
     target = IndexTarget(index)
     spent = 0.0
     written = 0
     with target.bulk():
-        for docs in synthetic_batches(args.write_docs, args.terms_per_doc, args.vocab_size, args.write_batch):
+        for batch in synthetic_batches(
+            args.write_docs, args.terms_per_doc, args.vocab_size, args.write_batch
+        ):
             start = time.perf_counter()
-            target.write(docs)
+            target.write(batch)
             spent += time.perf_counter() - start
-            written += len(docs)
+            written += len(batch)
     start = time.perf_counter()
     refresh = getattr(index, "refresh", None)
     if callable(refresh):
@@ -176,10 +237,22 @@ def run(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
+    if args.make_images is not None:
+        if args.workdir is None:
+            raise ValueError("--make-images needs --workdir DIR (where the test set is kept)")
+        paths = image_set(args.workdir, args.make_images, args.size)
+        _out(f"wrote {len(paths)} JPEGs of {args.size[0]}x{args.size[1]} in {args.workdir / 'images'}")
+        return 0
+    from bench.cli import command_line  # lazily: bench.cli imports this module for its parser
+
     work = args.workdir or Path(tempfile.mkdtemp(prefix="vsparta-bench-indexing-"))
     results: dict[str, Any] = {
+        "command": command_line("indexing"),
+        "machine": f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}",
         "images": args.images,
-        "image_size": list(args.image_size),
+        "image_size": list(args.size),
+        "batch_size": args.batch_size,
+        "workers": args.workers,
         "cpus": os.cpu_count(),
     }
     try:
@@ -197,57 +270,98 @@ def _out(line: str) -> None:
     sys.stdout.flush()
 
 
-def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
+def _job(args: argparse.Namespace, work: Path, name: str, **kw: Any) -> dict[str, Any]:
+    """One whole ``vsparta index`` job into a fresh embedded index; its summary's figures."""
     from indexer.runner import IndexConfig, IndexJob
+
+    target = work / f"pipeline-{name}"
+    shutil.rmtree(target, ignore_errors=True)
+    encoder = kw.pop("encoder", None)
+    config = IndexConfig(
+        input=work / "images",
+        backend=f"embedded:{target}",
+        batch_size=args.batch_size,
+        workers=args.workers,
+        top_n=args.top_n,
+        progress=False,
+        **kw,
+    )
+    summary = IndexJob(config, encoder=encoder).run()
+    assert summary.indexed == args.images, f"{summary.indexed} of {args.images} images indexed"
+    return summary.figures()
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _stage_line(label: str, fig: dict[str, Any]) -> str:
+    rates, busy = fig["stage_rates"], fig["busy_shares"]
+    parts = [f"{label}: {fig['images_per_s']:.1f} img/s end to end"]
+    for stage in ("decode", "encode", "write"):
+        if rates.get(stage) is not None:
+            parts.append(f"{stage} {rates[stage]:.0f}/s busy {_pct(busy.get(stage))}")
+    parts.append(f"GPU busy {_pct(busy.get('gpu'))}")
+    return "; ".join(parts)
+
+
+def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
     from termindex import open_index
 
     results["models"] = {}
-    kinds = [k for k in args.models.split(",") if k]
-    if kinds:
-        paths = make_images(work / "images", args.images, tuple(args.image_size))
-        w, h = args.image_size
-        _out(f"{len(paths)} generated JPEGs of {w}x{h}, batch {args.batch_size}")
+    kinds = [k for k in args.models.split(",") if k and k != "none"]
+    if kinds or args.fake_encoder:
+        paths = image_set(work, args.images, args.size)
+        w, h = args.size
+        _out(f"{len(paths)} JPEGs of {w}x{h}, batch {args.batch_size}, {args.workers} decode worker(s)")
+    if args.fake_encoder:
+        from indexer.fake import FakeEncoder
+
+        pre = FakeEncoder(args.fake_image_size).preprocessor
+        decode_fast, _ = time_decode(paths, pre, fast=True)
+        decode_exact, _ = time_decode(paths, pre, fast=False)
+        fig = _job(args, work, "fake", fake_encoder=True, fake_image_size=args.fake_image_size)
+        ceiling = decode_fast * max(1, args.workers)
+        row = {
+            "decode_fast_images_per_s": decode_fast,
+            "decode_exact_images_per_s": decode_exact,
+            "pipeline": fig,
+            "pipeline_vs_decode": fig["images_per_s"] / ceiling,
+        }
+        results["fake_encoder"] = row
+        _out(
+            f"fake encoder ({args.fake_image_size}px): decode alone {decode_fast:.1f} img/s/process"
+            f" (full decode {decode_exact:.1f}); {_stage_line('job', fig)};"
+            f" job = {row['pipeline_vs_decode']:.0%} of decode x workers"
+        )
     for kind in kinds:
         from model.encode import TermEncoder  # torch: only when a model is measured
 
         folder = build_model(kind, work)
-        encoder = TermEncoder.from_pretrained(folder, device="cpu")
+        encoder = TermEncoder.from_pretrained(folder, device="auto")
         cfg = encoder.config
-        decode_rate, arrays = time_decode(paths, encoder.preprocessor)
-        encode_rate, mean_terms = time_encode(encoder, arrays, args.batch_size, args.top_n)
-        job = IndexJob(
-            IndexConfig(
-                input=work / "images",
-                backend=f"embedded:{work / f'pipeline-{kind}'}",
-                batch_size=args.batch_size,
-                workers=args.workers,
-                top_n=args.top_n,
-                progress=False,
-            ),
-            encoder=encoder,
-        )
-        summary = job.run()
+        decode_rate, pixels = time_decode(paths, encoder.preprocessor, fast=True)
+        encode_rate, mean_terms = time_encode(encoder, pixels, args.batch_size, args.top_n)
+        fig = _job(args, work, kind, encoder=encoder)
         row = {
             "hidden_size": cfg.hidden_size,
             "layers": cfg.num_hidden_layers,
             "image_size": cfg.image_size,
             "vocab_size": cfg.vocab_size,
+            "device": str(encoder.device),
             "decode_images_per_s": decode_rate,
             "encode_images_per_s": encode_rate,
             "mean_terms_per_image": mean_terms,
-            "pipeline_images_per_s": summary.images_per_second,
-            "pipeline_write_docs_per_s": summary.stage_rates()["write"],
+            "pipeline": fig,
         }
         results["models"][kind] = row
         _out(
-            f"model {kind} (hidden {cfg.hidden_size}, {cfg.num_hidden_layers} layers, {cfg.image_size}px):"
-            f" decode {decode_rate:.1f} img/s/process, encode {encode_rate:.1f} img/s,"
-            f" write {row['pipeline_write_docs_per_s']:.1f} docs/s,"
-            f" pipeline ({args.workers} decode worker) {summary.images_per_second:.1f} img/s,"
-            f" {mean_terms:.0f} terms/image"
+            f"model {kind} (hidden {cfg.hidden_size}, {cfg.num_hidden_layers} layers, {cfg.image_size}px,"
+            f" {encoder.device}): decode alone {decode_rate:.1f} img/s/process, encode alone"
+            f" {encode_rate:.1f} img/s, {mean_terms:.0f} terms/image; {_stage_line('job', fig)}"
         )
     results["writes"] = {}
-    engines = [e for e in args.engines.split(",") if e]
+    engines = [e for e in args.engines.split(",") if e and e != "none"]
     for engine in engines:
         if engine == "embedded":
             spec = f"embedded:{work / 'bench-write-embedded'}"
