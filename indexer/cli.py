@@ -111,6 +111,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="decode JPEGs at reduced scale near the model's size (default on; off: full decode)",
     )
     job.add_argument(
+        "--gpu-decode",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="decode plain JPEGs on the GPU with nvJPEG (default: when the device is CUDA and"
+        " torchvision is installed; other files are always decoded by the workers)",
+    )
+    job.add_argument(
         "--follow-symlinks",
         action="store_true",
         help="also index symbolic links whose target lies outside the input folder",
@@ -172,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
         commit_interval=args.commit_interval,
         progress=args.progress,
         fast_decode=args.fast_decode,
+        gpu_decode=args.gpu_decode,
         follow_symlinks=args.follow_symlinks,
         fake_encoder=args.fake_encoder,
         fake_image_size=args.fake_image_size,

@@ -46,6 +46,7 @@ class Decoded:
     payload: Any = None
     failure: Failure | None = None
     seconds: float = 0.0
+    encoded: bool = False  # payload is the JPEG file's bytes, for the GPU decoder
 
 
 @dataclass
@@ -85,12 +86,15 @@ def _image_size(path: Any) -> tuple[int, int] | None:
         return None
 
 
-def decode_item(item: WorkItem, preprocess: Any, max_pixels: int | None, fast_decode: bool = True) -> Decoded:
+def decode_item(
+    item: WorkItem, preprocess: Any, max_pixels: int | None, fast_decode: bool = True, gpu_jpeg: bool = False
+) -> Decoded:
     """Decode one item; every error is turned into a Failure with a reason.
 
     ``preprocess`` is an ``ImagePreprocessor`` (its ``pixels`` gives uint8 ``[S, S, 3]``).
+    ``gpu_jpeg``: a plain JPEG is not decoded here; its bytes go to ``indexer.gpu_decode``.
     """
-    from model.images import ImageError, load_image
+    from model.images import DEFAULT_MAX_PIXELS, ImageError, load_image
 
     start = time.perf_counter()
     if item.rejected is not None:  # known bad before any byte was read (e.g. a dangling link)
@@ -105,6 +109,16 @@ def decode_item(item: WorkItem, preprocess: Any, max_pixels: int | None, fast_de
         else:
             if preprocess is None:
                 raise ValueError("no preprocessor for pixel input")
+            if gpu_jpeg and item.rejected is None:
+                from indexer.gpu_decode import jpeg_for_gpu
+
+                try:
+                    data = item.image.read_bytes()
+                except OSError:
+                    data = b""  # load_image below reports it with the usual reason
+                if data and jpeg_for_gpu(data, max_pixels or DEFAULT_MAX_PIXELS):
+                    raw = np.frombuffer(data, dtype=np.uint8)
+                    return Decoded(item, raw, None, time.perf_counter() - start, encoded=True)
             kwargs: dict[str, Any] = {} if max_pixels is None else {"max_pixels": max_pixels}
             if fast_decode:
                 kwargs["draft_size"] = preprocess.image_size
@@ -121,16 +135,38 @@ def decode_item(item: WorkItem, preprocess: Any, max_pixels: int | None, fast_de
     return Decoded(item, None, failure, time.perf_counter() - start)
 
 
+def decode_bytes(decoded: Decoded, preprocess: Any, max_pixels: int | None, fast_decode: bool) -> Decoded:
+    """A JPEG handed over as bytes, decoded on the CPU after all (nvJPEG refused it)."""
+    from model.images import DEFAULT_MAX_PIXELS, ImageError, load_image
+
+    item = decoded.item
+    try:
+        image = load_image(
+            bytes(decoded.payload),
+            max_pixels=max_pixels or DEFAULT_MAX_PIXELS,
+            draft_size=preprocess.image_size if fast_decode else None,
+        )
+        pixels = preprocess.pixels(image, reducing_gap=REDUCING_GAP if fast_decode else None)
+        return Decoded(item, pixels, None, decoded.seconds)
+    except ImageError as exc:
+        message = str(exc).replace("<bytes>", item.location, 1)
+        return Decoded(item, None, Failure(item.id, item.location, exc.reason, message), decoded.seconds)
+
+
 def decode_chunk(
-    items: list[WorkItem], preprocess: Any, max_pixels: int | None, fast_decode: bool = True
+    items: list[WorkItem],
+    preprocess: Any,
+    max_pixels: int | None,
+    fast_decode: bool = True,
+    gpu_jpeg: bool = False,
 ) -> DecodedChunk:
     start = time.perf_counter()
     pictures: list[np.ndarray] = []
     rows: list[int] = []
     others: dict[int, Decoded] = {}
     for row, it in enumerate(items):
-        d = decode_item(it, preprocess, max_pixels, fast_decode)
-        if d.failure is None and it.kind == "pixels":
+        d = decode_item(it, preprocess, max_pixels, fast_decode, gpu_jpeg)
+        if d.failure is None and it.kind == "pixels" and not d.encoded:
             pictures.append(d.payload)
             rows.append(row)
         else:
@@ -177,11 +213,13 @@ class Decoder:
         chunk_size: int = 8,
         prefetch: int | None = None,
         fast_decode: bool = True,
+        gpu_jpeg: bool = False,
     ) -> None:
         if workers < 0:
             raise ValueError(f"--workers must be >= 0, got {workers}")
         self.preprocess = preprocess
         self.fast_decode = fast_decode
+        self.gpu_jpeg = gpu_jpeg
         self.busy_seconds = 0.0  # summed over workers: the decode stage's own time
         self.window_samples = 0
         self.window_total = 0  # chunks ready or in flight, summed over samples (queue depth)
@@ -223,7 +261,9 @@ class Decoder:
                 if stop is not None and stop.is_set():
                     return
                 window.append(
-                    self._pool.submit(decode_chunk, chunk, self.preprocess, self.max_pixels, self.fast_decode)
+                    self._pool.submit(
+                        decode_chunk, chunk, self.preprocess, self.max_pixels, self.fast_decode, self.gpu_jpeg
+                    )
                 )
                 if len(window) >= self.prefetch:
                     yield from self._take(window)

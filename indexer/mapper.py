@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from indexer.batch import Csr, TermBatch, canonical_csr, csr_from_dicts
-from indexer.decoder import Decoded
+from indexer.decoder import Decoded, decode_bytes
 from indexer.items import Failure
 from indexer.termdocs import TermDocError, terms_from_tokens
+
+if TYPE_CHECKING:
+    from indexer.gpu_decode import GpuJpegDecoder
 
 
 class ImageTermEncoder(Protocol):
@@ -67,9 +70,19 @@ class EncoderMapper:
     batch is always queued on the device; ``drain()`` returns the last one.
     """
 
-    def __init__(self, encoder: ImageTermEncoder, top_n: int | None) -> None:
+    def __init__(
+        self,
+        encoder: ImageTermEncoder,
+        top_n: int | None,
+        gpu_decoder: GpuJpegDecoder | None = None,
+        max_pixels: int | None = None,
+        fast_decode: bool = True,
+    ) -> None:
         self.encoder = encoder
         self.top_n = top_n
+        self.gpu_decoder = gpu_decoder
+        self.max_pixels = max_pixels
+        self.fast_decode = fast_decode
         self.seconds = 0.0
         self.images = 0
         self._in_flight: tuple[list[Decoded], Any] | None = None
@@ -85,8 +98,12 @@ class EncoderMapper:
         pixels = [d for d in batch if d.item.kind == "pixels"]
         regions, bad = self._usable_regions([d for d in batch if d.item.kind == "regions"])
         failures += bad
-        if pixels:
+        if any(d.encoded for d in pixels):
+            pixels, stacked, bad = self._gpu_pictures(pixels)
+            failures += bad
+        elif pixels:
             stacked = np.stack([d.payload for d in pixels])  # uint8 [B, S, S, 3]: one copy
+        if pixels:
             pending = self.encoder.start_pixels(stacked, top_n=self.top_n)
             self._collect(out, failures)
             self._in_flight = (pixels, pending)
@@ -118,6 +135,33 @@ class EncoderMapper:
         failures += empty
         if batch is not None:
             out.append(batch)
+
+    def _gpu_pictures(self, pixels: list[Decoded]) -> tuple[list[Decoded], Any, list[Failure]]:
+        """JPEG bytes decoded on the GPU, joined with the pictures the workers decoded; what nvJPEG
+        refuses is decoded here on the CPU like any file (same failure reasons)."""
+        import torch
+
+        assert self.gpu_decoder is not None, "JPEG bytes reached the mapper without a GPU decoder"
+        host = [d for d in pixels if not d.encoded]
+        raw = [d for d in pixels if d.encoded]
+        pictures, failed = self.gpu_decoder.decode([d.payload for d in raw])
+        failures: list[Failure] = []
+        for i in failed:
+            d = decode_bytes(raw[i], self.encoder.preprocessor, self.max_pixels, self.fast_decode)
+            if d.failure is not None:
+                failures.append(d.failure)
+            else:
+                host.append(d)
+        gone = set(failed)
+        on_gpu = [d for i, d in enumerate(raw) if i not in gone]
+        parts = []
+        if host:
+            parts.append(torch.from_numpy(np.stack([d.payload for d in host])).to(self.gpu_decoder.device))
+        if pictures is not None:
+            parts.append(pictures)
+        if not parts:
+            return [], None, failures
+        return host + on_gpu, torch.cat(parts) if len(parts) > 1 else parts[0], failures
 
     def _usable_regions(self, decoded: list[Decoded]) -> tuple[list[Decoded], list[Failure]]:
         """Region files whose feature size the model cannot take fail alone, not the whole batch."""

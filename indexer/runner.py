@@ -62,6 +62,7 @@ class IndexConfig:
     progress: bool | None = None  # None/True: a bar on a terminal, log lines otherwise; False: nothing
     fast_decode: bool = True  # JPEG draft mode + reducing_gap resize (see indexer.decoder)
     follow_symlinks: bool = False  # index links whose target lies outside the input folder
+    gpu_decode: bool | None = None  # nvJPEG for plain JPEGs; None: when the device is CUDA with torchvision
     fake_encoder: bool = False  # instant deterministic terms, no model: measures the plumbing
     fake_image_size: int = 224
 
@@ -341,6 +342,7 @@ class IndexJob:
                     workers=cfg.workers if fmt != "terms" else 0,
                     max_pixels=cfg.max_pixels,
                     fast_decode=cfg.fast_decode,
+                    gpu_jpeg=getattr(mapper, "gpu_decoder", None) is not None,
                 ) as decoder,
             ):
                 pending = self._pending(items, target, exporter, bar)
@@ -375,7 +377,19 @@ class IndexJob:
             tok = _tokenizer(cfg)
             return TermsMapper(tok.token_to_id, cfg.top_n), tok.id_to_token, None
         encoder = self._encoder if self._encoder is not None else _load_encoder(cfg)
-        return EncoderMapper(encoder, cfg.top_n), encoder.id_to_token, encoder.preprocessor
+        gpu = None
+        if cfg.gpu_decode is not False and not cfg.fake_encoder:
+            from indexer.gpu_decode import GpuJpegDecoder, gpu_decode_available
+
+            device = getattr(encoder, "device", None)  # TermEncoder's; test encoders have none
+            if gpu_decode_available(device):
+                gpu = GpuJpegDecoder(encoder.preprocessor.image_size, device)
+            elif cfg.gpu_decode:
+                raise ValueError("--gpu-decode needs a CUDA device and torchvision")
+        mapper = EncoderMapper(
+            encoder, cfg.top_n, gpu, max_pixels=cfg.max_pixels, fast_decode=cfg.fast_decode
+        )
+        return mapper, encoder.id_to_token, encoder.preprocessor
 
     def _pending(
         self,

@@ -139,6 +139,8 @@ class ColourEncoder:
         from indexer.batch import csr_from_dicts
 
         self.calls += 1
+        if not isinstance(pixels, np.ndarray):  # a device tensor (GPU JPEG decode path)
+            pixels = pixels.cpu().numpy()
         return csr_from_dicts(self.terms(pixels, top_n))
 
     def finish(self, pending):

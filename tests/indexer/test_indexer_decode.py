@@ -125,3 +125,58 @@ def test_fake_encoder_job_is_deterministic_and_writes_the_embedded_engine(tmp_pa
     figures = first.figures()
     assert figures["stage_rates"]["decode"] > 0 and 0 < figures["busy_shares"]["decode"] <= 1
     assert figures["busy_shares"]["gpu"] is None  # no CUDA here: absent, not zero
+
+
+def test_only_plain_jpegs_are_handed_to_the_gpu_decoder(tmp_path: Path) -> None:
+    """The worker sends bytes only where nvJPEG gives what load_image would; the rest stays on the CPU."""
+    from PIL import Image
+
+    from indexer.gpu_decode import jpeg_for_gpu
+
+    photo = Image.new("RGB", (64, 48), (200, 30, 30))
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    cases = {
+        "baseline.jpg": (lambda p: photo.save(p, quality=90), True),
+        "grey.jpg": (lambda p: photo.convert("L").save(p), True),
+        "progressive.jpg": (lambda p: photo.save(p, progressive=True), False),
+        "cmyk.jpg": (lambda p: photo.convert("CMYK").save(p), False),
+        "rotated.jpg": (lambda p: photo.save(p, exif=exif.tobytes()), False),
+        "a.png": (lambda p: photo.save(p), False),
+        "a.webp": (lambda p: photo.save(p), False),
+    }
+    for name, (write, expected) in cases.items():
+        write(tmp_path / name)
+        assert jpeg_for_gpu((tmp_path / name).read_bytes(), 10**8) is expected, name
+    assert not jpeg_for_gpu((tmp_path / "baseline.jpg").read_bytes(), 64 * 48 - 1)  # size guard first
+
+
+def test_files_the_gpu_refuses_are_decoded_on_the_cpu_with_the_same_result(
+    image_folder: Path, colour_encoder, max_pixels
+) -> None:
+    """Every JPEG nvJPEG refuses takes the CPU path: same documents, same failure reasons."""
+    from indexer.gpu_decode import GpuJpegDecoder
+    from indexer.mapper import EncoderMapper
+
+    class RefusesAll(GpuJpegDecoder):
+        def decode(self, files):
+            return None, list(range(len(files)))
+
+    items = read_items(image_folder)
+    pre = colour_encoder.preprocessor
+
+    def run(gpu: GpuJpegDecoder | None) -> tuple[dict, dict]:
+        decoded = decode_chunk(items, pre, max_pixels, gpu_jpeg=gpu is not None).decoded()
+        if gpu is not None:
+            assert any(d.encoded for d in decoded)
+        mapper = EncoderMapper(colour_encoder, 1000, gpu, max_pixels=max_pixels)
+        ok = [d for d in decoded if d.failure is None]
+        batches, failures = mapper.map(ok)
+        more, late = mapper.drain()
+        docs = {d.id: dict(d.terms) for b in batches + more for d in b.documents()}
+        reasons = {d.item.id: d.failure.reason for d in decoded if d.failure} | {
+            f.id: f.reason for f in failures + late
+        }
+        return docs, reasons
+
+    assert run(RefusesAll(pre.image_size, "cpu")) == run(None)

@@ -1,0 +1,96 @@
+"""JPEG decoding on the GPU (nvJPEG through ``torchvision.io.decode_jpeg``), with the CPU as fallback.
+
+With a CUDA device, decode workers stop decoding plain JPEGs: they read the header (size guard,
+mode, EXIF orientation, progressive or not) and hand the file's bytes over; the main thread
+decodes a whole batch on the GPU, resizes (antialiased bicubic, like Pillow's) and hands uint8
+pictures to the encoder without them ever touching host memory. Everything else (PNG, WebP,
+CMYK, progressive or EXIF-rotated JPEGs) is decoded on the CPU exactly as without a GPU, and a
+JPEG that nvJPEG refuses is decoded on the CPU too, so the failure report is the same.
+
+Difference to the CPU path: the GPU resize works from the full-resolution decode and rounds the
+same way; it differs from Pillow's resampling by rounding only (not measured here: no GPU was
+available when this was written; ``bench/indexing.py`` on a CUDA machine reports it).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+
+def jpeg_for_gpu(data: bytes, max_pixels: int) -> bool:
+    """Whether nvJPEG may decode this file and give exactly what ``load_image`` would.
+
+    Header only: baseline JPEG, RGB (YCbCr) or grey, no EXIF rotation, within the size guard.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    if data[:3] != b"\xff\xd8\xff":
+        return False
+    try:
+        with Image.open(io.BytesIO(data)) as im:
+            w, h = im.size
+            if im.format != "JPEG" or im.mode not in {"RGB", "L"} or not 0 < w * h <= max_pixels:
+                return False
+            if im.info.get("progressive") or im.info.get("progression"):
+                return False
+            orientation = im.getexif().get(0x0112, 1)
+            return orientation in (1, None)
+    except (OSError, UnidentifiedImageError, SyntaxError, ValueError, Image.DecompressionBombError):
+        return False
+
+
+def gpu_decode_available(device: Any) -> bool:
+    """CUDA device and a torchvision with ``decode_jpeg``: otherwise every file goes to the CPU."""
+    if getattr(device, "type", str(device)) != "cuda":
+        return False
+    try:
+        from torchvision.io import decode_jpeg  # noqa: F401
+    except ImportError:
+        log.info("torchvision is not installed: JPEGs are decoded on the CPU")
+        return False
+    return True
+
+
+class GpuJpegDecoder:
+    """Batched nvJPEG decode + resize to uint8 ``[n, S, S, 3]`` on ``device``."""
+
+    def __init__(self, image_size: int, device: Any) -> None:
+        self.image_size = image_size
+        self.device = device
+
+    def decode(self, files: list[np.ndarray]) -> tuple[Any, list[int]]:
+        """``(pictures [m, S, S, 3] uint8 on the device, indices that failed)``; ``m`` = the rest,
+        in order. One bad file only costs a retry of the batch one file at a time."""
+        import torch
+        from torchvision.io import ImageReadMode, decode_jpeg
+
+        tensors = [torch.from_numpy(np.asarray(f, dtype=np.uint8)) for f in files]
+        try:
+            images: list[Any] = list(decode_jpeg(tensors, mode=ImageReadMode.RGB, device=self.device))
+        except RuntimeError:
+            images = []
+            for t in tensors:
+                try:
+                    images.append(decode_jpeg(t, mode=ImageReadMode.RGB, device=self.device))
+                except RuntimeError:
+                    images.append(None)
+        failed = [i for i, im in enumerate(images) if im is None]
+        good = [self._resize(im) for im in images if im is not None]
+        pictures = torch.stack(good) if good else None
+        return pictures, failed
+
+    def _resize(self, image: Any) -> Any:
+        import torch
+        import torch.nn.functional as F
+
+        s = self.image_size
+        x = image[None].float()  # [1, 3, H, W]
+        if tuple(x.shape[-2:]) != (s, s):
+            x = F.interpolate(x, size=(s, s), mode="bicubic", antialias=True, align_corners=False)
+        return x.round_().clamp_(0, 255).to(torch.uint8)[0].permute(1, 2, 0)  # [S, S, 3]
