@@ -6,9 +6,12 @@ Stages, one module each (clip-retrieval style):
   ``sha1`` of the file's path relative to the folder, POSIX separators, 40 hex digits).
   Metadata: ``image`` (path relative to ``image_root``), ``image_root`` (absolute folder the
   service serves from), manifest ``captions`` and ``metadata`` keys.
-- ``decoder``: files -> model input in ``spawn`` worker processes, a bounded window ahead.
-- ``mapper``: batches -> ``{vocabulary id: weight}`` top-n on the device (main thread).
-- ``writer``: a thread committing to the engine, then to the JSONL export, bounded queue.
+- ``decoder``: files -> uint8 pictures (one array per chunk; JPEGs in draft mode) in ``spawn``
+  worker processes, a bounded window ahead; ``gpu_decode``: plain JPEGs with nvJPEG on CUDA.
+- ``mapper``: batches -> top-n terms on the device, one host copy per batch as CSR arrays
+  (``batch.TermBatch``), one batch in flight (main thread). ``fake``: ``--fake-encoder``.
+- ``writer``: a thread committing ``TermIndex.upsert_arrays`` to the engine, then the JSONL
+  export, bounded queue.
 - ``runner``: wiring, ``--shard``/``--num-shards`` (sha1 of the id), ``--resume`` (skip ids the
   engine, and the export if any, already hold), SIGINT/SIGTERM, progress and summary.
 

@@ -276,3 +276,19 @@ def test_progress_off_and_redirected_write_no_carriage_returns(capsys: pytest.Ca
         bar.close()
         assert not bar.bar_shown
     assert "\r" not in capsys.readouterr().err
+
+
+def test_index_help_is_plain_text_with_help_for_every_option(capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+
+    from indexer.cli import add_arguments
+    from vsparta.cli import main
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert [a.dest for a in parser._actions if not a.help] == []
+    with pytest.raises(SystemExit):
+        main(["index", "--help"])
+    text = capsys.readouterr().out
+    assert "::" not in text and "``" not in text
+    assert "symlink_outside" in text and "broken_symlink" in text and "--follow-symlinks" in text
