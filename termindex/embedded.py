@@ -39,6 +39,7 @@ import numpy as np
 from termindex import embedded_format as fmt
 from termindex import embedded_kernels as kern
 from termindex.base import Hit, TermDocument, TermIndex, validate_id, validate_weights
+from termindex.embedded_policy import MERGE_FACTOR, MergePolicy, TieredMergePolicy, plan_final_merge
 from termindex.errors import DocumentNotFound, IndexNotFound, InvalidQuery, TermIndexError
 from termindex.oracle import round_like_embedded
 
@@ -77,9 +78,10 @@ class EmbeddedIndex(TermIndex):
 
     Options: ``vocab_size`` (reject term ids >= it in documents and queries; stored in the
     manifest at creation), ``block_size`` (documents per postings block, a power of two
-    <= 65536; small values only for tests), ``max_segments`` (merge the smallest segments
-    when there are more), ``auto_refresh`` (see new commits on every call; otherwise call
-    ``refresh()``), ``lock_timeout`` (seconds to wait for another writer; None waits forever).
+    <= 65536; small values only for tests), ``merge_factor`` (tiered merging, see
+    ``embedded_policy``), ``max_segments`` (optional hard cap on top: tests and tiny indexes),
+    ``merge_policy`` (replaces both), ``auto_refresh`` (see new commits on every call; otherwise
+    call ``refresh()``), ``lock_timeout`` (seconds to wait for another writer; None waits forever).
     """
 
     def __init__(
@@ -89,7 +91,9 @@ class EmbeddedIndex(TermIndex):
         *,
         vocab_size: int | None = None,
         block_size: int = DEFAULT_BLOCK_SIZE,
-        max_segments: int = 8,
+        merge_factor: int = MERGE_FACTOR,
+        max_segments: int | None = None,
+        merge_policy: MergePolicy | None = None,
         auto_refresh: bool = True,
         lock_timeout: float | None = None,
     ) -> None:
@@ -97,10 +101,8 @@ class EmbeddedIndex(TermIndex):
             raise ValueError(f"block_size must be a power of two <= 65536, got {block_size}")
         if vocab_size is not None and (isinstance(vocab_size, bool) or int(vocab_size) < 1):
             raise ValueError(f"vocab_size must be a positive integer or None, got {vocab_size!r}")
-        if max_segments < 1:
-            raise ValueError(f"max_segments must be >= 1, got {max_segments}")
         self.root = Path(path)
-        self.max_segments = int(max_segments)
+        self.merge_policy = merge_policy or TieredMergePolicy(merge_factor, max_segments)
         self.auto_refresh = auto_refresh
         self.lock_timeout = lock_timeout
         self._mutex = threading.Lock()
@@ -358,7 +360,9 @@ class EmbeddedIndex(TermIndex):
         return out
 
     def _tombstone(self, manifest: dict[str, Any], segments: list[fmt.Segment], ids: list[str]) -> int:
-        """Mark every live copy of ``ids`` deleted (new tombstone files); returns how many existed."""
+        """Mark every live copy of ``ids`` deleted (new tombstone files); returns how many existed.
+
+        Counts the tombstone bytes in ``manifest`` (written by ``_commit``)."""
         hashes = np.array([fmt.id_hash(i) for i in ids], dtype=np.uint64)
         existed = 0
         gen = int(manifest["generation"]) + 1
@@ -373,6 +377,7 @@ class EmbeddedIndex(TermIndex):
             deleted[locs] = 1
             fname = f"deletes-g{gen:08d}.u8"
             fmt.write_file(seg.path / fname, deleted)
+            manifest["bytes_written"] = manifest.get("bytes_written", 0) + len(deleted)
             segments[n] = fmt.Segment(**{**seg.__dict__, "deleted": deleted, "deletes_file": fname})
         return existed
 
@@ -483,12 +488,36 @@ class EmbeddedIndex(TermIndex):
             self._tombstone(manifest, segments, ids)
             name = self._new_name(manifest)
             shift = int(manifest["block_size"]).bit_length() - 1
-            fmt.build_segment(self.root, name, shift, ids, terms, doc_of, wbits, metadata)
+            nbytes = fmt.build_segment(self.root, name, shift, ids, terms, doc_of, wbits, metadata)
+            _count(manifest, "ingested", len(ids), nbytes)
+            _count(manifest, "written", len(ids), nbytes)
             segments.append(fmt.Segment.open(self.root, name).with_deletes(None))
             self._commit(manifest, segments)
-            if len(segments) > self.max_segments:
-                self._merge(manifest, self._open_segments(manifest), policy="tiered")
+            self._settle(manifest)
         return len(ids)
+
+    def _settle(self, manifest: dict[str, Any]) -> None:
+        """Merge while the policy asks (each merge its own crash-safe commit)."""
+        while True:
+            segments = self._open_segments(manifest)
+            chosen = self.merge_policy.plan(_live_sizes(manifest))
+            if len(chosen) < 2:
+                return
+            self._merge(manifest, segments, chosen)
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[EmbeddedIndex]:
+        """A long write job: commits go on as usual (each one durable when ``upsert`` returns, so
+        a kill loses nothing reported written), merged by the tiered policy; at the end the
+        segments the load made are merged into one (``plan_final_merge``), so a full load leaves
+        a single segment, and a small load into a big index leaves the big segments alone."""
+        start = int(fmt.read_manifest(self.root).get("docs_ingested", 0))
+        yield self
+        with self._writing() as manifest:
+            loaded = int(manifest.get("docs_ingested", 0)) - start
+            chosen = plan_final_merge(_live_sizes(manifest), loaded)
+            if chosen:
+                self._merge(manifest, self._open_segments(manifest), chosen)
 
     def delete(self, ids: Iterable[str]) -> int:
         wanted = list(dict.fromkeys(validate_id(i) for i in ids))
@@ -506,23 +535,27 @@ class EmbeddedIndex(TermIndex):
         with self._writing() as manifest:
             segments = self._open_segments(manifest)
             if len(segments) > 1 or any(s.deleted.any() for s in segments):
-                self._merge(manifest, segments, policy="all")
+                self._merge(manifest, segments, list(range(len(segments))))
 
-    def _merge(self, manifest: dict[str, Any], segments: list[fmt.Segment], policy: str) -> None:
-        if policy == "all":
-            chosen = list(range(len(segments)))
-        else:  # merge the smallest half-plus: each document is rewritten O(log n) times
-            sizes = [s.n_docs - int(s.deleted.sum()) for s in segments]
-            n_merge = len(segments) - self.max_segments // 2
-            chosen = sorted(sorted(range(len(segments)), key=lambda i: sizes[i])[:n_merge])
+    def _merge(self, manifest: dict[str, Any], segments: list[fmt.Segment], chosen: list[int]) -> None:
+        """Replace ``segments[chosen]`` by one merged segment, placed last (``embedded_policy.settle``
+        simulates exactly this order)."""
         name = self._new_name(manifest)
         shift = int(manifest["block_size"]).bit_length() - 1
-        fmt.merge_segments(self.root, name, shift, [segments[i] for i in chosen])
-        rest = [s for i, s in enumerate(segments) if i not in set(chosen)]
+        picked = set(chosen)
+        nbytes = fmt.merge_segments(self.root, name, shift, [segments[i] for i in chosen])
+        _count(
+            manifest,
+            "written",
+            sum(segments[i].n_docs - int(segments[i].deleted.sum()) for i in chosen),
+            nbytes,
+        )
+        rest = [s for i, s in enumerate(segments) if i not in picked]
         self._commit(manifest, [*rest, fmt.Segment.open(self.root, name).with_deletes(None)])
 
     def stats(self) -> dict[str, Any]:
-        """Sizes for benchmarks and /metrics: documents, postings, bytes on disk."""
+        """Sizes for benchmarks and /metrics: documents, postings, bytes on disk, and write
+        amplification (bytes written by commits, merges and tombstones over bytes committed)."""
         snap = self._snapshot()
         postings = sum(s.n_postings for s in snap.segments)
         disk = 0
@@ -535,7 +568,25 @@ class EmbeddedIndex(TermIndex):
             "bytes_on_disk": disk,
             "bytes_per_posting": disk / postings if postings else math.nan,
             "generation": snap.generation,
+            **{key: int(snap.manifest.get(key, 0)) for key in fmt.WRITE_COUNTERS},
+            "write_amplification": _ratio(snap.manifest, "bytes"),
+            "doc_write_amplification": _ratio(snap.manifest, "docs"),
         }
 
     def close(self) -> None:
         self._cache = {}
+
+
+def _count(manifest: dict[str, Any], what: str, docs: int, nbytes: int) -> None:
+    manifest[f"docs_{what}"] = int(manifest.get(f"docs_{what}", 0)) + docs
+    manifest[f"bytes_{what}"] = int(manifest.get(f"bytes_{what}", 0)) + nbytes
+
+
+def _ratio(manifest: dict[str, Any], unit: str) -> float:
+    ingested = int(manifest.get(f"{unit}_ingested", 0))
+    return int(manifest.get(f"{unit}_written", 0)) / ingested if ingested else math.nan
+
+
+def _live_sizes(manifest: dict[str, Any]) -> list[int]:
+    """Live documents of each segment, in manifest order: what merge policies decide on."""
+    return [int(s["n_docs"]) - int(s.get("n_deleted", 0)) for s in manifest["segments"]]

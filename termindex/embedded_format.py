@@ -57,6 +57,9 @@ FORMAT_VERSION = 4  # 4: split-encoded sparse ids (v3 stored every id as uint16)
 MANIFEST = "manifest.json"
 LOCK = "write.lock"
 MAX_BLOCK_SHIFT = 16  # local ids inside a block are uint16
+# Manifest counters of write amplification: what commits brought in vs everything written since
+# creation (merges and tombstones included). Older manifests lack them: read as 0.
+WRITE_COUNTERS = ("docs_ingested", "docs_written", "bytes_ingested", "bytes_written")
 
 
 # --------------------------------------------------------------------------- durable writes
@@ -124,6 +127,7 @@ def new_manifest(block_size: int, vocab_size: int | None) -> dict[str, Any]:
         "vocab_size": vocab_size,
         "segment_counter": 0,
         "segments": [],
+        **dict.fromkeys(WRITE_COUNTERS, 0),
     }
 
 
@@ -271,10 +275,11 @@ def _finish_segment(
     hashes: np.ndarray,
     meta_bytes: np.ndarray,
     meta_offsets: np.ndarray,
-) -> None:
+) -> int:
     """Lay out dense runs, write the small files, fsync everything, rename the directory into place.
 
     ``out_docs``/``out_wbits`` hold the sparse layout in temp files; they are removed here.
+    Returns the bytes the segment holds (for write-amplification accounting).
     """
     doffsets, woffsets, boffsets, hoffsets = (np.zeros_like(offsets) for _ in range(4))
     kern.choose_layout(
@@ -325,9 +330,11 @@ def _finish_segment(
         "n_postings": int(offsets[-1]),
     }
     write_file(tmp / "segment.json", json.dumps(info).encode())
+    written = sum(f.stat().st_size for f in tmp.iterdir())
     fsync_dir(tmp)
     os.rename(tmp, root / name)
     fsync_dir(root)
+    return written
 
 
 def _alloc(tmp: Path, fname: str, size: int, dtype: str = "<u2") -> np.ndarray:
@@ -353,8 +360,9 @@ def build_segment(
     doc_of: np.ndarray,
     wbits: np.ndarray,
     metadata_json: Sequence[bytes],
-) -> None:
-    """Write a new segment from postings in document order (``terms``/``doc_of``/``wbits``)."""
+) -> int:
+    """Write a new segment from postings in document order (``terms``/``doc_of``/``wbits``);
+    returns its size in bytes."""
     n_docs = len(ids)
     n_blocks = max(1, -(-n_docs // (1 << block_shift)))
     n_terms = int(terms.max()) + 1 if len(terms) else 0
@@ -373,7 +381,7 @@ def build_segment(
     np.cumsum([len(b) for b in id_raw], out=id_offsets[1:])
     meta_offsets = np.zeros(n_docs + 1, dtype=np.int64)
     np.cumsum([len(b) for b in metadata_json], out=meta_offsets[1:])
-    _finish_segment(
+    return _finish_segment(
         root,
         tmp,
         name,
@@ -393,7 +401,8 @@ def build_segment(
 
 
 def merge_segments(root: Path, name: str, block_shift: int, segments: Sequence[Segment]) -> int:
-    """Write one segment holding the live documents of ``segments`` (tombstones dropped)."""
+    """Write one segment holding the live documents of ``segments`` (tombstones dropped); returns
+    its size in bytes."""
     remaps = []
     lives = []
     start = 0
@@ -456,7 +465,7 @@ def merge_segments(root: Path, name: str, block_shift: int, segments: Sequence[S
         by_local = np.empty(seg.n_docs, dtype=np.uint64)
         by_local[seg.id_order] = seg.id_hashes
         hash_parts.append(by_local[live])
-    _finish_segment(
+    return _finish_segment(
         root,
         tmp,
         name,
@@ -473,7 +482,6 @@ def merge_segments(root: Path, name: str, block_shift: int, segments: Sequence[S
         meta_bytes=np.concatenate(meta_parts) if meta_parts else np.zeros(0, np.uint8),
         meta_offsets=_join_offsets(metaoff_parts),
     )
-    return n_docs
 
 
 def _join_offsets(parts: list[np.ndarray]) -> np.ndarray:
