@@ -38,9 +38,16 @@ import numpy as np
 
 from termindex import embedded_format as fmt
 from termindex import embedded_kernels as kern
-from termindex.base import Hit, TermDocument, TermIndex, validate_id, validate_weights
+from termindex.base import (
+    Hit,
+    TermDocument,
+    TermIndex,
+    validate_document_weights,
+    validate_id,
+    validate_weights,
+)
 from termindex.embedded_policy import MERGE_FACTOR, MergePolicy, TieredMergePolicy, plan_final_merge
-from termindex.errors import DocumentNotFound, IndexNotFound, InvalidQuery, TermIndexError
+from termindex.errors import DocumentNotFound, IndexNotFound, InvalidDocument, InvalidQuery, TermIndexError
 from termindex.oracle import round_like_embedded
 
 log = logging.getLogger(__name__)
@@ -109,7 +116,7 @@ class EmbeddedIndex(TermIndex):
         self._cache: dict[str, fmt.Segment] = {}
         if not (self.root / fmt.MANIFEST).exists():
             if not create:
-                raise IndexNotFound(f"no embedded index at {self.root} (create it with create=True)")
+                raise IndexNotFound(fmt.missing_index_message(self.root))
             self.root.mkdir(parents=True, exist_ok=True)
             with self._write_lock():
                 if not (self.root / fmt.MANIFEST).exists():
@@ -135,7 +142,7 @@ class EmbeddedIndex(TermIndex):
                 return _Snapshot(manifest, key, tuple(segments))
             except FileNotFoundError:
                 if not (self.root / fmt.MANIFEST).exists():
-                    raise IndexNotFound(f"no embedded index at {self.root}") from None
+                    raise IndexNotFound(fmt.missing_index_message(self.root)) from None
                 time.sleep(0.005 * (attempt + 1))  # a writer replaced the manifest meanwhile
         raise TermIndexError(f"could not read a consistent state of {self.root}")
 
@@ -390,13 +397,13 @@ class EmbeddedIndex(TermIndex):
         vocab = self._snap.manifest.get("vocab_size")
         for doc in docs:
             if not isinstance(doc, TermDocument):
-                raise InvalidQuery(f"expected TermDocument, got {type(doc).__name__}")
+                raise InvalidDocument(f"expected TermDocument, got {type(doc).__name__}")
             validate_id(doc.id)
-            terms = validate_weights(doc.terms, what=f"document {doc.id!r}", allow_empty=True)
+            terms = validate_document_weights(doc.terms, what=f"document {doc.id!r}")
             if vocab is not None and terms and max(terms) >= vocab:
-                raise InvalidQuery(f"document {doc.id!r}: term id {max(terms)} >= vocab_size {vocab}")
+                raise InvalidDocument(f"document {doc.id!r}: term id {max(terms)} >= vocab_size {vocab}")
             if not isinstance(doc.metadata, Mapping):
-                raise InvalidQuery(f"document {doc.id!r}: metadata must be a mapping")
+                raise InvalidDocument(f"document {doc.id!r}: metadata must be a mapping")
             batch.pop(doc.id, None)  # a later copy in the batch wins, and keeps its position
             batch[doc.id] = TermDocument(doc.id, terms, doc.metadata)
         if not batch:
@@ -416,7 +423,9 @@ class EmbeddedIndex(TermIndex):
             try:
                 metadata.append(json.dumps(dict(d.metadata), ensure_ascii=False).encode("utf-8"))
             except (TypeError, ValueError) as exc:
-                raise InvalidQuery(f"document {d.id!r}: metadata is not JSON-serializable: {exc}") from None
+                raise InvalidDocument(
+                    f"document {d.id!r}: metadata is not JSON-serializable: {exc}"
+                ) from None
         return self._write(ids, lens, terms, weights, metadata)
 
     def upsert_arrays(
@@ -437,28 +446,28 @@ class EmbeddedIndex(TermIndex):
         term_ids = np.asarray(term_ids)
         weights = np.asarray(weights, dtype=np.float64)
         if indptr.shape != (len(ids) + 1,) or indptr[0] != 0 or np.any(np.diff(indptr) < 0):
-            raise InvalidQuery("indptr must be non-decreasing, start at 0 and have len(ids) + 1 entries")
+            raise InvalidDocument("indptr must be non-decreasing, start at 0 and have len(ids) + 1 entries")
         if term_ids.shape != weights.shape or term_ids.shape != (int(indptr[-1]),):
-            raise InvalidQuery("term_ids and weights must both have indptr[-1] entries")
+            raise InvalidDocument("term_ids and weights must both have indptr[-1] entries")
         if metadata is not None and len(metadata) != len(ids):
-            raise InvalidQuery("metadata must have one mapping per id")
+            raise InvalidDocument("metadata must have one mapping per id")
         for i in ids:
             validate_id(i)
         if len(term_ids) and (not np.issubdtype(term_ids.dtype, np.integer) or term_ids.min() < 0):
-            raise InvalidQuery("term ids must be non-negative integers")
+            raise InvalidDocument("term ids must be non-negative integers")
         term_ids = term_ids.astype(np.int64)
         if not np.all(np.isfinite(weights) & (weights > 0)):
-            raise InvalidQuery("every weight must be finite and > 0")
+            raise InvalidDocument("every weight must be finite and > 0")
         vocab = self._snap.manifest.get("vocab_size")
         if vocab is not None and len(term_ids) and term_ids.max() >= vocab:
-            raise InvalidQuery(f"term id {int(term_ids.max())} >= vocab_size {vocab}")
+            raise InvalidDocument(f"term id {int(term_ids.max())} >= vocab_size {vocab}")
         lens = np.diff(indptr)
         rows = np.repeat(np.arange(len(ids), dtype=np.int64), lens)
         if (
             len(term_ids)
             and (bad := kern.first_repeated_term_row(indptr, term_ids, int(term_ids.max()) + 1)) >= 0
         ):
-            raise InvalidQuery(f"document {ids[bad]!r} lists the same term id twice")
+            raise InvalidDocument(f"document {ids[bad]!r} lists the same term id twice")
         last = {doc_id: n for n, doc_id in enumerate(ids)}
         if len(last) < len(ids):  # repeated ids: keep each one's last row
             keep = np.array(sorted(last.values()), dtype=np.int64)
@@ -472,7 +481,9 @@ class EmbeddedIndex(TermIndex):
             try:
                 meta_json.append(json.dumps(dict(meta), ensure_ascii=False).encode("utf-8"))
             except (TypeError, ValueError) as exc:
-                raise InvalidQuery(f"document {ids[n]!r}: metadata is not JSON-serializable: {exc}") from None
+                raise InvalidDocument(
+                    f"document {ids[n]!r}: metadata is not JSON-serializable: {exc}"
+                ) from None
         if not ids:
             return 0
         return self._write(ids, lens, term_ids, weights, meta_json)

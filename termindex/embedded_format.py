@@ -98,16 +98,22 @@ def read_manifest(root: Path) -> dict[str, Any]:
         with open(root / MANIFEST, "rb") as f:
             manifest = json.loads(f.read())
     except FileNotFoundError:
-        raise IndexNotFound(f"no embedded index at {root} (create it with create=True)") from None
+        raise IndexNotFound(missing_index_message(root)) from None
     if manifest.get("format") != FORMAT_NAME:
         raise TermIndexError(f"{root / MANIFEST} is not a {FORMAT_NAME} manifest")
     if manifest.get("version") != FORMAT_VERSION:
         raise TermIndexError(
             f"{root} was written in {FORMAT_NAME} format v{manifest.get('version')}; this version reads "
-            f"v{FORMAT_VERSION} only: rebuild it (vsparta index ... --recreate, or re-index a term-document "
-            "export without the model)"
+            f"v{FORMAT_VERSION} only: rebuild it into a new folder (`vsparta index IMAGES --backend "
+            "embedded:NEW_FOLDER`, or from a term-document export without the model: `vsparta index "
+            "EXPORT_DIR --format terms --backend embedded:NEW_FOLDER`)"
         )
     return manifest
+
+
+def missing_index_message(root: Path) -> str:
+    """What a user reads when no index is there: the command that builds one, not an API flag."""
+    return f"no embedded index at {root}; build one with `vsparta index IMAGES --backend embedded:{root}`"
 
 
 def write_manifest(root: Path, manifest: dict[str, Any]) -> None:
