@@ -22,7 +22,6 @@ Design (format details in ``embedded_format``):
 from __future__ import annotations
 
 import fcntl
-import json
 import logging
 import math
 import os
@@ -37,18 +36,19 @@ from typing import Any
 import numpy as np
 
 from termindex import embedded_format as fmt
-from termindex import embedded_kernels as kern
 from termindex.base import (
     Hit,
     TermDocument,
     TermIndex,
-    validate_document_weights,
     validate_id,
     validate_weights,
 )
+from termindex.embedded_batches import Batch, batch_from_arrays, batch_from_documents
 from termindex.embedded_policy import MERGE_FACTOR, MergePolicy, TieredMergePolicy, plan_final_merge
-from termindex.errors import DocumentNotFound, IndexNotFound, InvalidDocument, InvalidQuery, TermIndexError
-from termindex.oracle import round_like_embedded
+from termindex.embedded_search import search_segments
+from termindex.embedded_weights import half_bits
+from termindex.embedded_writer import build_segment, merge_segments
+from termindex.errors import DocumentNotFound, IndexNotFound, InvalidQuery, TermIndexError
 
 log = logging.getLogger(__name__)
 
@@ -238,84 +238,7 @@ class EmbeddedIndex(TermIndex):
         vocab = snap.manifest.get("vocab_size")
         if vocab is not None and max(q) >= vocab:
             raise InvalidQuery(f"query term id {max(q)} is outside the vocabulary (size {vocab})")
-        qterms = np.array(sorted(q), dtype=np.int64)
-        boosts = np.array([q[t] for t in qterms], dtype=np.float64)
-        boosts32 = boosts.astype(np.float32)
-        lut = kern.log1p_table()
-        log1p64 = kern.log1p_table64()
-        qlut = kern.quant_tables()[0]
-        # Candidates come from A = sum of boost * q, q a quantized upper bound of log1p(w) with
-        # (q - 1) * STEP <= log1p(w) < q * STEP (kernels.QUANT_STEP). With Q = sum of boosts:
-        #   score <= STEP * A_exact + s   and   score >= STEP * (A_exact - Q) - s,
-        # so the k-th score is >= STEP * (theta - Q - eps_q) - s when k documents have A >= theta,
-        # and a document can only reach it if A >= theta - margin. eps_q and eps_t bound float32
-        # error (each product ~3 * 2**-24 relative, the sum m * 2**-24 of the total, doubled);
-        # s covers float64 rounding of log1p and of the quantization.
-        step = kern.QUANT_STEP
-        total = float(boosts.sum())
-        m = len(qterms)
-        eps_q = (m + 4) * 2.0**-23 * 255.0 * total
-        eps_t = (m + 4) * 2.0**-23 * 12.0 * total
-        slack = 1e-12 * (1.0 + 12.0 * total)
-        margin = np.float32(total + 2 * eps_q + 2 * slack / step + 1e-6)
-        kth_floor = np.array([step, step * (total + eps_q) + slack + eps_t], dtype=np.float32)
-        theta = np.float32(-np.inf)
-        found: list[tuple[int, np.ndarray, np.ndarray]] = []
-        for si, seg in enumerate(snap.segments):
-            present = qterms < seg.n_terms
-            if not seg.n_docs or not present.any():
-                continue
-            a32, locs, theta = kern.search_segment(
-                qterms[present], boosts32[present], *seg.postings, seg.quant, seg.blockmax, lut, qlut,
-                seg.deleted, seg.n_docs, seg.n_blocks, seg.block_shift, k, theta, margin, kth_floor,
-            )  # fmt: skip
-            theta = np.float32(theta)
-            if len(locs):
-                found.append((si, a32, locs))
-        if not found:
-            return []
-        all_a = np.concatenate([f[1] for f in found])
-        if len(all_a) > k:
-            cut = np.partition(all_a, len(all_a) - k)[len(all_a) - k] - margin
-        else:
-            cut = -np.inf
-        parts = []  # (segment, local ids, exact scores, weights) of the candidates
-        for si, a32, locs in found:
-            seg = snap.segments[si]
-            locs = locs[a32 >= cut]
-            if not len(locs):
-                continue
-            bits = kern.gather_weights(
-                qterms,
-                *seg.postings,
-                seg.n_terms,
-                seg.n_blocks,
-                seg.block_shift,
-                locs,
-            )
-            scores = kern.rescore(bits, boosts, log1p64)
-            parts.append((si, locs, scores, bits))
-        all_scores = np.concatenate([p[2] for p in parts])
-        kth_score = -np.inf if len(all_scores) <= k else np.partition(all_scores, len(all_scores) - k)[-k]
-        rows: list[tuple[float, str, int, int, np.ndarray]] = []
-        for si, locs, scores, bits in parts:  # ids are decoded only for the top k and its ties
-            seg = snap.segments[si]
-            for r in np.flatnonzero(scores >= kth_score):
-                rows.append((float(scores[r]), seg.doc_id(int(locs[r])), si, int(locs[r]), bits[r]))
-        rows.sort(key=lambda row: (-row[0], row[1]))
-        hits = []
-        for score, doc_id, si, local, bits in rows[:k]:
-            contributions = None
-            if explain:
-                weights = bits.view(np.float16).astype(np.float64)
-                contributions = {
-                    int(t): (float(w), float(b * log1p64[wb]))
-                    for t, b, w, wb in zip(qterms, boosts, weights, bits, strict=True)
-                    if wb
-                }
-            hits.append(Hit(id=doc_id, score=score, metadata=snap.segments[si].metadata(local),
-                            contributions=contributions))  # fmt: skip
-        return hits
+        return search_segments(snap.segments, q, k, explain)
 
     # ------------------------------------------------------------------ writes
 
@@ -393,40 +316,8 @@ class EmbeddedIndex(TermIndex):
         return f"seg-{manifest['segment_counter']:06d}-{os.urandom(4).hex()}"
 
     def upsert(self, docs: Iterable[TermDocument]) -> int:
-        batch: dict[str, TermDocument] = {}
-        vocab = self._snap.manifest.get("vocab_size")
-        for doc in docs:
-            if not isinstance(doc, TermDocument):
-                raise InvalidDocument(f"expected TermDocument, got {type(doc).__name__}")
-            validate_id(doc.id)
-            terms = validate_document_weights(doc.terms, what=f"document {doc.id!r}")
-            if vocab is not None and terms and max(terms) >= vocab:
-                raise InvalidDocument(f"document {doc.id!r}: term id {max(terms)} >= vocab_size {vocab}")
-            if not isinstance(doc.metadata, Mapping):
-                raise InvalidDocument(f"document {doc.id!r}: metadata must be a mapping")
-            batch.pop(doc.id, None)  # a later copy in the batch wins, and keeps its position
-            batch[doc.id] = TermDocument(doc.id, terms, doc.metadata)
-        if not batch:
-            return 0
-        ids = list(batch)
-        lens = np.array([len(d.terms) for d in batch.values()], dtype=np.int64)
-        total = int(lens.sum())
-        terms = np.empty(total, dtype=np.int64)
-        weights = np.empty(total, dtype=np.float64)
-        pos = 0
-        metadata = []
-        for d in batch.values():
-            n = len(d.terms)
-            terms[pos : pos + n] = np.fromiter(d.terms.keys(), dtype=np.int64, count=n)
-            weights[pos : pos + n] = np.fromiter(d.terms.values(), dtype=np.float64, count=n)
-            pos += n
-            try:
-                metadata.append(json.dumps(dict(d.metadata), ensure_ascii=False).encode("utf-8"))
-            except (TypeError, ValueError) as exc:
-                raise InvalidDocument(
-                    f"document {d.id!r}: metadata is not JSON-serializable: {exc}"
-                ) from None
-        return self._write(ids, lens, terms, weights, metadata)
+        batch = batch_from_documents(docs, self._snap.manifest.get("vocab_size"))
+        return self._write(batch) if batch is not None else 0
 
     def upsert_arrays(
         self,
@@ -441,65 +332,24 @@ class EmbeddedIndex(TermIndex):
         The fast path for the indexer and benchmarks: validation is vectorized and no Python
         object is made per term. Same rules as ``upsert``; a repeated id keeps its last row.
         """
-        ids = list(ids)
-        indptr = np.asarray(indptr, dtype=np.int64)
-        term_ids = np.asarray(term_ids)
-        weights = np.asarray(weights, dtype=np.float64)
-        if indptr.shape != (len(ids) + 1,) or indptr[0] != 0 or np.any(np.diff(indptr) < 0):
-            raise InvalidDocument("indptr must be non-decreasing, start at 0 and have len(ids) + 1 entries")
-        if term_ids.shape != weights.shape or term_ids.shape != (int(indptr[-1]),):
-            raise InvalidDocument("term_ids and weights must both have indptr[-1] entries")
-        if metadata is not None and len(metadata) != len(ids):
-            raise InvalidDocument("metadata must have one mapping per id")
-        for i in ids:
-            validate_id(i)
-        if len(term_ids) and (not np.issubdtype(term_ids.dtype, np.integer) or term_ids.min() < 0):
-            raise InvalidDocument("term ids must be non-negative integers")
-        term_ids = term_ids.astype(np.int64)
-        if not np.all(np.isfinite(weights) & (weights > 0)):
-            raise InvalidDocument("every weight must be finite and > 0")
-        vocab = self._snap.manifest.get("vocab_size")
-        if vocab is not None and len(term_ids) and term_ids.max() >= vocab:
-            raise InvalidDocument(f"term id {int(term_ids.max())} >= vocab_size {vocab}")
-        lens = np.diff(indptr)
-        rows = np.repeat(np.arange(len(ids), dtype=np.int64), lens)
-        if (
-            len(term_ids)
-            and (bad := kern.first_repeated_term_row(indptr, term_ids, int(term_ids.max()) + 1)) >= 0
-        ):
-            raise InvalidDocument(f"document {ids[bad]!r} lists the same term id twice")
-        last = {doc_id: n for n, doc_id in enumerate(ids)}
-        if len(last) < len(ids):  # repeated ids: keep each one's last row
-            keep = np.array(sorted(last.values()), dtype=np.int64)
-            mask = np.zeros(len(ids), dtype=bool)
-            mask[keep] = True
-            ids = [ids[i] for i in keep]
-            metadata = [metadata[i] for i in keep] if metadata is not None else None
-            term_ids, weights, lens = term_ids[mask[rows]], weights[mask[rows]], lens[keep]
-        meta_json = []
-        for n, meta in enumerate(metadata if metadata is not None else [{}] * len(ids)):
-            try:
-                meta_json.append(json.dumps(dict(meta), ensure_ascii=False).encode("utf-8"))
-            except (TypeError, ValueError) as exc:
-                raise InvalidDocument(
-                    f"document {ids[n]!r}: metadata is not JSON-serializable: {exc}"
-                ) from None
-        if not ids:
-            return 0
-        return self._write(ids, lens, term_ids, weights, meta_json)
+        batch = batch_from_arrays(
+            ids, indptr, term_ids, weights, metadata, self._snap.manifest.get("vocab_size")
+        )
+        return self._write(batch) if batch is not None else 0
 
-    def _write(
-        self, ids: list[str], lens: np.ndarray, terms: np.ndarray, weights: np.ndarray, metadata: list[bytes]
-    ) -> int:
+    def _write(self, batch: Batch) -> int:
         """Commit one validated batch as a new segment, tombstoning older copies of its ids."""
-        wbits = round_like_embedded(weights).astype(np.float16).view(np.uint16)
-        doc_of = np.repeat(np.arange(len(ids), dtype=np.int64), lens)
+        ids = batch.ids
+        wbits = half_bits(batch.weights)
+        doc_of = np.repeat(np.arange(len(ids), dtype=np.int64), batch.lens)
         with self._writing() as manifest:
             segments = self._open_segments(manifest)
             self._tombstone(manifest, segments, ids)
             name = self._new_name(manifest)
             shift = int(manifest["block_size"]).bit_length() - 1
-            nbytes = fmt.build_segment(self.root, name, shift, ids, terms, doc_of, wbits, metadata)
+            nbytes = build_segment(
+                self.root, name, shift, ids, batch.terms, doc_of, wbits, batch.metadata_json
+            )
             _count(manifest, "ingested", len(ids), nbytes)
             _count(manifest, "written", len(ids), nbytes)
             segments.append(fmt.Segment.open(self.root, name).with_deletes(None))
@@ -554,7 +404,7 @@ class EmbeddedIndex(TermIndex):
         name = self._new_name(manifest)
         shift = int(manifest["block_size"]).bit_length() - 1
         picked = set(chosen)
-        nbytes = fmt.merge_segments(self.root, name, shift, [segments[i] for i in chosen])
+        nbytes = merge_segments(self.root, name, shift, [segments[i] for i in chosen])
         _count(
             manifest,
             "written",

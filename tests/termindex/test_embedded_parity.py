@@ -89,7 +89,7 @@ def test_parity_default_block_size_and_k(tmp_path, docs, queries, oracle):
 
 
 def _run_encodings(seg) -> dict[str, int]:
-    """How many runs of each layout a segment has (see termindex.embedded_kernels)."""
+    """How many runs of each layout a segment has (see termindex.embedded_postings)."""
     sparse = np.diff(seg.doffsets) > 0
     split = np.diff(seg.hoffsets) > 0
     return {
