@@ -24,7 +24,6 @@ import argparse
 import json
 import logging
 import os
-import platform
 import shutil
 import sys
 import tempfile
@@ -243,12 +242,13 @@ def run(args: argparse.Namespace) -> int:
         paths = image_set(args.workdir, args.make_images, args.size)
         _out(f"wrote {len(paths)} JPEGs of {args.size[0]}x{args.size[1]} in {args.workdir / 'images'}")
         return 0
+    from bench import hardware
     from bench.cli import command_line  # lazily: bench.cli imports this module for its parser
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="vsparta-bench-indexing-"))
     results: dict[str, Any] = {
         "command": command_line("indexing"),
-        "machine": f"{os.cpu_count()} cores, {platform.processor() or platform.machine()}",
+        "machine": hardware.describe(),
         "images": args.images,
         "image_size": list(args.size),
         "batch_size": args.batch_size,
