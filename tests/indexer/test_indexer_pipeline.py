@@ -292,3 +292,22 @@ def test_index_help_is_plain_text_with_help_for_every_option(capsys: pytest.Capt
     text = capsys.readouterr().out
     assert "::" not in text and "``" not in text
     assert "symlink_outside" in text and "broken_symlink" in text and "--follow-symlinks" in text
+
+
+def test_one_jsonl_rule_for_manifests_and_term_documents(tmp_path: Path) -> None:
+    """A half-written last line (no newline, not JSON) is skipped by both readers; a bad line
+    anywhere else is an error naming the file and line, in both."""
+    from indexer.termdocs import TermDocError, iter_term_records
+    from model.manifest import ManifestError, read_manifest
+
+    manifest, terms = tmp_path / "m.jsonl", tmp_path / "t.jsonl"
+    manifest.write_text('{"id": "a", "image": "a.png"}\n{"id": "b", "ima')
+    terms.write_text('{"id": "a", "terms": {"x": 1.0}}\n{"id": "b", "ter')
+    assert [r.id for r in read_manifest(manifest)] == ["a"]
+    assert [r["id"] for r in iter_term_records(terms)] == ["a"]
+    manifest.write_text('{"id": "a", "ima\n{"id": "b", "image": "b.png"}\n')
+    terms.write_text('{"id": "a", "ter\n{"id": "b", "terms": {"x": 1.0}}\n')
+    with pytest.raises(ManifestError, match="m.jsonl:1"):
+        read_manifest(manifest)
+    with pytest.raises(TermDocError, match="t.jsonl:1"):
+        list(iter_term_records(terms))
