@@ -153,15 +153,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     task = getattr(args, "bench_task", None)
-    if task == "indexing":
-        if importlib.util.find_spec("bench.indexing") is None:
-            log.error("bench/indexing.py is not built yet (the indexer's part)")
-            return 2
-        return int(importlib.import_module("bench.indexing").run(args) or 0)
-    if task not in {"engines", "topn"}:
+    if task not in {"engines", "topn", "indexing"}:
         log.error("choose a task: `vsparta bench engines [--quick]`, `topn` or `indexing`")
         return 2
     try:
+        if task == "indexing":
+            return int(importlib.import_module("bench.indexing").run(args) or 0)
         if task == "topn":
             return int(importlib.import_module("bench.topn").run(args) or 0)
         return _run_engines(args)

@@ -7,6 +7,7 @@ import logging
 import os
 
 from model.configuration import DEFAULT_TEXT_MODEL, PRESETS
+from model.resolve import existing_dir, existing_path
 
 log = logging.getLogger(__name__)
 
@@ -15,14 +16,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--manifest",
         required=True,
+        type=existing_path,
         help="training manifest (JSONL with captions) or a Karpathy-split dataset_*.json (train+restval)",
     )
     parser.add_argument(
-        "--image-root", help="image folder for a Karpathy-split .json (COCO: the folder of val2014/)"
+        "--image-root",
+        type=existing_dir,
+        help="image folder for a Karpathy-split .json (COCO: the folder of val2014/)",
     )
     parser.add_argument("--out", required=True, help="output folder: checkpoint-epoch-N/ and final/")
     parser.add_argument(
         "--val",
+        type=existing_path,
         help="validation manifest (or the Karpathy .json: its val split): Recall@1/5/10 after each epoch",
     )
     parser.add_argument("--model", choices=["visualsparta", "dense"], default="visualsparta")
@@ -59,6 +64,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.init and args.init.lower() != "none":  # checked first: one sentence, not a hub traceback
+        from model.resolve import resolve_model_path
+        from model.tokenization import resolve_text_model
+
+        resolve_model_path(resolve_text_model(args.init), option="--init")
     import torch
     from transformers.utils import logging as hf_logging
 

@@ -11,7 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from model.resolve import resolve_model_path
 from service.settings import ServiceSettings
+from termindex import open_index, parse_spec
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +82,14 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
     return ServiceSettings(**overrides)
 
 
+def checked_model_path(args: argparse.Namespace, settings: ServiceSettings) -> str:
+    """The tokenizer folder, local only (no network at query time), else ``ModelPathError``."""
+    option = "--model" if getattr(args, "model_path", None) else "VSPARTA_MODEL_PATH"
+    return resolve_model_path(
+        settings.model_path, option=option, needs="tokenizer.json", allow_file=True, hub=False
+    )
+
+
 def explain_settings_error(exc: ValidationError) -> str:
     """One line per problem, naming the flag or variable to fix."""
     lines = []
@@ -108,9 +118,9 @@ def run(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         log.error("invalid settings: %s", explain_settings_error(exc))
         return 2
-    if not settings.model_path.exists():
-        log.error("model path %s does not exist (--model or VSPARTA_MODEL_PATH)", settings.model_path)
-        return 2
+    checked_model_path(args, settings)  # one sentence (vsparta prints it) instead of a failed start-up
+    if parse_spec(settings.backend)[0] == "embedded":  # a missing folder is a typo, not an outage (503s)
+        open_index(settings.backend).close()
     if not settings.image_roots:
         log.warning("no --image-root given: image and thumbnail URLs will answer 404")
     serve(settings, args.host, args.port)

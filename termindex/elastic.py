@@ -148,7 +148,7 @@ class ElasticsearchIndex(TermIndex):
             if not self._client.indices.exists(index=self.alias):
                 raise IndexNotFound(
                     f"no Elasticsearch index or alias {self.alias!r} at {self.url} "
-                    "(create it with create=True)"
+                    "(`vsparta index` builds one)"
                 )
 
     def _ensure_alias(self) -> None:

@@ -107,7 +107,7 @@ class EmbeddedIndex(TermIndex):
         self._cache: dict[str, fmt.Segment] = {}
         if not (self.root / fmt.MANIFEST).exists():
             if not create:
-                raise IndexNotFound(f"no embedded index at {self.root} (create it with create=True)")
+                raise IndexNotFound(f"no embedded index at {self.root} (`vsparta index` builds one)")
             self.root.mkdir(parents=True, exist_ok=True)
             with self._write_lock():
                 if not (self.root / fmt.MANIFEST).exists():

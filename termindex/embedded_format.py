@@ -95,7 +95,7 @@ def read_manifest(root: Path) -> dict[str, Any]:
         with open(root / MANIFEST, "rb") as f:
             manifest = json.loads(f.read())
     except FileNotFoundError:
-        raise IndexNotFound(f"no embedded index at {root} (create it with create=True)") from None
+        raise IndexNotFound(f"no embedded index at {root} (`vsparta index` builds one)") from None
     if manifest.get("format") != FORMAT_NAME:
         raise TermIndexError(f"{root / MANIFEST} is not a {FORMAT_NAME} manifest")
     if manifest.get("version") != FORMAT_VERSION:
