@@ -99,7 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     eng.add_argument("--sizes", help=f"comma list (default {FULL['sizes']}; quick {QUICK['sizes']})")
     eng.add_argument("--queries", type=int, help="number of queries (default 1000; quick 200)")
     eng.add_argument("--engines", default=",".join(ENGINES), help="comma list from: " + ", ".join(ENGINES))
-    eng.add_argument("--seed", type=int, default=0)
+    eng.add_argument("--seed", type=int, default=0, help="seed of the generated corpus and queries")
     eng.add_argument("--n-terms", type=int, default=1000, help="terms per image (top-n)")
     eng.add_argument(
         "--cache-dir", type=Path, default=Path(".cache/bench"), help="generated corpora, work dirs"
@@ -119,12 +119,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     eng.add_argument("--query-budget", type=float, help="stop timing an engine's queries after this (s)")
     eng.add_argument("--threads", type=int, default=None, help="'all cores' worker count (default: all)")
-    eng.add_argument("--es-url", default=os.environ.get("VSPARTA_TEST_ES_URL", "http://127.0.0.1:9200"))
-    eng.add_argument("--service-backend", choices=["elasticsearch", "embedded"], default="elasticsearch")
+    eng.add_argument(
+        "--es-url",
+        default=os.environ.get("VSPARTA_TEST_ES_URL", "http://127.0.0.1:9200"),
+        help="Elasticsearch node (env VSPARTA_TEST_ES_URL)",
+    )
+    eng.add_argument(
+        "--service-backend",
+        choices=["elasticsearch", "embedded"],
+        default="elasticsearch",
+        help="engine behind the POST /search rows",
+    )
     eng.add_argument(
         "--pisa-algorithm",
         default="maxscore",
         choices=["maxscore", "block_max_maxscore", "block_max_wand", "wand", "ranked_or"],
+        help="PISA query algorithm",
     )
     eng.add_argument("--seismic-postings", type=int, default=3500, help="Seismic n_postings per list")
     eng.add_argument(

@@ -40,8 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--top-n", type=_top_n, default="50,100,500,1000,all", help="comma list; 'all' = no cut"
     )
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--device", default="auto")
+    parser.add_argument("--batch-size", type=int, default=64, help="images per encode batch")
+    parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:1 ...")
     parser.add_argument("--ndcg-queries", type=int, default=1000, help="queries used for NDCG@25")
     parser.add_argument("--time-queries", type=int, default=500, help="queries timed one by one")
     parser.add_argument("--max-images", type=int, help="evaluate on the first N images only")

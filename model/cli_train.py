@@ -30,7 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=existing_path,
         help="validation manifest (or the Karpathy .json: its val split): Recall@1/5/10 after each epoch",
     )
-    parser.add_argument("--model", choices=["visualsparta", "dense"], default="visualsparta")
+    parser.add_argument(
+        "--model",
+        choices=["visualsparta", "dense"],
+        default="visualsparta",
+        help="model kind (dense: baseline)",
+    )
     parser.add_argument(
         "--init",
         help=f"text model for the token embeddings and transformer: a hub id (e.g. {DEFAULT_TEXT_MODEL}, "
@@ -42,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="tiny",
         help=f"one of {sorted(PRESETS)}, a JSON file or an inline JSON object (VisualSpartaConfig fields)",
     )
-    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=3, help="passes over the training images")
     parser.add_argument(
         "--batch-size", type=int, default=32, help="images per batch (all their captions are queries)"
     )
@@ -53,14 +58,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Adam learning rate (paper: 5e-5; ~1e-3 for from-scratch tiny models)",
     )
     parser.add_argument("--warmup", type=float, default=0.1, help="fraction of steps with linear warm-up")
-    parser.add_argument("--captions-per-image", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--captions-per-image", type=int, default=5, help="captions used per image")
+    parser.add_argument("--seed", type=int, default=0, help="same seed, same run")
     parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:1 ...")
     parser.add_argument("--no-amp", action="store_true", help="no mixed precision on CUDA")
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
     parser.add_argument("--max-images", type=int, help="use only the first N training images")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
 def run(args: argparse.Namespace) -> int:

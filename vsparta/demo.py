@@ -24,12 +24,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--train-images", type=int, default=2000, help="generated training scenes")
     parser.add_argument("--test-images", type=int, default=300, help="generated scenes to index and search")
     parser.add_argument("--size", type=int, default=96, help="scene image side in pixels")
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--config", default="tiny", help="model preset or JSON (see `vsparta train --help`)")
-    parser.add_argument("--lr", type=float, default=5e-3)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--epochs", type=int, default=10, help="training epochs")
+    parser.add_argument("--config", default="tiny", help="model preset or JSON (see vsparta train --help)")
+    parser.add_argument("--lr", type=float, default=5e-3, help="learning rate")
+    parser.add_argument("--seed", type=int, default=0, help="same seed, same scenes and model")
+    parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default: %(default)s)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
     parser.add_argument("--no-serve", action="store_true", help="stop after indexing (and evaluation)")
 
 
