@@ -11,23 +11,12 @@ import importlib
 import importlib.util
 import logging
 import os
-import shlex
-import sys
 from pathlib import Path
+
+from bench.options import ENGINES, command_line, parse_engine_budget, parse_engines, parse_size, parse_zipf
 
 log = logging.getLogger(__name__)
 
-ENGINES = [
-    "scipy",
-    "embedded",
-    "elasticsearch",
-    "elasticsearch-wand",
-    "service",
-    "pisa",
-    "seismic",
-    "dense-numpy",
-    "dense-faiss",
-]
 QUICK = {"sizes": "1K,5K,20K", "queries": 200, "build_budget": 120.0, "query_budget": 8.0}
 # Elasticsearch builds 1M images in ~30-40 min on 2 cores: its own budget, so the full run has it.
 FULL = {
@@ -37,57 +26,6 @@ FULL = {
     "query_budget": 60.0,
     "engine_budgets": {"elasticsearch": 4000.0},
 }
-_SUFFIX = {"K": 1_000, "M": 1_000_000}
-
-
-def parse_size(text: str) -> tuple[str, int]:
-    """``1K`` -> 1000, ``113K`` -> 113,287 (the paper's COCO index), ``1M``, or a plain integer."""
-    t = text.strip().upper()
-    if t == "113K":
-        return "113K", 113_287
-    try:
-        n = int(float(t[:-1]) * _SUFFIX[t[-1]]) if t[-1] in _SUFFIX else int(t)
-    except (ValueError, IndexError):
-        raise ValueError(f"bad size {text!r}: use e.g. 1K, 5K, 113K, 1M or an integer") from None
-    if n < 1:
-        raise ValueError(f"size must be >= 1, got {text!r}")
-    return t, n
-
-
-def parse_zipf(text: str) -> tuple[float, float]:
-    try:
-        s, b = (float(x) for x in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected S,B (e.g. 1.0,100), got {text!r}") from None
-    if s <= 0 or b < 0:
-        raise argparse.ArgumentTypeError(f"need S > 0 and B >= 0, got {text!r}")
-    return s, b
-
-
-def command_line(task: str) -> str:
-    """How this benchmark was invoked, for its report (``vsparta bench TASK`` when not from a CLI)."""
-    if "bench" not in sys.argv:
-        return f"vsparta bench {task}"
-    return "vsparta bench " + " ".join(shlex.quote(a) for a in sys.argv[sys.argv.index("bench") + 1 :])
-
-
-def parse_engine_budget(text: str) -> tuple[str, float]:
-    name, _, seconds = text.partition("=")
-    try:
-        value = float(seconds)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected ENGINE=SECONDS, got {text!r}") from None
-    if name not in ENGINES or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected ENGINE=SECONDS with ENGINE in {', '.join(ENGINES)}")
-    return name, value
-
-
-def parse_engines(text: str) -> list[str]:
-    names = [e.strip() for e in text.split(",") if e.strip()]
-    bad = [e for e in names if e not in ENGINES]
-    if bad:
-        raise ValueError(f"unknown engine(s) {bad}; choose from {', '.join(ENGINES)}")
-    return names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

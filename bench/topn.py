@@ -23,6 +23,7 @@ import numpy as np
 from bench import exact
 from bench.corpus import Corpus
 from bench.engines.base import Skip, cpu_count
+from bench.options import command_line, parse_size
 from bench.runner import RunConfig, measure_engine
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.cli import parse_size
     from bench.engines.ours import EmbeddedAdapter
     from bench.engines.pisa import PisaAdapter
     from bench.engines.scipy_exact import ScipyAdapter
@@ -128,7 +128,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _write(args: argparse.Namespace, rows: list[dict], full: Corpus) -> None:
     from bench import hardware, topn_report
-    from bench.cli import command_line
 
     eval_json = topn_report.load_eval(args.eval_json)
     table = topn_report.joined(rows, eval_json)

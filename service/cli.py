@@ -108,7 +108,7 @@ def serve(settings: ServiceSettings, host: str = "127.0.0.1", port: int = 8000) 
 
     from service.app import create_app
 
-    log.info("VisualSparta search on http://%s:%d/  (API docs: http://%s:%d/docs)", host, port, host, port)
+    log.info("starting VisualSparta search on http://%s:%d/ (API docs: /docs)", host, port)
     uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=False)
 
 

@@ -12,6 +12,10 @@ import argparse
 import json
 import logging
 import shutil
+import threading
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -31,6 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default: %(default)s)")
     parser.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
     parser.add_argument("--no-serve", action="store_true", help="stop after indexing (and evaluation)")
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="progress bars of each step (default: on; a plain line per interval in a redirected log)",
+    )
 
 
 def _step(title: str, argv: list[str]) -> None:
@@ -58,6 +68,43 @@ def _drop_outdated_index(index_dir: Path) -> None:
         shutil.rmtree(index_dir)
 
 
+def _announce_when_ready(url: str, stop: threading.Event, timeout_s: float = 300.0) -> None:
+    """Say where to look only once the server answers: printed before start-up, the address was
+    a dead link for the ~10 s the service takes to load."""
+    deadline = time.monotonic() + timeout_s
+    while not stop.is_set() and time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "health", timeout=2) as resp:
+                if resp.status == 200:
+                    log.info(
+                        "demo: serving on %s  (web page; API docs at %sdocs). Try a query such as "
+                        "'a red circle left of a blue square'. Ctrl-C stops it.",
+                        url,
+                        url,
+                    )
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        stop.wait(0.25)
+
+
+def _train_argv(args: argparse.Namespace, scenes: Path, model_dir: Path) -> list[str]:
+    """Resume only when an earlier run left a checkpoint: on a fresh run `--resume` only warns."""
+    from model.train import latest_checkpoint
+
+    argv = ["train", "--manifest", str(scenes / "train.jsonl"), "--out", str(model_dir),
+            "--config", args.config, "--epochs", str(args.epochs), "--lr", str(args.lr),
+            "--seed", str(args.seed)]  # fmt: skip
+    if model_dir.is_dir() and latest_checkpoint(model_dir) is not None:
+        argv.append("--resume")
+    return argv + _no_progress(args)
+
+
+def _no_progress(args: argparse.Namespace) -> list[str]:
+    """Each step picks a bar or plain lines from where stderr goes; the demo only passes an "off"."""
+    return [] if args.progress else ["--no-progress"]
+
+
 def run(args: argparse.Namespace) -> int:
     out: Path = args.out.resolve()
     scenes, model_dir, index_dir = out / "scenes", out / "model", out / "index"
@@ -67,20 +114,16 @@ def run(args: argparse.Namespace) -> int:
         _step(
             "generate scenes",
             ["scenes", "--out", str(scenes), "--train", str(args.train_images), "--val", "100",
-             "--test", str(args.test_images), "--size", str(args.size), "--seed", str(args.seed)],
+             "--test", str(args.test_images), "--size", str(args.size), "--seed", str(args.seed),
+             *_no_progress(args)],
         )  # fmt: skip
     if not (final / "config.json").exists():
-        _step(
-            "train a small VisualSparta model on CPU",
-            ["train", "--manifest", str(scenes / "train.jsonl"), "--out", str(model_dir),
-             "--config", args.config, "--epochs", str(args.epochs), "--lr", str(args.lr),
-             "--seed", str(args.seed), "--resume"],
-        )  # fmt: skip
+        _step("train a small VisualSparta model on CPU", _train_argv(args, scenes, model_dir))
     _drop_outdated_index(index_dir)
     _step(
         "index the test scenes into the embedded engine",
         ["index", str(scenes / "test.jsonl"), "--backend", f"embedded:{index_dir}", "--model", str(final),
-         "--resume", "--failures", str(out / "index-failures.jsonl")],
+         "--resume", "--failures", str(out / "index-failures.jsonl"), *_no_progress(args)],
     )  # fmt: skip
     _step(
         "evaluate on the test scenes",
@@ -89,15 +132,18 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     if args.no_serve:
         return 0
-    log.info(
-        "demo: serving on http://%s:%d/  (web page; API docs at /docs). Try a query such as "
-        "'a red circle left of a blue square'. Ctrl-C stops it.",
-        args.host,
-        args.port,
+    local_host = "127.0.0.1" if args.host in {"0.0.0.0", "::", ""} else args.host
+    stop = threading.Event()
+    announcer = threading.Thread(
+        target=_announce_when_ready, args=(f"http://{local_host}:{args.port}/", stop), daemon=True
     )
-    _step(
-        "serve search",
-        ["serve", "--backend", f"embedded:{index_dir}", "--model", str(final), "--image-root", str(scenes),
-         "--host", args.host, "--port", str(args.port)],
-    )  # fmt: skip
+    announcer.start()
+    try:
+        _step(
+            "serve search",
+            ["serve", "--backend", f"embedded:{index_dir}", "--model", str(final), "--image-root",
+             str(scenes), "--host", args.host, "--port", str(args.port)],
+        )  # fmt: skip
+    finally:
+        stop.set()
     return 0
