@@ -13,7 +13,16 @@ import logging
 import os
 from pathlib import Path
 
-from bench.options import ENGINES, command_line, parse_engine_budget, parse_engines, parse_size, parse_zipf
+from bench.options import (
+    ENGINES,
+    command_line,
+    input_file,
+    parse_engine_budget,
+    parse_engines,
+    parse_size,
+    parse_zipf,
+)
+from model.resolve import resolve_model_path
 
 log = logging.getLogger(__name__)
 
@@ -83,12 +92,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="query tokens ~ 1/(rank+B)^S (default 1.0,100: a query reads ~2.3 x N postings; "
         "larger S or smaller B = more frequent words, heavier queries)",
     )
-    eng.add_argument("--term-docs", type=Path, help="term-document JSONL from the indexer (a real index)")
+    eng.add_argument(
+        "--term-docs", type=input_file, help="term-document JSONL from the indexer (a real index)"
+    )
     eng.add_argument(
         "--model", help="model folder with tokenizer.json (token -> id for --term-docs, service)"
     )
     eng.add_argument(
-        "--captions", type=Path, help="with --term-docs: a manifest whose captions are the queries"
+        "--captions", type=input_file, help="with --term-docs: a manifest whose captions are the queries"
     )
     topn = sub.add_parser("topn", help="latency and ranking change vs top-n terms per image (Table 3)")
     importlib.import_module("bench.topn").add_arguments(topn)
@@ -104,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
     if task not in {"engines", "topn", "indexing"}:
         log.error("choose a task: `vsparta bench engines [--quick]`, `topn` or `indexing`")
         return 2
+    if getattr(args, "model", None):  # the tokenizer of --term-docs and the service rows
+        args.model = resolve_model_path(args.model, needs="tokenizer.json", allow_file=True, hub=False)
     try:
         if task == "indexing":
             return int(importlib.import_module("bench.indexing").run(args) or 0)

@@ -9,6 +9,9 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from pathlib import Path
+
+from model.resolve import existing_path
 
 ENGINES = [
     "scipy",
@@ -72,3 +75,8 @@ def parse_engines(text: str) -> list[str]:
     if bad:
         raise ValueError(f"unknown engine(s) {bad}; choose from {', '.join(ENGINES)}")
     return names
+
+
+def input_file(text: str) -> Path:
+    """argparse ``type=`` for a file a benchmark reads: checked before a long run, not after it."""
+    return Path(existing_path(text))

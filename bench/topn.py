@@ -23,7 +23,7 @@ import numpy as np
 from bench import exact
 from bench.corpus import Corpus
 from bench.engines.base import Skip, cpu_count
-from bench.options import command_line, parse_size
+from bench.options import command_line, input_file, parse_size
 from bench.runner import RunConfig, measure_engine
 
 log = logging.getLogger(__name__)
@@ -64,13 +64,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cache-dir", type=Path, default=Path(".cache/bench"), help="generated corpora, work dirs"
     )
-    parser.add_argument("--term-docs", type=Path, help="term-document JSONL instead of synthetic docs")
+    parser.add_argument("--term-docs", type=input_file, help="term-document JSONL instead of synthetic docs")
     parser.add_argument("--model", help="model folder with tokenizer.json (for --term-docs)")
     parser.add_argument("--n-terms", type=int, default=1000, help="terms per synthetic image before the cut")
     parser.add_argument(
         "--query-budget", type=float, default=10.0, help="stop timing an engine's queries after this (s)"
     )
-    parser.add_argument("--eval-json", type=Path, help="`vsparta eval --json` output: recall per top-n")
+    parser.add_argument("--eval-json", type=input_file, help="`vsparta eval --json` output: recall per top-n")
     parser.add_argument("--out-dir", type=Path, default=Path("docs"), help="topn.md/.png go here")
     parser.add_argument("--no-write", action="store_true", help="print only")
 

@@ -93,7 +93,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if not getattr(args, "verbose", False):
-        logging.getLogger("elasticsearch").setLevel(logging.WARNING)  # one line per bulk request otherwise
+        logging.getLogger("elasticsearch").setLevel(
+            logging.ERROR
+        )  # a line per request, a traceback per retry
     # Resolved before any engine is opened: a mistyped --model leaves no empty index folder behind.
     model = Path(resolve_model_path(args.model)) if args.model else None
     tokenizer = None

@@ -121,6 +121,10 @@ def run(args: argparse.Namespace) -> int:
     checked_model_path(args, settings)  # one sentence (vsparta prints it) instead of a failed start-up
     if parse_spec(settings.backend)[0] == "embedded":  # a missing folder is a typo, not an outage (503s)
         open_index(settings.backend).close()
+    missing = [str(root) for root in settings.image_roots if not root.is_dir()]
+    if missing:
+        log.error("--image-root %s: no such folder", ", ".join(missing))
+        return 2
     if not settings.image_roots:
         log.warning("no --image-root given: image and thumbnail URLs will answer 404")
     serve(settings, args.host, args.port)

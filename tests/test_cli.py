@@ -178,5 +178,25 @@ def test_eval_and_train_model_mistakes(tmp_path: Path) -> None:
 
 
 def test_bench_mistakes(tmp_path: Path) -> None:
-    _one_sentence(_run("bench", "topn", "--model", str(tmp_path / "m"), "--term-docs", str(tmp_path / "d")))
+    _one_sentence(_run("bench", "topn", "--term-docs", str(tmp_path / "d")), "argument --term-docs")
+    _one_sentence(_run("bench", "topn", "--eval-json", str(tmp_path / "e.json")), "e.json: no such file")
+    missing = tmp_path / "m"
+    _one_sentence(_run("bench", "engines", "--model", str(missing)), f"--model {missing}: no such folder")
     _one_sentence(_run("bench", "engines", "--engines", "nope", "--no-write"), "unknown engine")
+
+
+def test_an_output_folder_that_is_a_file_is_one_sentence(tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    expected = f"{afile} exists and is a file, not a folder"
+    _one_sentence(_run("scenes", "--out", str(afile), "--train", "2", "--val", "0", "--test", "0"), expected)
+    _one_sentence(_run("demo", "--out", str(afile), "--no-serve"), expected)
+
+
+def test_serve_refuses_a_missing_image_root(tokenizer_folder: str, tmp_path: Path) -> None:
+    from termindex.embedded import EmbeddedIndex
+
+    EmbeddedIndex(tmp_path / "index", create=True).close()
+    index = str(tmp_path / "index")
+    proc = _run("serve", "--model", tokenizer_folder, "--backend", index, "--image-root", "/nonexist")
+    _one_sentence(proc, "--image-root /nonexist: no such folder")

@@ -9,6 +9,7 @@ plain sentence and exit code 2, never a traceback; tracebacks are for bugs.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
 import os
@@ -36,6 +37,16 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 USER_ERROR_EXIT = 2
+_OS_ERRORS = {
+    errno.ENOENT: "{path}: no such file or folder",
+    errno.EEXIST: "{path} exists and is a file, not a folder",
+    errno.ENOTDIR: "{path}: part of this path is a file, not a folder",
+    errno.EISDIR: "{path} is a folder, not a file",
+    errno.EACCES: "{path}: permission denied",
+    errno.EPERM: "{path}: operation not permitted",
+    errno.ENOSPC: "{path}: no space left on the device",
+    errno.EROFS: "{path}: read-only file system",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -74,8 +85,10 @@ def user_error_message(exc: BaseException) -> str | None:
         return str(exc)
     if isinstance(exc, OSError) and exc.filename is not None and exc.errno is not None:
         # FileNotFoundError, NotADirectoryError, PermissionError ... raised by open()/mkdir() on a
-        # user's path: "No such file or directory: 'x'" is the sentence, the traceback is noise.
-        return f"{exc.strerror}: {exc.filename}"
+        # user's path: the path and what is wrong with it is the sentence, the traceback is noise.
+        return _OS_ERRORS.get(exc.errno, "{path}: " + (exc.strerror or "error").lower()).format(
+            path=exc.filename
+        )
     if isinstance(exc, FileNotFoundError | NotADirectoryError | IsADirectoryError):
         return str(exc)
     termindex_errors = sys.modules.get("termindex.errors")

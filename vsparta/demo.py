@@ -9,8 +9,10 @@ already indexed.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
+import os
 import shutil
 import threading
 import time
@@ -107,6 +109,8 @@ def _no_progress(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     out: Path = args.out.resolve()
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(args.out))
     scenes, model_dir, index_dir = out / "scenes", out / "model", out / "index"
     final = model_dir / "final"
 
