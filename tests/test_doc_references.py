@@ -1,5 +1,5 @@
 """Every document a tracked file cites exists in the repository (issue 15: nine files cited a
-DESIGN.md that a fresh clone does not have). Cited: any path ending in `.md`, and any file path
+design page that a fresh clone does not have). Cited: any path ending in `.md`, and any file path
 under `docs/`. A bare name (`topn.md`) must exist somewhere in the tree, a path from the root or
 from the citing file's folder."""
 
@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+MISSING = "DESIGN" + ".md"  # spelled in two parts: this file must not cite it
 # a path ending in .md, or a file under docs/; not part of a URL, not a glob or brace pattern
 _CITED = re.compile(r"(?<![\w/.:-])((?:[\w.-]+/)*[\w.-]+\.md|docs/[\w./-]*\.[A-Za-z]{2,5})(?![\w*{/])")
 
@@ -31,11 +32,17 @@ def _exists(cited: str, citing: Path, names: set[str]) -> bool:
 
 def test_the_pattern_finds_citations_and_skips_urls_and_globs() -> None:
     text = (
-        "see DESIGN.md section 2, docs/architecture.md and docs/topn.png; "
+        "see " + MISSING + " section 2, docs/architecture.md and docs/topn.png; "
         "https://example.org/guide.md and docs/benchmarks.{md,png} and docs/topn* are not cited"
     )
-    assert cited_paths(text) == {"DESIGN.md", "docs/architecture.md", "docs/topn.png"}
+    assert cited_paths(text) == {MISSING, "docs/architecture.md", "docs/topn.png"}
     assert cited_paths("bulk docs/s per engine") == set()
+
+
+def test_a_citation_of_a_missing_document_is_reported(tmp_path: Path) -> None:
+    citing = tmp_path / "module.py"
+    assert not _exists(MISSING, citing, {"README.md"}) and _exists("README.md", citing, {"README.md"})
+    assert not _exists("docs/none.md", citing, set()) and _exists("docs/architecture.md", citing, set())
 
 
 def test_every_cited_document_exists() -> None:
