@@ -42,7 +42,8 @@ def test_the_pattern_finds_citations_and_skips_urls_and_globs() -> None:
 def test_a_citation_of_a_missing_document_is_reported(tmp_path: Path) -> None:
     citing = tmp_path / "module.py"
     assert not _exists(MISSING, citing, {"README.md"}) and _exists("README.md", citing, {"README.md"})
-    assert not _exists("docs/none.md", citing, set()) and _exists("docs/architecture.md", citing, set())
+    absent = "docs/" + MISSING
+    assert not _exists(absent, citing, set()) and _exists("docs/architecture.md", citing, set())
 
 
 def test_every_cited_document_exists() -> None:
