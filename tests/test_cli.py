@@ -76,6 +76,7 @@ def test_every_option_has_help_text() -> None:
 
 def _run(*argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONWARNINGS="ignore")
+    env.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)  # what the user's shell has: vsparta must turn bars off
     return subprocess.run(
         [sys.executable, "-m", "vsparta.cli", *argv], capture_output=True, text=True, env=env, cwd=cwd
     )
@@ -200,3 +201,19 @@ def test_serve_refuses_a_missing_image_root(tokenizer_folder: str, tmp_path: Pat
     index = str(tmp_path / "index")
     proc = _run("serve", "--model", tokenizer_folder, "--backend", index, "--image-root", "/nonexist")
     _one_sentence(proc, "--image-root /nonexist: no such folder")
+
+
+@pytest.mark.slow
+def test_index_no_progress_shows_no_bar_not_even_transformers_loading_weights(
+    images: Path, tmp_path: Path
+) -> None:
+    from model.configuration import config_from_spec
+    from model.modeling import build_model
+
+    model = tmp_path / "model"
+    build_model(config_from_spec("tiny")).save_pretrained(model)
+    index = str(tmp_path / "i")
+    proc = _run("index", str(images), "--model", str(model), "--backend", index, "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    assert "indexed 1," in proc.stderr
+    assert "Loading weights" not in proc.stderr and "\r" not in proc.stderr and "%|" not in proc.stderr
