@@ -16,6 +16,8 @@ from termindex.errors import (
     DocumentNotFound,
     EngineUnavailable,
     IndexNotFound,
+    InvalidDocument,
+    InvalidInput,
     InvalidQuery,
     TermIndexError,
 )
@@ -25,6 +27,8 @@ __all__ = [
     "EngineUnavailable",
     "Hit",
     "IndexNotFound",
+    "InvalidDocument",
+    "InvalidInput",
     "MAX_QUERY_WEIGHT",
     "InvalidQuery",
     "TermDocument",

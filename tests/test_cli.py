@@ -143,7 +143,7 @@ def test_query_side_model_and_index_mistakes(command: str, tokenizer_folder: str
     _one_sentence(
         _run(command, *query, "--model", tokenizer_folder, "--backend", f"embedded:{tmp_path / 'none'}"),
         f"no embedded index at {tmp_path / 'none'}",
-        "`vsparta index` builds one",
+        "build one with `vsparta index IMAGES --backend",
     )
     _one_sentence(
         _run(command, *query, "--model", tokenizer_folder, "--backend", "embeded:/typo"),

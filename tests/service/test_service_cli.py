@@ -54,7 +54,7 @@ def test_search_cli_errors(corpus: Corpus, embedded_spec: str, tmp_path: Path) -
     assert _cli("search", "red", "--backend", embedded_spec, "--model", model, "-k", "0").returncode == 2
     missing = _cli("search", "red", "--backend", f"embedded:{tmp_path / 'none'}", "--model", model)
     assert missing.returncode == 2  # a wrong path is the user's mistake, not an outage (3)
-    assert "`vsparta index` builds one" in missing.stderr
+    assert "build one with `vsparta index IMAGES --backend" in missing.stderr
     no_model = _cli("search", "red", "--backend", embedded_spec)
     assert no_model.returncode == 2
     assert "VSPARTA_MODEL_PATH" in no_model.stderr
