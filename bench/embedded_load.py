@@ -68,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="real loads to run: 'all', 'none' (simulation only) or a comma list of: previous,tiered,bulk",
     )
     parser.add_argument("--work-dir", type=Path, default=None, help="where indexes are built (default: tmp)")
-    parser.add_argument("--out-dir", type=Path, default=Path("docs"), help="embedded-load.md/.json go here")
+    parser.add_argument("--out-dir", type=Path, default=Path("docs"), help="where the report is written")
     parser.add_argument("--no-write", action="store_true", help="print only")
 
 
@@ -165,7 +165,7 @@ def _markdown(report: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.cli import command_line
+    from bench.options import command_line
 
     keys = {"previous": 0, "tiered": 1, "bulk": 2}
     names = list(POLICIES)

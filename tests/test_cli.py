@@ -153,7 +153,10 @@ def test_query_side_model_and_index_mistakes(command: str, tokenizer_folder: str
 
 def test_search_of_a_missing_es_index_names_the_command(tokenizer_folder: str, es_url: str) -> None:
     spec = f"{es_url}/vsparta-no-such-index-{os.getpid()}"
-    _one_sentence(_run("search", "x", "--model", tokenizer_folder, "--backend", spec), "`vsparta index`")
+    _one_sentence(
+        _run("search", "x", "--model", tokenizer_folder, "--backend", spec),
+        f"build one with `vsparta index IMAGES --backend {spec}`",
+    )
 
 
 def test_eval_and_train_model_mistakes(tmp_path: Path) -> None:

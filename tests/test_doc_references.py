@@ -11,8 +11,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MISSING = "DESIGN" + ".md"  # spelled in two parts: this file must not cite it
-# a path ending in .md, or a file under docs/; not part of a URL, not a glob or brace pattern
-_CITED = re.compile(r"(?<![\w/.:-])((?:[\w.-]+/)*[\w.-]+\.md|docs/[\w./-]*\.[A-Za-z]{2,5})(?![\w*{/])")
+# a path ending in .md, or a file under docs/; not part of a URL, not a glob or brace pattern, not
+# a quoted file name (`out / "report.md"` names a file a command writes, it does not cite one)
+_CITED = re.compile(r"(?<![\w/.:\"'-])((?:[\w.-]+/)*[\w.-]+\.md|docs/[\w./-]*\.[A-Za-z]{2,5})(?![\w*{/])")
 
 
 def tracked_files() -> list[Path]:
@@ -37,6 +38,7 @@ def test_the_pattern_finds_citations_and_skips_urls_and_globs() -> None:
     )
     assert cited_paths(text) == {MISSING, "docs/architecture.md", "docs/topn.png"}
     assert cited_paths("bulk docs/s per engine") == set()
+    assert cited_paths('(out_dir / "embedded-load.md").write_text(text)') == set()
 
 
 def test_a_citation_of_a_missing_document_is_reported(tmp_path: Path) -> None:
