@@ -178,7 +178,15 @@ def test_eval_and_train_model_mistakes(tmp_path: Path) -> None:
         "argument --manifest",
         "none.jsonl: no such file or folder",
     )
-    assert not (tmp_path / "o").exists()
+    _one_sentence(
+        _run("train", "--manifest", str(manifest), "--out", str(tmp_path / "o"), "--config", "nosuch"),
+        "--config must be one of",
+    )
+    _one_sentence(  # an empty manifest: nothing to train on
+        _run("train", "--manifest", str(manifest), "--out", str(tmp_path / "o"), "--epochs", "1"),
+        "need at least 2 images with captions",
+    )
+    assert not (tmp_path / "o").exists()  # no empty output folder left behind by any of these
 
 
 def test_bench_mistakes(tmp_path: Path) -> None:
