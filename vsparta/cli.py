@@ -58,8 +58,10 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser(argv: list[str]) -> tuple[argparse.ArgumentParser, str | None]:
     parser = _Parser(prog="vsparta", description=DESCRIPTION, epilog=EPILOG)
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="debug logging; tracebacks for every error"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     chosen = next((a for a in argv if a in SUBCOMMANDS), None)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
