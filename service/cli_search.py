@@ -16,7 +16,9 @@ from pydantic import ValidationError
 
 from model.query_tokenizer import QueryTokenizer
 from service.cli import add_settings_arguments, explain_settings_error, settings_from_args
-from service.results import hit_to_result, query_from_text
+from service.images import resolve_image
+from service.results import ResultView, hit_to_result, query_from_text
+from service.words import words_of
 from termindex import open_index
 from termindex.errors import EngineUnavailable, IndexNotFound, InvalidQuery
 
@@ -82,9 +84,22 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     except InvalidQuery as exc:
         log.error("invalid query: %s", exc)
         return 2
+    # Local use: metadata shown whole, file paths included (they are this machine's own files).
+    view = ResultView(explain=args.explain, hidden=frozenset())
+    words = words_of(tokens)
     response = {
-        "results": [hit_to_result(h, tokenizer, args.explain) for h in hits],
+        "results": [
+            hit_to_result(
+                h,
+                tokenizer,
+                view,
+                has_file=resolve_image(h.metadata, settings.image_roots) is not None,
+                words=words,
+            )
+            for h in hits
+        ],
         "query_tokens": tokens,
+        "query_words": [w.text for w in words],
         "took_ms": round((time.perf_counter() - start) * 1000, 3),
     }
     if args.json:
