@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
@@ -170,6 +171,15 @@ class Ready(_Out):
     detail: str
 
 
+def _integral(value: Any) -> Any:
+    """``84.0`` is an integer in JSON (and in the schema's ``integer``); ``84.5`` and ``"84"`` are not."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+JsonInt = Annotated[int, BeforeValidator(_integral)]
+
 QueryWeight = Annotated[
     float,
     Field(
@@ -216,7 +226,7 @@ def search_request_model(settings: ServiceSettings) -> type[BaseModel]:
             max_length=max_terms,
             description="Explicit {token: weight} instead of a text query; tokens of the model vocabulary.",
         )
-        k: int = Field(settings.default_k, ge=1, le=max_k, description="Number of results.")
+        k: JsonInt = Field(settings.default_k, ge=1, le=max_k, description="Number of results.")
         explain: bool = Field(False, description="List matched tokens and words with their contributions.")
         fields: list[FieldName] | None = Field(
             None, max_length=MAX_FIELDS, description=FIELDS_DESCRIPTION, examples=[["metadata.caption"]]
