@@ -1,7 +1,8 @@
 """The web page in headless Chromium (Debian's /usr/bin/chromium driven by Playwright).
 
 A real `vsparta serve` process over a real embedded index: type a query, see result cards with
-their matched words, click "More like this"; and the message shown when the backend is down.
+their matched words, click "More like this"; the message shown when the backend is down; and
+the API docs (Swagger UI, ReDoc) rendering the OpenAPI 3.1 document and running a search.
 Set VSPARTA_TEST_SCREENSHOT=/path.png to keep a screenshot of the results page.
 """
 
@@ -31,7 +32,9 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def browser(need_service: Callable[[bool, str, str], None]) -> Iterator[Any]:
-    need_service(Path(CHROMIUM).exists(), f"Chromium at {CHROMIUM}", "run `bash scripts/install-chromium.sh`")
+    need_service(
+        Path(CHROMIUM).exists(), f"Chromium at {CHROMIUM}", "run `bash scripts/install-system-deps.sh`"
+    )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -109,3 +112,41 @@ def test_page_says_backend_unavailable_and_retries(browser: Any, corpus: Corpus,
         index.close()
         page.locator("#results .card").first.wait_for(timeout=20_000)
         assert page.locator("#results .card").first.get_attribute("data-id") == "red-cube"
+
+
+def test_swagger_ui_renders_and_try_it_out_runs_a_search(
+    browser: Any, corpus: Corpus, embedded_spec: str
+) -> None:
+    with running_server(_serve_args(corpus, embedded_spec)) as (url, _proc):
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(url + "/docs")
+        op = page.locator(".opblock-post:has(.opblock-summary-path[data-path='/search'])")
+        op.wait_for(timeout=20_000)
+        assert "Unable to render" not in page.content()
+        paths = page.locator(".opblock-summary-path").all_inner_texts()
+        assert "/search" in paths and "/images/{doc_id}/similar" in paths
+        assert op.locator(".opblock-summary-method").inner_text() == "POST"
+
+        op.locator(".opblock-summary").first.click()
+        op.get_by_role("button", name="Try it out").click()
+        body = op.locator(".body-param textarea")
+        body.fill('{"query": "red cube", "k": 3, "fields": ["metadata.caption"]}')
+        op.get_by_role("button", name="Execute").click()
+        live = op.locator(".live-responses-table")
+        status = live.locator("tbody .response-col_status").first
+        status.wait_for(timeout=20_000)
+        assert status.inner_text().strip() == "200"
+        shown = live.locator("tbody .response-col_description pre").first.inner_text()
+        assert '"id": "red-cube"' in shown and '"caption": "a large red cube"' in shown
+        assert str(corpus.image_root) not in shown  # ids and URLs, never server paths
+        assert errors == []
+
+
+def test_redoc_renders_the_api(browser: Any, corpus: Corpus, embedded_spec: str) -> None:
+    with running_server(_serve_args(corpus, embedded_spec)) as (url, _proc):
+        page = browser.new_page()
+        page.goto(url + "/redoc")
+        page.get_by_role("heading", name="Search images by text or weighted tokens").wait_for(timeout=20_000)
+        assert "/search" in page.content()
