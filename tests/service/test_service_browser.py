@@ -79,7 +79,11 @@ def test_search_page_shows_results_and_more_like_this(
 
         page.get_by_role("button", name="More images like red-cube").click()
         page.locator("#context").wait_for(state="visible", timeout=15_000)
-        assert "Images like red-cube" in page.locator("#context-text").inner_text()
+        # what the results are like: the image, its caption and whole words; the old text is gone
+        assert page.locator("#context-text").inner_text() == "Images like red-cube: “a large red cube”"
+        assert page.locator("#context-words").inner_text() == "Similar in: cube, red, large, object"
+        assert page.locator("#context-image").is_visible()
+        assert box.input_value() == ""
         page.wait_for_function(
             "() => document.querySelector('#results .card') && "
             "![...document.querySelectorAll('#results .card')].some(c => c.dataset.id === 'red-cube')",
@@ -88,6 +92,11 @@ def test_search_page_shows_results_and_more_like_this(
         similar_ids = page.locator("#results .card").evaluate_all("cs => cs.map(c => c.dataset.id)")
         assert similar_ids and "red-cube" not in similar_ids
         assert "like=red-cube" in page.url
+        chips = page.locator("#results .terms .term > span:first-child").all_inner_texts()
+        assert chips and all(c.isalpha() for c in chips)  # words, never "##s" or "."
+        page.get_by_role("button", name="Back to text search").click()
+        page.locator("#results .card[data-id='red-cube']").wait_for(timeout=15_000)
+        assert box.input_value() == "red cube" and page.locator("#context").is_hidden()
 
         box.fill("zebra")
         page.get_by_role("button", name="Search", exact=True).click()
