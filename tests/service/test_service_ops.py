@@ -10,7 +10,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.app import create_app
+from service.docs import swagger_ui_version
 from service.settings import ServiceSettings
+from termindex import MAX_QUERY_WEIGHT
 
 
 def _sample(text: str, name: str, **labels: str) -> float:
@@ -83,6 +85,36 @@ def test_openapi_lists_every_route_with_examples(embedded_client: TestClient) ->
         assert asset in docs.text
         got = embedded_client.get(asset)
         assert got.status_code == 200 and len(got.content) > 10_000
+    assert spec["openapi"].startswith("3.1")
+    assert swagger_ui_version().split(".")[0] == "5"  # Swagger UI 4 cannot render OpenAPI 3.1
+    redoc = embedded_client.get("/redoc")
+    assert redoc.status_code == 200 and "/docs-assets/redoc.standalone.js" in redoc.text
+    assert "cdn" not in redoc.text and "fonts.googleapis" not in redoc.text
+    assert embedded_client.get("/docs-assets/redoc.standalone.js").status_code == 200
+    icon = embedded_client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.headers["content-type"] == "image/x-icon"
+    assert icon.content[:4] == b"\x00\x00\x01\x00"  # an ICO file
+
+
+def test_openapi_says_what_the_server_does(embedded_client: TestClient) -> None:
+    c = embedded_client
+    spec = c.get("/openapi.json").json()
+    request = spec["components"]["schemas"]["SearchRequest"]
+    assert request["oneOf"] == [{"required": ["query"]}, {"required": ["terms"]}]
+    weight = request["properties"]["terms"]["additionalProperties"]
+    assert weight["maximum"] == MAX_QUERY_WEIGHT and weight["exclusiveMinimum"] == 0
+    search = spec["paths"]["/search"]["post"]["responses"]
+    assert {"200", "413", "422", "503"} <= set(search)
+    # ids with control characters: refused by the schema, and the 422 has the declared shape
+    doc_id = next(p for p in spec["paths"]["/images/{doc_id}"]["get"]["parameters"] if p["name"] == "doc_id")
+    assert doc_id["schema"]["pattern"] == "^[^\\x00-\\x1f\\x7f]+$"
+    for path in ("/images/a%01b", "/images/a%01b/file", "/images/a%7Fb/similar", "/images/a%1Fb/thumbnail"):
+        r = c.get(path)
+        assert r.status_code == 422, path
+        assert isinstance(r.json()["detail"], list) and r.json()["detail"][0]["loc"][:2] == ["path", "doc_id"]
+    # a body that is not UTF-8 is invalid JSON like any other: 422, not an undocumented 400
+    r = c.post("/search", content=b'{"query": "\xff\xfe"}', headers={"content-type": "application/json"})
+    assert r.status_code == 422 and r.json()["detail"][0]["type"] == "json_invalid"
 
 
 def test_ready_is_503_until_the_index_exists(corpus, make_settings, tmp_path: Path) -> None:  # noqa: ANN001
