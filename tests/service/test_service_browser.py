@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from service_testdata import Corpus, running_server
+from service_testdata import Corpus, running_server, serve_args
 
 CHROMIUM = "/usr/bin/chromium"
 LAUNCH_ARGS = [
@@ -43,14 +43,10 @@ def browser(need_service: Callable[[bool, str, str], None]) -> Iterator[Any]:
         b.close()
 
 
-def _serve_args(corpus: Corpus, backend: str) -> list[str]:
-    return ["--backend", backend, "--model", str(corpus.model_dir), "--image-root", str(corpus.image_root)]
-
-
 def test_search_page_shows_results_and_more_like_this(
     browser: Any, corpus: Corpus, embedded_spec: str, tmp_path: Path
 ) -> None:
-    with running_server(_serve_args(corpus, embedded_spec)) as (url, _proc):
+    with running_server(serve_args(corpus, embedded_spec)) as (url, _proc):
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -107,7 +103,7 @@ def test_search_page_shows_results_and_more_like_this(
 
 def test_page_says_backend_unavailable_and_retries(browser: Any, corpus: Corpus, tmp_path: Path) -> None:
     missing = f"embedded:{tmp_path / 'no-index-yet'}"
-    with running_server(_serve_args(corpus, missing)) as (url, _proc):
+    with running_server(serve_args(corpus, missing)) as (url, _proc):
         page = browser.new_page()
         page.goto(url + "/?q=red+cube")
         status = page.locator("#status")
@@ -126,7 +122,7 @@ def test_page_says_backend_unavailable_and_retries(browser: Any, corpus: Corpus,
 def test_swagger_ui_renders_and_try_it_out_runs_a_search(
     browser: Any, corpus: Corpus, embedded_spec: str
 ) -> None:
-    with running_server(_serve_args(corpus, embedded_spec)) as (url, _proc):
+    with running_server(serve_args(corpus, embedded_spec)) as (url, _proc):
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -154,7 +150,7 @@ def test_swagger_ui_renders_and_try_it_out_runs_a_search(
 
 
 def test_redoc_renders_the_api(browser: Any, corpus: Corpus, embedded_spec: str) -> None:
-    with running_server(_serve_args(corpus, embedded_spec)) as (url, _proc):
+    with running_server(serve_args(corpus, embedded_spec)) as (url, _proc):
         page = browser.new_page()
         page.goto(url + "/redoc")
         page.get_by_role("heading", name="Search images by text or weighted tokens").wait_for(timeout=20_000)

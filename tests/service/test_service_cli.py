@@ -10,7 +10,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from service_testdata import Corpus, running_server
+from service_testdata import Corpus, running_server, serve_args
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -61,14 +61,7 @@ def test_search_cli_errors(corpus: Corpus, embedded_spec: str, tmp_path: Path) -
 
 
 def test_serve_runs_the_app_and_flags_override_env(corpus: Corpus, embedded_spec: str) -> None:
-    args = [
-        "--backend",
-        embedded_spec,
-        "--model",
-        str(corpus.model_dir),
-        "--image-root",
-        str(corpus.image_root),
-    ]
+    args = serve_args(corpus, embedded_spec)
     env = {"VSPARTA_BACKEND": "embedded:/nonexistent", "VSPARTA_MAX_K": "5"}
     with running_server([*args, "--max-k", "7"], env_extra=env) as (url, _proc):
         with urllib.request.urlopen(f"{url}/ready", timeout=10) as r:

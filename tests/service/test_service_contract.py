@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from service_testdata import Corpus, running_server
+from service_testdata import Corpus, running_server, serve_args
 
 CONFIG = Path(__file__).with_name("schemathesis.toml")
 
@@ -45,14 +45,7 @@ def test_openapi_contract_holds_under_schemathesis(
     # (random ids only reach the 404s).
     known_id = tmp_path / "known-id.toml"
     known_id.write_text(CONFIG.read_text() + '\n[parameters]\n"path.doc_id" = "red-cube"\n')
-    args = [
-        "--backend",
-        embedded_spec,
-        "--model",
-        str(corpus.model_dir),
-        "--image-root",
-        str(corpus.image_root),
-    ]
+    args = serve_args(corpus, embedded_spec)
     with running_server(args) as (url, proc):
         _schemathesis(url, CONFIG, tmp_path)
         _schemathesis(url, known_id, tmp_path)
