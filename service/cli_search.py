@@ -20,7 +20,7 @@ from service.images import resolve_image
 from service.results import ResultView, hit_to_result, query_from_text
 from service.words import words_of
 from termindex import open_index
-from termindex.errors import EngineUnavailable, IndexNotFound, InvalidQuery
+from termindex.errors import EngineUnavailable, IndexNotFound, InvalidInput
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     except (EngineUnavailable, IndexNotFound) as exc:
         log.error("search backend %s unavailable: %s", settings.backend, exc)
         return 3
-    except InvalidQuery as exc:
+    except InvalidInput as exc:
         log.error("invalid query: %s", exc)
         return 2
     # Local use: metadata shown whole, file paths included (they are this machine's own files).

@@ -20,7 +20,7 @@ import anyio.to_thread
 
 from service.outage import OutageLog
 from termindex import Hit, TermDocument, TermIndex, heaviest_terms, parse_spec
-from termindex.errors import DocumentNotFound, EngineUnavailable, IndexNotFound, InvalidQuery, TermIndexError
+from termindex.errors import DocumentNotFound, EngineUnavailable, IndexNotFound, InvalidInput, TermIndexError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -61,7 +61,7 @@ class ServiceEngine(ABC):
         """``get`` for an id from a URL: one no engine could store is simply not there (404)."""
         try:
             return await self.get(doc_id)
-        except InvalidQuery:
+        except InvalidInput:
             raise DocumentNotFound(doc_id) from None
 
     @abstractmethod

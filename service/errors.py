@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from service.engines import NotElasticsearch
 from service.outage import OutageLog
-from termindex.errors import DocumentNotFound, EngineUnavailable, IndexNotFound, InvalidQuery, TermIndexError
+from termindex.errors import DocumentNotFound, EngineUnavailable, IndexNotFound, InvalidInput, TermIndexError
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ def install_error_handlers(app: FastAPI, retry_after_s: int, outage: OutageLog) 
         outage.failed(where(request), exc)
         return unavailable(retry_after_s, "search index not found: nothing indexed yet, or wrong index name")
 
-    async def invalid_query(request: Request, exc: Exception) -> JSONResponse:
+    async def invalid_input(request: Request, exc: Exception) -> JSONResponse:
         return invalid([{"loc": ["body"], "msg": str(exc), "type": "value_error"}])
 
     async def not_found(request: Request, exc: Exception) -> JSONResponse:
@@ -80,7 +80,7 @@ def install_error_handlers(app: FastAPI, retry_after_s: int, outage: OutageLog) 
 
     app.add_exception_handler(EngineUnavailable, engine_unavailable)
     app.add_exception_handler(IndexNotFound, index_not_found)
-    app.add_exception_handler(InvalidQuery, invalid_query)
+    app.add_exception_handler(InvalidInput, invalid_input)
     app.add_exception_handler(DocumentNotFound, not_found)
     app.add_exception_handler(TermIndexError, engine_error)
     app.add_exception_handler(RequestValidationError, validation)
