@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("query", help='free text, e.g. "a red cube"')
+    parser.add_argument("query", help='free text, e.g. "a red circle left of a blue square"')
     add_settings_arguments(parser)
     parser.add_argument("-k", type=int, default=10, help="number of results (default: %(default)s)")
     parser.add_argument("--explain", action="store_true", help="show matched tokens, weights, contributions")
