@@ -58,10 +58,11 @@ _TOO_BIG: dict[int | str, dict[str, Any]] = {
 _NO_FILE: dict[int | str, dict[str, Any]] = {
     404: {"model": Message, "description": "No image with that id, or no readable file for it."}
 }
-_VOCABULARY_422 = (
-    "Invalid body: the schema's rules, and also tokens that are not in the model's vocabulary or a "
-    "text with no word in it (the schema cannot list the vocabulary)."
-)
+_VOCABULARY_422: dict[str, Any] = {
+    "description": "Invalid body: the schema's rules, and also tokens that are not in the model's "
+    "vocabulary or a text with no word in it (the schema cannot list the vocabulary).",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/HTTPValidationError"}}},
+}
 
 # Ids never hold control characters (``termindex.base.validate_id``): the schema says so.
 DocId = Annotated[
@@ -110,7 +111,7 @@ def build_router(settings: ServiceSettings) -> APIRouter:
         "/search",
         response_model=SearchResponse,
         response_model_exclude_unset=True,
-        responses={**_ERRORS, **_TOO_BIG, 422: {"description": _VOCABULARY_422}},
+        responses={**_ERRORS, **_TOO_BIG, 422: _VOCABULARY_422},
         tags=["search"],
         summary="Search images by text or weighted tokens",
     )

@@ -105,6 +105,12 @@ def test_openapi_says_what_the_server_does(embedded_client: TestClient) -> None:
     assert weight["maximum"] == MAX_QUERY_WEIGHT and weight["exclusiveMinimum"] == 0
     search = spec["paths"]["/search"]["post"]["responses"]
     assert {"200", "413", "422", "503"} <= set(search)
+    for path, methods in spec["paths"].items():
+        for method, op in methods.items():
+            for status, answer in op["responses"].items():
+                assert "content" in answer or status == "204", (method, path, status)  # a declared body
+    schema_422 = search["422"]["content"]["application/json"]["schema"]["$ref"]
+    assert schema_422 == "#/components/schemas/HTTPValidationError"
     # ids with control characters: refused by the schema, and the 422 has the declared shape
     doc_id = next(p for p in spec["paths"]["/images/{doc_id}"]["get"]["parameters"] if p["name"] == "doc_id")
     assert doc_id["schema"]["pattern"] == "^[^\\x00-\\x1f\\x7f]+$"
