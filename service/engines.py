@@ -68,13 +68,13 @@ class ServiceEngine(ABC):
     async def count(self) -> int: ...
 
     async def ready(self) -> tuple[bool, str]:
-        """(ready?, reason): reachable and the index exists."""
+        """(ready?, reason): reachable and the index exists. The reason is for clients: the log
+        gets the engine's own message (paths, hosts), the answer does not."""
         try:
             n = await self.count()
-        except IndexNotFound as exc:
-            return False, f"index not found: {exc}"
         except TermIndexError as exc:
-            return False, f"engine unavailable: {exc}"
+            self.outage.failed("readiness", exc, traceback=False)
+            return False, public_reason(exc)
         return True, f"{n} documents"
 
     @abstractmethod
@@ -215,6 +215,17 @@ class AsyncIndexEngine(ServiceEngine):
 
 class NotElasticsearch(EngineUnavailable):
     """The configured URL is some other web server: the 503 says so (a retry will not help)."""
+
+
+def public_reason(exc: BaseException) -> str:
+    """What a client is told about an engine failure: the kind, never a server path or host."""
+    if isinstance(exc, NotElasticsearch):
+        return f"search backend unavailable: {exc}"
+    if isinstance(exc, IndexNotFound):
+        return "search index not found: nothing indexed yet, or wrong index name"
+    if isinstance(exc, EngineUnavailable):
+        return "search backend unavailable, retry later"
+    return "search backend error, retry later"
 
 
 def not_a_search_engine(exc: BaseException) -> NotElasticsearch | None:

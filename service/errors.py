@@ -15,9 +15,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from service.engines import NotElasticsearch
+from service.engines import public_reason
 from service.outage import OutageLog
-from termindex.errors import DocumentNotFound, EngineUnavailable, IndexNotFound, InvalidInput, TermIndexError
+from termindex.errors import DocumentNotFound, InvalidInput, TermIndexError
 
 log = logging.getLogger(__name__)
 
@@ -34,20 +34,11 @@ def install_error_handlers(app: FastAPI, retry_after_s: int, outage: OutageLog) 
     def where(request: Request) -> str:
         return f"{request.method} {request.url.path}"
 
-    async def engine_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    async def engine_failed(request: Request, exc: Exception) -> JSONResponse:
+        # Outages, a missing index, and failures no subclass names (e.g. an Elasticsearch 500):
+        # the backend's fault, so 503; the log gets the engine's message, the client its kind.
         outage.failed(where(request), exc)
-        if isinstance(exc, NotElasticsearch):
-            return unavailable(retry_after_s, f"search backend unavailable: {exc}")
-        return unavailable(retry_after_s, "search backend unavailable, retry later")
-
-    async def engine_error(request: Request, exc: Exception) -> JSONResponse:
-        # An engine failure no subclass names (e.g. an Elasticsearch 500): the backend's fault.
-        outage.failed(where(request), exc)
-        return unavailable(retry_after_s, "search backend error, retry later")
-
-    async def index_not_found(request: Request, exc: Exception) -> JSONResponse:
-        outage.failed(where(request), exc)
-        return unavailable(retry_after_s, "search index not found: nothing indexed yet, or wrong index name")
+        return unavailable(retry_after_s, public_reason(exc))
 
     async def invalid_input(request: Request, exc: Exception) -> JSONResponse:
         return invalid([{"loc": ["body"], "msg": str(exc), "type": "value_error"}])
@@ -78,11 +69,9 @@ def install_error_handlers(app: FastAPI, retry_after_s: int, outage: OutageLog) 
         log.exception("unhandled error on %s", where(request), exc_info=exc)
         return JSONResponse({"detail": "internal server error"}, status_code=500)
 
-    app.add_exception_handler(EngineUnavailable, engine_unavailable)
-    app.add_exception_handler(IndexNotFound, index_not_found)
     app.add_exception_handler(InvalidInput, invalid_input)
     app.add_exception_handler(DocumentNotFound, not_found)
-    app.add_exception_handler(TermIndexError, engine_error)
+    app.add_exception_handler(TermIndexError, engine_failed)
     app.add_exception_handler(RequestValidationError, validation)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(Exception, unexpected)

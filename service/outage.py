@@ -28,12 +28,12 @@ class OutageLog:
     def down(self) -> bool:
         return self._down_since is not None
 
-    def failed(self, where: str, exc: BaseException) -> None:
-        """One line; with the traceback only for the first failure of an outage."""
+    def failed(self, where: str, exc: BaseException, traceback: bool = True) -> None:
+        """One line; with the traceback only for the first failure of an outage (if wanted)."""
         self._failures += 1
         if self._down_since is None:
             self._down_since = time.monotonic()
-            log.warning("%s: search engine unavailable: %s", where, exc, exc_info=exc)
+            log.warning("%s: search engine unavailable: %s", where, exc, exc_info=exc if traceback else None)
             return
         log.warning(
             "%s: search engine still unavailable (%.0f s, %d failures): %s",
