@@ -64,10 +64,12 @@ async function callApi(url, options, gen, attempt = 0) {
 
 // Matched words, not word-pieces: the API merges "bus" + "##es" into "buses" and leaves out
 // punctuation (`words`); each chip's tooltip names the tokens behind it.
+const MAX_CHIPS = 10; // "more like this" queries with ~32 terms: the strongest words say enough
+
 function renderWords(list, words, maxC) {
   list.replaceChildren();
   if (!words || words.length === 0) return;
-  for (const w of words) {
+  for (const w of words.slice(0, MAX_CHIPS)) {
     const share = Math.min(1, w.contribution / maxC); // 0..1 relative to the strongest word on the page
     const li = document.createElement("li");
     li.className = "term";
