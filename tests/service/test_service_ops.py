@@ -201,6 +201,7 @@ def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
         ("max_k", "0", "greater than or equal to 1"),
         ("thumbnail_sizes", "8", "thumbnail_sizes"),
         ("default_k", "500", "default_k"),
+        ("max_query_tokens", "1001", "less than or equal to 1000"),  # repeats must stay in bound
     ],
 )
 def test_bad_settings_are_clear_errors(
