@@ -33,16 +33,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the same JSON as POST /search")
 
 
-def format_table(response: dict[str, Any], explain: bool) -> str:
-    """A fixed-width table: rank, score, id, image (and matched tokens with --explain)."""
+def format_table(response: dict[str, Any], explain: bool, images: list[str]) -> str:
+    """A fixed-width table: rank, score, id, image file (and matched tokens with --explain).
+
+    ``images`` are the hits' files as indexed: this machine's own paths, which the JSON (like
+    the HTTP answer) never carries.
+    """
     results = response["results"]
     head = f"query tokens: {' '.join(response['query_tokens'])}  ({response['took_ms']:.1f} ms)"
     if not results:
         return head + "\nno results\n"
     id_w = max(2, *(len(r["id"]) for r in results))
     lines = [head, f"{'#':>3}  {'score':>8}  {'id':<{id_w}}  image"]
-    for rank, r in enumerate(results, 1):
-        image = r["metadata"].get("image", "")
+    for rank, (r, image) in enumerate(zip(results, images, strict=True), 1):
         lines.append(f"{rank:>3}  {r['score']:>8.4f}  {r['id']:<{id_w}}  {image}")
         if explain and r.get("terms"):
             matched = ", ".join(
@@ -84,8 +87,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     except InvalidInput as exc:
         log.error("invalid query: %s", exc)
         return 2
-    # Local use: metadata shown whole, file paths included (they are this machine's own files).
-    view = ResultView(explain=args.explain, hidden=frozenset())
+    view = ResultView(explain=args.explain)  # the same JSON as POST /search
     words = words_of(tokens)
     response = {
         "results": [
@@ -105,5 +107,5 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.json:
         out.write(json.dumps(response, indent=2) + "\n")
     else:
-        out.write(format_table(response, args.explain))
+        out.write(format_table(response, args.explain, [str(h.metadata.get("image", "")) for h in hits]))
     return 0

@@ -46,6 +46,7 @@ def test_search_cli_explain_and_json(corpus: Corpus, embedded_spec: str) -> None
     assert body["query_tokens"] == ["blue", "sphere"]
     assert body["results"][0]["id"] == "blue-sphere"
     assert {t["token"] for t in body["results"][0]["terms"]} == {"blue", "sphere"}
+    assert "image" not in body["results"][0]["metadata"]  # the same JSON as POST /search: no paths
 
 
 def test_search_cli_errors(corpus: Corpus, embedded_spec: str, tmp_path: Path) -> None:
