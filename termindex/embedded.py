@@ -81,6 +81,8 @@ def _stat_key(manifest_path: str) -> tuple[int, int, int]:
 
 
 def _check_k(k: Any) -> int:
+    if type(k) is int and 1 <= k <= MAX_K:  # the common case, without the slower checks below
+        return k
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= MAX_K:
         raise InvalidQuery(f"k must be an integer in [1, {MAX_K}], got {k!r}")
     return int(k)

@@ -94,16 +94,18 @@ def search_segments(segments: Sequence[Segment], q: dict[int, float], k: int, ex
         parts = [(si, locs, scores, bits)]
     else:
         parts = _search_many(segments, live, query, k, lut, log1p64)
-    rows: list[tuple[float, str, int, int, np.ndarray]] = []
-    for si, locs, scores, bits in parts:  # ids are decoded only for the top k and its ties
-        seg = segments[si]
-        for r in range(len(locs)):
-            rows.append((float(scores[r]), seg.doc_id(int(locs[r])), si, int(locs[r]), bits[r]))
+    rows: list[tuple[float, str, int, int, int]] = []  # score, id, part, local id, row in part
+    for p, (si, locs, scores, _) in enumerate(parts):  # ids are decoded only for the top k and ties
+        doc_id = segments[si].doc_id
+        for r, (local, score) in enumerate(zip(locs.tolist(), scores.tolist(), strict=True)):
+            rows.append((score, doc_id(local), p, local, r))
     rows.sort(key=lambda row: (-row[0], row[1]))
     hits = []
-    for score, doc_id, si, local, wbits in rows[:k]:
+    for score, doc_id, p, local, r in rows[:k]:
+        si = parts[p][0]
         contributions = None
         if explain:
+            wbits = parts[p][3][r]
             weights = wbits.view(np.float16).astype(np.float64)
             contributions = {
                 int(t): (float(w), float(b * log1p64[wb]))
