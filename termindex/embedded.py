@@ -209,13 +209,7 @@ class EmbeddedIndex(TermIndex):
         if found is None:
             raise DocumentNotFound(doc_id)
         seg, local = found
-        terms, bits = seg.terms_of(local)
-        weights = bits.view(np.float16).astype(np.float64)
-        return TermDocument(
-            id=doc_id,
-            terms={int(t): float(w) for t, w in zip(terms, weights, strict=True)},
-            metadata=seg.metadata(local),
-        )
+        return seg.document(local)
 
     def warmup(self) -> None:
         """Compile (or load from numba's cache) the query kernels and touch the index once, so a
@@ -231,14 +225,8 @@ class EmbeddedIndex(TermIndex):
         """Every live document (slow: rebuilds terms from postings; for export and tests)."""
         snap = self._snapshot()
         for seg in snap.segments:
-            for local in seg.live_locals():
-                terms, bits = seg.terms_of(int(local))
-                weights = bits.view(np.float16).astype(np.float64)
-                yield TermDocument(
-                    id=seg.doc_id(int(local)),
-                    terms={int(t): float(w) for t, w in zip(terms, weights, strict=True)},
-                    metadata=seg.metadata(int(local)),
-                )
+            for local in seg.live_locals().tolist():
+                yield seg.document(local)
 
     def search(self, query: Mapping[int, float], k: int = 10, explain: bool = False) -> list[Hit]:
         k = _check_k(k)

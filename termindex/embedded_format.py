@@ -53,6 +53,7 @@ from typing import Any
 
 import numpy as np
 
+from termindex.base import TermDocument
 from termindex.embedded_postings import document_terms
 from termindex.embedded_weights import QUANT_STEP
 from termindex.errors import IndexNotFound, TermIndexError
@@ -302,6 +303,16 @@ class Segment:
                     out[i] = local
                     break
         return out
+
+    def document(self, local: int) -> TermDocument:
+        """One stored document, its terms rebuilt from the postings (the stored, rounded weights)."""
+        terms, bits = self.terms_of(local)
+        weights = bits.view(np.float16).astype(np.float64)
+        return TermDocument(
+            id=self.doc_id(local),
+            terms=dict(zip(terms.tolist(), weights.tolist(), strict=True)),
+            metadata=self.metadata(local),
+        )
 
     def live_locals(self) -> np.ndarray:
         return np.flatnonzero(self.deleted == 0)
