@@ -1,7 +1,7 @@
 """Mapper stage: decoded batches -> term documents as CSR arrays (the only stage on the device).
 
 The encoder scores every vocabulary term for each image and keeps the top-n (paper section 3.3,
-DESIGN.md section 2) on the device; here we only batch, call it, keep positive finite weights
+docs/architecture.md section 2) on the device; here we only batch, call it, keep positive finite weights
 and attach ids and metadata. Nothing here makes a Python object per term. Term-document input
 skips the model: tokens are mapped back to vocabulary ids.
 
