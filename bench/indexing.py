@@ -35,6 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from bench import hardware
+from bench.options import command_line
+
 log = logging.getLogger(__name__)
 
 DEFAULT_ES_URL = "http://127.0.0.1:9200"
@@ -242,8 +245,6 @@ def run(args: argparse.Namespace) -> int:
         paths = image_set(args.workdir, args.make_images, args.size)
         _out(f"wrote {len(paths)} JPEGs of {args.size[0]}x{args.size[1]} in {args.workdir / 'images'}")
         return 0
-    from bench import hardware
-    from bench.cli import command_line  # lazily: bench.cli imports this module for its parser
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="vsparta-bench-indexing-"))
     results: dict[str, Any] = {
