@@ -251,7 +251,7 @@ def test_cli_unreachable_engine_is_a_clear_error(
 
 
 def test_cli_bad_model_is_one_sentence_and_leaves_no_index(
-    image_folder: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    image_folder: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from vsparta.cli import main
 
@@ -260,7 +260,8 @@ def test_cli_bad_model_is_one_sentence_and_leaves_no_index(
         ["index", str(image_folder), "--model", str(tmp_path / "missing"), "--backend", f"embedded:{target}"]
     )
     assert rc == 2
-    assert f"--model {tmp_path / 'missing'}" in caplog.text and "no such" in caplog.text
+    said = caplog.text + capsys.readouterr().err
+    assert f"--model {tmp_path / 'missing'}" in said and "no such" in said and "Traceback" not in said
     assert not target.exists()
 
 
