@@ -12,10 +12,10 @@ import re
 import shutil
 import subprocess
 import urllib.request
-from urllib.parse import urlsplit
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -27,7 +27,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 def script_es_version() -> str:
     """The version scripts/elasticsearch.sh installs: the one the test suite runs against."""
-    m = re.search(r"VERSION=\$\{VSPARTA_ES_VERSION:-([0-9.]+)\}", (REPO / "scripts/elasticsearch.sh").read_text())
+    text = (REPO / "scripts/elasticsearch.sh").read_text()
+    m = re.search(r"VERSION=\$\{VSPARTA_ES_VERSION:-([0-9.]+)\}", text)
     assert m, "scripts/elasticsearch.sh names no default version"
     return m.group(1)
 
