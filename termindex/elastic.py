@@ -104,6 +104,7 @@ class ElasticsearchIndex(VersionedAlias, TermIndex):
         # Reads and writes go to the alias; a Reindex or a new version writes to its own index.
         self._target = self.alias
         self._load_depth = 0
+        self._loaded = 0  # documents written through this handle (what finish_load judges)
         self._reindex: Reindex | None = None
         self._mapping_checked: str | None = None  # target whose mapping has our current fields
         try:
@@ -133,6 +134,7 @@ class ElasticsearchIndex(VersionedAlias, TermIndex):
         view._target = target
         view._owns_client = False
         view._load_depth = 0
+        view._loaded = 0
         view._reindex = None
         return view
 
@@ -197,11 +199,15 @@ class ElasticsearchIndex(VersionedAlias, TermIndex):
             self.refresh()
 
     def finish_load(self) -> str:
-        """After a complete load: force-merge to ``merge_segments`` per shard, then (``new_version``)
-        swap the alias to the new version. Returns a line for the job summary."""
+        """After a complete load: force-merge to ``merge_segments`` per shard when this handle
+        wrote at least half of the index, then (``new_version``) swap the alias to the new
+        version. Returns a line for the job summary."""
         notes = []
-        if self._merge_segments:
+        total = self.count()
+        if self._merge_segments and 2 * self._loaded >= total:
             notes.append(self.force_merge(self._merge_segments))
+        elif self._merge_segments:  # a small top-up: merging the whole index would cost more than it saves
+            notes.append(f"no force-merge ({self._loaded} of {total} documents written by this load)")
         if self._reindex is not None:
             version = self._reindex.commit()
             self._reindex = None
@@ -270,7 +276,9 @@ class ElasticsearchIndex(VersionedAlias, TermIndex):
     def _written(self, results: list[dict[str, Any]], refresh: bool) -> int:
         if refresh and not self._load_depth:
             self.refresh()
-        return sum(1 for r in results if r["_ok"])
+        written = sum(1 for r in results if r["_ok"])
+        self._loaded += written
+        return written
 
     def upsert(self, docs: Iterable[TermDocument], refresh: bool = True) -> int:
         """Index (insert or replace by id) in bulk; visible after return unless inside ``bulk_load``."""
