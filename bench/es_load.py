@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import logging
+import sys
 import time
 import urllib.request
 import uuid
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache-dir", type=Path, default=Path(".cache/bench"))
     p.add_argument("--json", type=Path, default=Path("docs/es-load.json"))
     p.add_argument("--keep", action="store_true", help="keep the index (prints its name)")
-    p.add_argument("--option", action="append", default=[], metavar="K=V", help="engine option (int)")
+    p.add_argument("--option", action="append", default=[], metavar="K=V", help="engine option")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("elasticsearch").setLevel(logging.WARNING)
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     corpus = load_or_generate(
         SyntheticSpec(n_docs=args.docs, n_terms=args.terms), args.cache_dir / "synthetic"
     )
-    options = {k: int(v) for k, v in (o.split("=", 1) for o in args.option)}
+    options = {k: int(v) if v.isdigit() else v for k, v in (o.split("=", 1) for o in args.option)}
     name = f"bench-load-{uuid.uuid4().hex[:8]}"
     health = es_get(f"{args.es_url}/_cluster/health")
     index = ElasticsearchIndex(args.es_url, name, create=True, **options)
@@ -110,15 +110,15 @@ def main(argv: list[str] | None = None) -> int:
             "segments_after_merge": int(stats["segments"]["count"]),
             "bytes_per_term_after_merge": round(int(stats["store"]["size_in_bytes"]) / corpus.nnz, 2),
             "machine": describe(),
-            "command": "python -m bench.es_load "
-            + " ".join(argv if argv is not None else __import__("sys").argv[1:]),
+            "command": "python -m bench.es_load " + " ".join(sys.argv[1:] if argv is None else argv),
         }
     finally:
         if not args.keep:
             index.drop()
         index.close()
     print(
-        f"{row['label']:>12} {row['nodes']} node(s) {row['docs']} docs: {row['docs_per_s']:.0f} docs/s ({path}); "
+        f"{row['label']:>12} {row['nodes']} node(s) {row['docs']} docs: "
+        f"{row['docs_per_s']:.0f} docs/s ({path}); "
         f"{row['bytes_per_term_after_load']} B/term in {row['segments_after_load']} segments, "
         f"{row['bytes_per_term_after_merge']} B/term after merge to {row['segments_after_merge']} "
         f"({row['force_merge_s']}s)"

@@ -7,8 +7,8 @@ repeated or resumed load overwrites instead of duplicating.
 
 A cluster: new indices get one primary shard per data node and one replica when there is more
 than one node (``shards``/``replicas`` override). A bulk load runs with refreshes off, no
-replicas and an asynchronous translog, all restored afterwards; ``finish_load`` after a
-complete load force-merges to few segments (smaller, faster to search).
+replicas and rare translog flushes, all restored afterwards; ``finish_load`` after a complete
+load force-merges to few segments (smaller, faster to search).
 
 ``AsyncElasticsearchIndex`` (read side, for the service) is in ``termindex.elastic_async``.
 """
@@ -58,11 +58,12 @@ __all__ = ["AsyncElasticsearchIndex", "ElasticsearchIndex", "IndexVersion", "Rei
 log = logging.getLogger(__name__)
 
 # Settings a bulk load changes, and what they are during it. Restored afterwards to what they were
-# (None = the default); replicas to the serving count.
+# (None = the default); replicas to the serving count. The translog stays durable per request
+# (an acknowledged document survives a killed node, which --resume relies on); a larger flush
+# threshold means fewer Lucene commits while loading.
 LOAD_SETTINGS: dict[str, Any] = {
     "index.refresh_interval": "-1",
     "index.number_of_replicas": 0,
-    "index.translog.durability": "async",
     "index.translog.flush_threshold_size": "1gb",
 }
 
@@ -73,9 +74,11 @@ class ElasticsearchIndex(VersionedAlias, TermIndex):
     Options: ``request_timeout`` (s, default 10), ``shards`` (default: one per data node),
     ``replicas`` (default: 1 on a cluster, 0 on one node), ``keep_versions`` (2),
     ``new_version`` (False: write a new version, aliased by ``finish_load``), ``merge_segments``
-    (segments per shard after a full load, default 1; 0 = no force-merge), ``track_total_hits``
+    (segments per shard after a full load, default 1; 0 = no force-merge), ``codec`` of new
+    versions (``default`` or ``best_compression``), ``track_total_hits``
     (True; False = block-max WAND, see ``elastic_common.search_body``), bulk: ``chunk_size``
     (500 docs), ``max_chunk_bytes`` (8 MiB), ``connections`` (2 requests in flight),
+    ``shard_timeout`` (how long a bulk request waits for an unavailable shard, "1m"),
     ``max_retries`` (5), ``initial_backoff`` (0.5 s, doubling), ``max_backoff`` (30 s),
     ``bulk_timeout`` (120 s); client: ``http_auth``, ``api_key``, ``verify_certs``, ``ca_certs``.
     """
@@ -87,6 +90,7 @@ class ElasticsearchIndex(VersionedAlias, TermIndex):
         shards, replicas = rest.pop("shards", None), rest.pop("replicas", None)
         self._keep = int(rest.pop("keep_versions", 2))
         self._merge_segments = int(rest.pop("merge_segments", 1))
+        self._codec = str(rest.pop("codec", "default"))
         new_version = bool(rest.pop("new_version", False))
         self._track_total_hits = pop_track_total_hits(rest)
         if (shards is not None and int(shards) < 1) or (replicas is not None and int(replicas) < 0):
@@ -168,12 +172,13 @@ class ElasticsearchIndex(VersionedAlias, TermIndex):
             self._client.indices.put_settings(index=index, body=dict(body))
 
     def _finish_version(self, index: str) -> None:
-        """A new version's load settings back to serving ones (refresh, replicas, durable translog)."""
-        self._put_settings(index, self._serving_settings({}))
+        """A new version's load settings back to serving ones (refresh, replicas, durable translog:
+        a new version is created with an async one, since a crashed new version is loaded again)."""
+        self._put_settings(index, self._serving_settings({}) | {"index.translog.durability": None})
 
     @contextmanager
     def bulk_load(self) -> Iterator[ElasticsearchIndex]:
-        """Within the block: no refreshes, no replicas, async translog; restored and refreshed after."""
+        """Within the block: no refreshes, no replicas, rare flushes; restored and refreshed after."""
         if self._load_depth:
             self._load_depth += 1
             try:

@@ -80,6 +80,13 @@ class AsyncElasticsearchIndex:
         except Exception:  # any failure means "not reachable"
             return False
 
+    async def health(self) -> str:
+        """The cluster's health for this index: green, yellow (a replica missing: answers are
+        complete) or red (a primary missing: searches answer 503 until it is back)."""
+        with errors("health"):
+            resp = await self._client.cluster.health(index=self.alias, request_timeout=5)
+        return str(resp["status"])
+
     async def ready(self) -> bool:
         """Reachable and the alias exists (what a readiness probe needs)."""
         try:

@@ -46,6 +46,8 @@ except ImportError:  # pragma: no cover - orjson ships with the elasticsearch ex
 
 # (document id, NDJSON bytes of the action line and, for index actions, the source line)
 Action = tuple[str, bytes]
+# Per-item answers worth another try: rejected (busy) or the shard has no primary (a node lost).
+RETRY_ITEM_STATUSES = {429, 503}
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class BulkOptions:
     max_backoff: float = 30.0
     bulk_timeout: float = 120.0
     connections: int = 2  # bulk requests in flight at once
+    shard_timeout: str = "1m"  # how long Elasticsearch waits for an unavailable shard (a node lost)
 
     def __post_init__(self) -> None:
         if self.chunk_size < 1 or self.max_chunk_bytes < 1024 or self.connections < 1:
@@ -184,8 +187,9 @@ class BulkSender:
     """Sends chunks of actions on up to ``connections`` threads; returns one result per action.
 
     A result is the bulk item (``_id``, ``status``, ``result``, ``error``) plus ``_ok``. 429s
-    (whole request or single items) and lost connections are retried with exponential backoff,
-    only the rejected items again; after ``max_retries`` retries it raises ``EngineUnavailable``.
+    (whole request or single items), items whose shard is unavailable (503) and lost connections
+    are retried with exponential backoff, only the failed items again; what still fails after
+    ``max_retries`` retries is returned as failed (the caller raises ``EngineUnavailable``).
     """
 
     FILTER = "errors,items.*._id,items.*.status,items.*.result,items.*.error"
@@ -234,7 +238,12 @@ class BulkSender:
         for attempt in range(opts.max_retries + 1):
             body = b"".join(chunk[i][1] for i in todo)
             try:
-                resp = self.client.bulk(body=body, request_timeout=opts.bulk_timeout, filter_path=self.FILTER)
+                resp = self.client.bulk(
+                    body=body,
+                    request_timeout=opts.bulk_timeout,
+                    timeout=opts.shard_timeout,
+                    filter_path=self.FILTER,
+                )
             except es_errors.TransportError as exc:
                 retriable = isinstance(exc, es_errors.ConnectionError) or exc.status_code == 429
                 if not retriable:
@@ -252,14 +261,14 @@ class BulkSender:
             again = []
             for i, item in zip(todo, items, strict=True):
                 status = int(item.get("status", 500))
-                if status == 429 and attempt < opts.max_retries:
+                if status in RETRY_ITEM_STATUSES and attempt < opts.max_retries:
                     again.append(i)
                 else:
                     final[i] = item | {"_ok": 200 <= status < 300}
             if not again:
                 break
             todo = again
-            self._pause(attempt, what, f"{len(again)} documents rejected (429)")
+            self._pause(attempt, what, f"{len(again)} documents rejected or their shard unavailable")
         return [final[i] | {"_id": final[i].get("_id", chunk[i][0])} for i in range(len(chunk))]
 
     def call(self, fn: Callable[[], Any], what: str) -> Any:

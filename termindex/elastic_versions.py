@@ -47,6 +47,7 @@ class VersionedAlias:
     _shards: int
     _replicas: int
     _keep: int
+    _codec: str
 
     def _finish_version(self, index: str) -> None:
         raise NotImplementedError
@@ -84,7 +85,7 @@ class VersionedAlias:
         (shards) cannot each put their own version behind the alias. True when the alias exists
         afterwards, whoever created it."""
         name = f"{self.alias}-v1"
-        body = index_body(self._shards, 0)
+        body = index_body(self._shards, 0, self._codec)
         body["aliases"] = {self.alias: {}}
         try:
             with errors("create version"):
@@ -118,7 +119,7 @@ class VersionedAlias:
             name = f"{self.alias}-v{number}"
             try:
                 with errors("create version"):
-                    self._client.indices.create(index=name, **index_body(self._shards, 0))
+                    self._client.indices.create(index=name, **index_body(self._shards, 0, self._codec))
                 return name
             except InvalidQuery as exc:
                 if "resource_already_exists" not in str(exc):

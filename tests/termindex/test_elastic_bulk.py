@@ -102,10 +102,12 @@ def test_load_settings_are_restored_and_a_full_load_is_force_merged(es_url: str)
             for i in range(0, len(docs), 100):  # several refreshes' worth of segments
                 index.upsert(docs[i : i + 100])
                 index._client.indices.flush(index=name)
-        assert during["index.translog.durability"] == "async"
+        assert during["index.translog.flush_threshold_size"] == "1gb"
         assert during["index.refresh_interval"] == "-1"
         after = settings()
-        for key in ("index.translog.durability", "index.refresh_interval", "index.number_of_replicas"):
+        restored = ["index.translog.flush_threshold_size", "index.refresh_interval"]
+        restored.append("index.number_of_replicas")
+        for key in restored:
             assert after.get(key) == before.get(key), key
         assert index.segments() > 1
         note = index.finish_load()
