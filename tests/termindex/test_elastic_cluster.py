@@ -108,6 +108,8 @@ class Cluster:
 @pytest.fixture(scope="module")
 def cluster(es_url: str) -> Iterator[Cluster]:
     """Three nodes beside the shared node: own ports, own work dir, small heaps."""
+    for name in ("elasticsearch", "elasticsearch.trace"):  # every request (and body) otherwise
+        logging.getLogger(name).setLevel(logging.WARNING)
     home = Path(tempfile.mkdtemp(prefix="vsparta-es-cluster-", dir="/var/tmp"))
     home.chmod(0o755)  # the node's own user must reach it
     c = Cluster(
@@ -188,10 +190,14 @@ def test_indexing_job_survives_losing_a_node_and_resume_is_exact(cluster: Cluste
             assert time.monotonic() < deadline and runner.is_alive(), "the load never got going"
             time.sleep(0.2)
     cluster.kill(2)
+    assert runner.is_alive(), "the job ended before the node was killed: nothing was tested"
     runner.join(timeout=300)
     assert not runner.is_alive()
     summary, error = outcome[0]
-    log.info("job with a node killed: %s", "finished" if error is None else f"failed: {error}")
+    log.info(
+        "job with a node killed: %s",
+        f"finished, {summary.indexed} indexed" if error is None else f"failed: {error}",  # type: ignore[union-attr]
+    )
     cluster.restart()
     if error is not None or summary.indexed + summary.skipped < len(docs):  # type: ignore[union-attr]
         summary, error = job(resume=True)

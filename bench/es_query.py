@@ -1,0 +1,191 @@
+"""Elasticsearch query latency by index layout, checked against the exact oracle.
+
+    python -m bench.es_query --corpus model-shaped --profile docs/model-profile.npz \\
+        --captions scenes/test.jsonl --tokenizer runs/final --docs 100000
+    python -m bench.es_query --corpus adversarial --docs 100000
+
+One load (``upsert_arrays``), then the same queries, one at a time, on each layout in turn:
+as loaded, force-merged to one segment per shard, with ``index.store.preload`` of the postings
+and term dictionary, each with Lucene's default (score every match) and block-max WAND
+(``track_total_hits: false``). ``--shards`` repeats it for each shard count. Top-10 lists
+are compared with an exact float64 oracle over the weights as Elasticsearch stores them (9
+significant bits): "identical" is the share of queries whose ES top-10 ids equal the
+oracle's, in order (ties by id); "agree" counts near-ties as found (bench.exact.agreement).
+Prints a table and appends rows to ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.corpus import Corpus, Query
+from bench.exact import agreement, build_matrix, scores, top_k
+from bench.hardware import describe
+from termindex.oracle import round_like_elasticsearch
+
+log = logging.getLogger(__name__)
+PRELOAD = ["nvd", "dvd", "tim", "doc", "dim"]
+
+
+def es(url: str, method: str = "GET", body: Any = None, timeout: float = 3600) -> Any:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        return json.loads(resp.read() or b"{}")
+
+
+def corpus_and_queries(args: argparse.Namespace) -> tuple[Corpus, list[Query]]:
+    if args.corpus == "adversarial":
+        from bench.synthetic import SyntheticSpec, generate_queries, load_or_generate
+
+        corpus = load_or_generate(SyntheticSpec(n_docs=args.docs), args.cache_dir / "synthetic")
+        return corpus, generate_queries(args.queries)
+    from bench.model_shaped import load_or_generate as shaped
+    from model.query_tokenizer import QueryTokenizer
+
+    corpus = shaped(args.profile, args.docs, args.cache_dir / "model-shaped")
+    tok = QueryTokenizer.from_pretrained(args.tokenizer)
+    queries: list[Query] = []
+    with open(args.captions, encoding="utf-8") as f:
+        for line in f:
+            for caption in json.loads(line).get("captions", []):
+                q: Query = {}
+                for t in tok.tokenize(caption):
+                    q[t] = q.get(t, 0.0) + 1.0
+                if q:
+                    queries.append(q)
+    rng = np.random.default_rng(0)
+    picked = rng.choice(len(queries), size=min(args.queries, len(queries)), replace=False)
+    return corpus, [queries[i] for i in picked]
+
+
+def measure(
+    index: Any, corpus: Corpus, queries: list[Query], oracle: list[tuple[np.ndarray, np.ndarray]]
+) -> dict:
+    for q in queries[:20]:  # warm-up: caches, JIT
+        index.search(q, k=10)
+    times, identical, agree = [], 0, 0.0
+    for q, (exact_scores, best) in zip(queries, oracle, strict=True):
+        t0 = time.perf_counter()
+        hits = index.search(q, k=10)
+        times.append(time.perf_counter() - t0)
+        rows = [corpus.row_of(h.id) for h in hits]
+        identical += rows == best.tolist()
+        agree += agreement(rows, exact_scores, 10)
+    ms = np.array(times) * 1000
+    return {
+        "p50_ms": round(float(np.percentile(ms, 50)), 2),
+        "p99_ms": round(float(np.percentile(ms, 99)), 2),
+        "top10_identical": round(identical / len(queries), 3),
+        "top10_agree": round(agree / len(queries), 4),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--es-url", default="http://127.0.0.1:9200")
+    p.add_argument("--corpus", choices=["model-shaped", "adversarial"], default="model-shaped")
+    p.add_argument("--profile", type=Path, default=Path("docs/model-profile.npz"))
+    p.add_argument("--captions", type=Path, help="scene manifest whose captions are the queries")
+    p.add_argument("--tokenizer", type=Path, help="model folder (tokenizer) for the captions")
+    p.add_argument("--docs", type=int, default=20_000)
+    p.add_argument("--queries", type=int, default=300)
+    p.add_argument("--shards", default="1", help="comma-separated shard counts to compare")
+    p.add_argument("--cache-dir", type=Path, default=Path(".cache/bench"))
+    p.add_argument("--json", type=Path, default=Path("docs/es-query.json"))
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("elasticsearch").setLevel(logging.WARNING)
+    from termindex.elastic import ElasticsearchIndex
+
+    corpus, queries = corpus_and_queries(args)
+    log.info("corpus %s: %d images, %.0f terms each; %d queries", args.corpus, corpus.n_docs,
+             corpus.nnz / corpus.n_docs, len(queries))  # fmt: skip
+    rounded = Corpus(
+        corpus.indptr, corpus.indices, round_like_elasticsearch(corpus.weights), corpus.vocab_size
+    )
+    matrix = build_matrix(rounded)
+    oracle = []
+    for q in queries:
+        s = scores(matrix, q).astype(np.float64)
+        oracle.append((s, top_k(s, 10)))
+    del matrix
+    rows = []
+    health = es(f"{args.es_url}/_cluster/health")
+    for shards in [int(s) for s in args.shards.split(",")]:
+        name = f"bench-query-{uuid.uuid4().hex[:8]}"
+        index = ElasticsearchIndex(args.es_url, name, create=True, shards=shards, merge_segments=0)
+        wand = None
+        try:
+            t0 = time.perf_counter()
+            with index.bulk_load():
+                for start in range(0, corpus.n_docs, 10_000):
+                    stop = min(start + 10_000, corpus.n_docs)
+                    a, b = int(corpus.indptr[start]), int(corpus.indptr[stop])
+                    index.upsert_arrays(
+                        [corpus.id_of(i) for i in range(start, stop)],
+                        corpus.indptr[start : stop + 1] - a,
+                        corpus.indices[a:b],
+                        corpus.weights[a:b],
+                    )
+            load_s = time.perf_counter() - t0
+            assert index.count() == corpus.n_docs
+            (concrete,) = index._concrete()
+            wand = ElasticsearchIndex(args.es_url, name, track_total_hits=False)
+            for layout in ("as loaded", "force-merged", "force-merged + preload"):
+                if layout == "force-merged":
+                    index.force_merge(1)
+                if layout == "force-merged + preload":
+                    es(f"{args.es_url}/{concrete}/_close", "POST")
+                    es(f"{args.es_url}/{concrete}/_settings", "PUT", {"index.store.preload": PRELOAD})
+                    es(f"{args.es_url}/{concrete}/_open", "POST")
+                    es(f"{args.es_url}/_cluster/health/{concrete}?wait_for_status=green&timeout=120s")
+                stats = es(f"{args.es_url}/{concrete}/_stats/segments,store")["_all"]["primaries"]
+                for algo, engine in (("score all", index), ("block-max WAND", wand)):
+                    row = {
+                        "corpus": args.corpus,
+                        "docs": corpus.n_docs,
+                        "terms_per_doc": round(corpus.nnz / corpus.n_docs, 1),
+                        "nodes": health["number_of_nodes"],
+                        "shards": shards,
+                        "layout": layout,
+                        "algorithm": algo,
+                        "segments": int(stats["segments"]["count"]),
+                        "bytes_per_term": round(int(stats["store"]["size_in_bytes"]) / corpus.nnz, 2),
+                        "load_docs_per_s": round(corpus.n_docs / load_s, 1),
+                    } | measure(engine, corpus, queries, oracle)
+                    rows.append(row)
+                    print(
+                        f"{row['corpus']:>12} {row['docs']:>8} {shards} shard(s) {layout:<24} {algo:<15} "
+                        f"p50 {row['p50_ms']:7.2f} ms  p99 {row['p99_ms']:7.2f} ms  identical "
+                        f"{row['top10_identical']:.3f}  agree {row['top10_agree']:.4f}  "
+                        f"{row['segments']} seg  {row['bytes_per_term']} B/term",
+                        flush=True,
+                    )
+        finally:
+            if wand is not None:
+                wand.close()
+            index.drop()
+            index.close()
+    meta = {
+        "machine": describe(),
+        "command": "python -m bench.es_query " + " ".join(sys.argv[1:] if argv is None else argv),
+    }
+    old = json.loads(args.json.read_text()) if args.json.exists() else []
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps([*old, *[r | meta for r in rows]], indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
