@@ -6,6 +6,9 @@
   with ``Retry-After``, never 500; ``/ready`` reports the cluster's health; once the node is
   back the cluster is green again and every query answers exactly as before.
 
+Both happen during the same kill (one restart: a node takes most of a minute to rejoin on two
+shared cores).
+
 Figures (requests answered, 503s, seconds back to green) are logged (``-o log_cli=true``).
 """
 
@@ -25,11 +28,13 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from elastic_testkit import unique_name
 
+from termindex.base import TermDocument
 from termindex.elastic import ElasticsearchIndex
 from termindex.oracle import round_like_elasticsearch
 
@@ -100,6 +105,17 @@ class Cluster:
         log.info("node back and cluster green after %.1fs", took)
         return took
 
+    def primary_holder(self, index: str) -> int:
+        """A node other than node 0 (the one clients talk to) that holds a primary of ``index``."""
+        url = f"{self.url()}/_cat/shards/{index}*?format=json&h=prirep,node,state"
+        with urllib.request.urlopen(url, timeout=10) as r:
+            shards = json.load(r)
+        log.info("shards of %s: %s", index, shards)
+        for i in range(1, NODES):
+            if any(s["prirep"] == "p" and s["node"] == f"vsparta-{self.base + i}" for s in shards):
+                return i
+        raise AssertionError(f"every primary of {index} is on node 0: {shards}")
+
     def health(self) -> dict:
         with urllib.request.urlopen(f"{self.url()}/_cluster/health", timeout=10) as r:
             return json.load(r)
@@ -160,17 +176,72 @@ def _term_documents(n: int, seed: int) -> list[dict]:
     return docs
 
 
-def test_indexing_job_survives_losing_a_node_and_resume_is_exact(cluster: Cluster, tmp_path: Path) -> None:
-    from indexer.runner import IndexConfig, run_index
+class SearchStream:
+    """POST /search in a loop against the real service app (TestClient), counting statuses."""
 
-    docs = _term_documents(6000, seed=1)
+    def __init__(self, client: Any, queries: list[str]) -> None:
+        self.client = client
+        self.queries = queries
+        self.statuses: list[int] = []
+        self.missing_retry_after = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run)
+
+    def _run(self) -> None:
+        i = 0
+        while not self.stop.is_set():
+            r = self.client.post("/search", json={"query": self.queries[i % len(self.queries)], "k": 10})
+            self.statuses.append(r.status_code)
+            if r.status_code == 503 and "retry-after" not in r.headers:
+                self.missing_retry_after += 1
+            i += 1
+
+    def answers(self) -> list[list[str]]:
+        out = []
+        for q in self.queries:
+            r = self.client.post("/search", json={"query": q, "k": 10})
+            assert r.status_code == 200, r.text
+            out.append([h["id"] for h in r.json()["results"]])
+        return out
+
+    def counts(self) -> dict[int, int]:
+        return {code: self.statuses.count(code) for code in sorted(set(self.statuses))}
+
+
+def test_losing_a_node_mid_load_and_mid_search_loses_nothing(cluster: Cluster, tmp_path: Path) -> None:
+    """One SIGKILL, two victims: an indexing job writing one index and a search stream reading
+    another (served with a replica on every shard) through the real service app."""
+    from fastapi.testclient import TestClient
+
+    from indexer.runner import IndexConfig, run_index
+    from service.app import create_app
+    from service.settings import ServiceSettings
+
+    tokenizer = _tokenizer(tmp_path)
+    token_id = {w: i + 5 for i, w in enumerate(WORDS)}
+    # The searched index: loaded and served (replicas restored, force-merged) before the kill.
+    served = _term_documents(1500, seed=2)
+    served_name = unique_name("stream")
+    with ElasticsearchIndex(cluster.url(0), served_name, create=True) as index:
+        with index.bulk_load():
+            index.upsert(
+                TermDocument(d["id"], {token_id[w]: x for w, x in d["terms"].items()}) for d in served
+            )
+        index.finish_load()
+    rng = np.random.default_rng(3)
+    queries = [" ".join(rng.choice(WORDS, size=4)) for _ in range(20)]
+    settings = ServiceSettings(
+        backend=f"{cluster.url(0)}/{served_name}", model_path=tokenizer, engine_timeout_s=3, retry_after_s=2
+    )
+    # The loaded index: an indexing job (the CLI's code path) writes it while the node dies.
+    docs = _term_documents(4000, seed=1)
     export = tmp_path / "docs.jsonl"
     export.write_text("".join(json.dumps(d) + "\n" for d in docs))
-    tokenizer = _tokenizer(tmp_path)
-    spec = f"{cluster.url(0)}/{unique_name('nodeloss')}"
+    loaded_name = unique_name("nodeloss")
+    spec = f"{cluster.url(0)}/{loaded_name}"
     options = {"shard_timeout": "3s", "max_retries": 2, "initial_backoff": 0.2, "chunk_size": 100}
 
-    def job(resume: bool) -> tuple[object, BaseException | None]:
+    def job(resume: bool) -> tuple[Any, BaseException | None]:
         config = IndexConfig(
             input=export, backend=spec, tokenizer=tokenizer, workers=0, resume=resume,
             commit_interval=0.05, backend_options=options,
@@ -180,119 +251,62 @@ def test_indexing_job_survives_losing_a_node_and_resume_is_exact(cluster: Cluste
         except Exception as exc:  # noqa: BLE001 - the test inspects it
             return None, exc
 
-    outcome: list[tuple[object, BaseException | None]] = []
-    runner = threading.Thread(target=lambda: outcome.append(job(resume=False)))
-    runner.start()
-    # Kill a data node (not the one the job talks to) once the load is well under way.
-    deadline = time.monotonic() + 120
-    with ElasticsearchIndex(cluster.url(0), spec.rsplit("/", 1)[1], create=True) as probe:
-        while probe.existing_ids([d["id"] for d in docs[:: len(docs) // 60]]).__len__() < 10:
-            assert time.monotonic() < deadline and runner.is_alive(), "the load never got going"
-            time.sleep(0.2)
-    cluster.kill(2)
-    assert runner.is_alive(), "the job ended before the node was killed: nothing was tested"
-    runner.join(timeout=300)
-    assert not runner.is_alive()
-    summary, error = outcome[0]
-    log.info(
-        "job with a node killed: %s",
-        f"finished, {summary.indexed} indexed" if error is None else f"failed: {error}",  # type: ignore[union-attr]
-    )
-    cluster.restart()
-    if error is not None or summary.indexed + summary.skipped < len(docs):  # type: ignore[union-attr]
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        stream = SearchStream(client, queries)
+        before = stream.answers()
+        ready = client.get("/ready")
+        assert ready.status_code == 200 and ready.json()["detail"].endswith("cluster green"), ready.text
+        outcome: list[tuple[Any, BaseException | None]] = []
+        runner = threading.Thread(target=lambda: outcome.append(job(resume=False)))
+        runner.start()
+        stream.thread.start()
+        deadline = time.monotonic() + 180
+        sample = [d["id"] for d in docs[:: len(docs) // 40]]
+        with ElasticsearchIndex(cluster.url(0), loaded_name, create=True) as probe:
+            while len(probe.existing_ids(sample)) < 8:  # a fifth of the documents are in
+                assert time.monotonic() < deadline and runner.is_alive(), "the load never got going"
+                time.sleep(0.2)
+        victim = cluster.primary_holder(loaded_name)
+        cluster.kill(victim)
+        assert runner.is_alive(), "the job ended before the node was killed: nothing was tested"
+        time.sleep(3)
+        degraded = client.get("/ready")
+        log.info("/ready with a node down: %s %s", degraded.status_code, degraded.text)
+        assert (
+            degraded.status_code == 503 or "cluster yellow" in degraded.text or "cluster red" in degraded.text
+        )
+        runner.join(timeout=300)
+        assert not runner.is_alive()
+        summary, error = outcome[0]
+        log.info("job with a node killed: %s", f"finished, {summary.indexed} indexed" if error is None
+                 else f"failed: {error}")  # fmt: skip
+        took = cluster.restart()
+        time.sleep(1)
+        stream.stop.set()
+        stream.thread.join()
+        assert client.get("/ready").json()["detail"].endswith("cluster green")
+        after = stream.answers()
+    if error is not None or summary.indexed + summary.skipped < len(docs):
         summary, error = job(resume=True)
         assert error is None, error
-        log.info("resumed: %d skipped, %d indexed", summary.skipped, summary.indexed)  # type: ignore[union-attr]
-    with ElasticsearchIndex(cluster.url(1), spec.rsplit("/", 1)[1]) as index:
+        log.info("resumed: %d skipped, %d indexed", summary.skipped, summary.indexed)
+    counts = stream.counts()
+    log.info("search stream: %s answers by status; back to green in %.1fs", counts, took)
+    assert set(counts) <= {200, 503}, counts  # never a 500
+    assert counts.get(200, 0) > 0 and stream.missing_retry_after == 0
+    assert after == before  # nothing lost from the served index
+    with ElasticsearchIndex(cluster.url(1), served_name) as index:
+        assert index.count() == len(served)
+        index.drop()
+    with ElasticsearchIndex(cluster.url(1), loaded_name) as index:
         assert index.count() == len(docs)  # nothing lost, nothing duplicated (ids are unique)
         assert cluster.health()["status"] == "green"
-        settings = index._client.indices.get_settings(index=index.alias, flat_settings=True)
-        (only,) = settings.values()
+        (only,) = index._client.indices.get_settings(index=index.alias, flat_settings=True).values()
         assert only["settings"]["index.number_of_replicas"] == "1"  # restored after the load
         assert only["settings"]["index.number_of_shards"] == str(NODES)  # one per data node
-        token_id = {w: i + 5 for i, w in enumerate(WORDS)}
         for d in docs[::97]:
             got = index.get(d["id"])
             expected = {token_id[w]: float(round_like_elasticsearch(x)) for w, x in d["terms"].items()}
             assert {t: float(round_like_elasticsearch(w)) for t, w in got.terms.items()} == expected
             assert got.metadata == d["metadata"]
-        index.drop()
-
-
-def test_search_stream_gets_answers_or_503_while_a_node_dies(cluster: Cluster, tmp_path: Path) -> None:
-    from fastapi.testclient import TestClient
-
-    from service.app import create_app
-    from service.settings import ServiceSettings
-    from termindex.base import TermDocument
-
-    rng = np.random.default_rng(3)
-    name = unique_name("stream")
-    with ElasticsearchIndex(cluster.url(0), name, create=True) as index:
-        with index.bulk_load():
-            index.upsert(
-                TermDocument(
-                    f"d{i:04d}", {int(t) + 5: float(rng.uniform(0.1, 3)) for t in rng.choice(300, 40)}
-                )
-                for i in range(3000)
-            )
-        index.finish_load()
-    queries = [" ".join(rng.choice(WORDS, size=4)) for _ in range(20)]
-    settings = ServiceSettings(
-        backend=f"{cluster.url(0)}/{name}",
-        model_path=_tokenizer(tmp_path),
-        engine_timeout_s=3,
-        retry_after_s=2,
-    )
-    statuses: list[int] = []
-    missing_retry_after = 0
-    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
-
-        def answers() -> list[list[str]]:
-            out = []
-            for q in queries:
-                r = client.post("/search", json={"query": q, "k": 10})
-                assert r.status_code == 200, r.text
-                out.append([h["id"] for h in r.json()["results"]])
-            return out
-
-        before = answers()
-        ready = client.get("/ready")
-        assert ready.status_code == 200 and "cluster green" in ready.json()["detail"]
-        stop = threading.Event()
-
-        def stream() -> None:
-            nonlocal missing_retry_after
-            i = 0
-            while not stop.is_set():
-                r = client.post("/search", json={"query": queries[i % len(queries)], "k": 10})
-                statuses.append(r.status_code)
-                if r.status_code == 503 and "retry-after" not in r.headers:
-                    missing_retry_after += 1
-                i += 1
-
-        worker = threading.Thread(target=stream)
-        worker.start()
-        time.sleep(2)
-        cluster.kill(2)
-        time.sleep(3)
-        degraded = client.get("/ready")
-        log.info("/ready with a node down: %s %s", degraded.status_code, degraded.text)
-        assert degraded.status_code in (200, 503)
-        assert (
-            "cluster yellow" in degraded.text or "cluster red" in degraded.text or degraded.status_code == 503
-        )
-        took = cluster.restart()
-        time.sleep(1)
-        stop.set()
-        worker.join()
-        assert client.get("/ready").json()["detail"].endswith("cluster green")
-        after = answers()
-    counts = {s: statuses.count(s) for s in sorted(set(statuses))}
-    log.info("search stream: %s answers by status; back to green in %.1fs", counts, took)
-    assert set(counts) <= {200, 503}, counts  # never a 500
-    assert counts.get(200, 0) > 0 and missing_retry_after == 0
-    assert after == before  # nothing lost
-    with ElasticsearchIndex(cluster.url(0), name) as index:
-        assert index.count() == 3000
         index.drop()
