@@ -101,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--docs", type=int, default=20_000)
     p.add_argument("--queries", type=int, default=300)
     p.add_argument("--shards", default="1", help="comma-separated shard counts to compare")
+    p.add_argument("--codec", default="default", help="comma-separated index codecs to compare")
     p.add_argument("--cache-dir", type=Path, default=Path(".cache/bench"))
     p.add_argument("--json", type=Path, default=Path("docs/es-query.json"))
     args = p.parse_args(argv)
@@ -122,9 +123,12 @@ def main(argv: list[str] | None = None) -> int:
     del matrix
     rows = []
     health = es(f"{args.es_url}/_cluster/health")
-    for shards in [int(s) for s in args.shards.split(",")]:
+    setups = [(int(s), c) for s in args.shards.split(",") for c in args.codec.split(",")]
+    for shards, codec in setups:
         name = f"bench-query-{uuid.uuid4().hex[:8]}"
-        index = ElasticsearchIndex(args.es_url, name, create=True, shards=shards, merge_segments=0)
+        index = ElasticsearchIndex(
+            args.es_url, name, create=True, shards=shards, merge_segments=0, codec=codec, replicas=0
+        )
         wand = None
         try:
             t0 = time.perf_counter()
@@ -158,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
                         "terms_per_doc": round(corpus.nnz / corpus.n_docs, 1),
                         "nodes": health["number_of_nodes"],
                         "shards": shards,
+                        "codec": codec,
                         "layout": layout,
                         "algorithm": algo,
                         "segments": int(stats["segments"]["count"]),
@@ -166,7 +171,8 @@ def main(argv: list[str] | None = None) -> int:
                     } | measure(engine, corpus, queries, oracle)
                     rows.append(row)
                     print(
-                        f"{row['corpus']:>12} {row['docs']:>8} {shards} shard(s) {layout:<24} {algo:<15} "
+                        f"{row['corpus']:>12} {row['docs']:>8} {shards} shard(s) {codec:<16} "
+                        f"{layout:<22} {algo:<14} "
                         f"p50 {row['p50_ms']:7.2f} ms  p99 {row['p99_ms']:7.2f} ms  identical "
                         f"{row['top10_identical']:.3f}  agree {row['top10_agree']:.4f}  "
                         f"{row['segments']} seg  {row['bytes_per_term']} B/term",
