@@ -4,23 +4,26 @@
         --captions scenes/test.jsonl --tokenizer runs/final --docs 100000
     python -m bench.es_query --corpus adversarial --docs 100000
 
-One load (``upsert_arrays``), then the same queries, one at a time, on each layout in turn:
-as loaded, force-merged to one segment per shard, with ``index.store.preload`` of the postings
-and term dictionary, each with Lucene's default (score every match) and block-max WAND
-(``track_total_hits: false``). ``--shards`` repeats it for each shard count. Top-10 lists
-are compared with an exact float64 oracle over the weights as Elasticsearch stores them (9
-significant bits): "identical" is the share of queries whose ES top-10 ids equal the
-oracle's, in order (ties by id); "agree" counts near-ties as found (bench.exact.agreement).
-Prints a table and appends rows to ``--json``.
+One load (``upsert_arrays``), then the same queries, one at a time, on three layouts side by
+side (``_clone``): as loaded, force-merged to one segment per shard, and that with
+``index.store.preload`` of the postings and term dictionary, each with Lucene's default (score
+every match) and block-max WAND (``track_total_hits: false``); queries rotate over the six so
+that load bursts on a shared machine hit them alike. ``--shards``/``--codec`` repeat it for
+each shard count and codec. Top-10 lists are compared with an exact float64 oracle over the
+weights as Elasticsearch stores them (9 significant bits): "identical" is the share of
+queries whose ES top-10 ids equal the oracle's, in order (ties by id); "agree" counts
+near-ties as found (bench.exact.agreement). Prints a table and appends rows to ``--json``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import sys
 import time
+import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
@@ -70,25 +73,35 @@ def corpus_and_queries(args: argparse.Namespace) -> tuple[Corpus, list[Query]]:
 
 
 def measure(
-    index: Any, corpus: Corpus, queries: list[Query], oracle: list[tuple[np.ndarray, np.ndarray]]
-) -> dict:
-    for q in queries[:20]:  # warm-up: caches, JIT
-        index.search(q, k=10)
-    times, identical, agree = [], 0, 0.0
-    for q, (exact_scores, best) in zip(queries, oracle, strict=True):
-        t0 = time.perf_counter()
-        hits = index.search(q, k=10)
-        times.append(time.perf_counter() - t0)
-        rows = [corpus.row_of(h.id) for h in hits]
-        identical += rows == best.tolist()
-        agree += agreement(rows, exact_scores, 10)
-    ms = np.array(times) * 1000
-    return {
-        "p50_ms": round(float(np.percentile(ms, 50)), 2),
-        "p99_ms": round(float(np.percentile(ms, 99)), 2),
-        "top10_identical": round(identical / len(queries), 3),
-        "top10_agree": round(agree / len(queries), 4),
-    }
+    engines: dict[str, Any], corpus: Corpus, queries: list[Query], oracle: list[tuple[np.ndarray, np.ndarray]]
+) -> dict[str, dict]:
+    """Every query on every engine, interleaved in a rotating order, so that a burst of load on
+    this shared machine hits all of them alike (numbers are compared within one run)."""
+    for engine in engines.values():
+        for q in queries[:20]:  # warm-up: caches, JIT
+            engine.search(q, k=10)
+    names = list(engines)
+    times: dict[str, list[float]] = {n: [] for n in names}
+    identical = dict.fromkeys(names, 0)
+    agree = dict.fromkeys(names, 0.0)
+    for j, (q, (exact_scores, best)) in enumerate(zip(queries, oracle, strict=True)):
+        for n in names[j % len(names) :] + names[: j % len(names)]:
+            t0 = time.perf_counter()
+            hits = engines[n].search(q, k=10)
+            times[n].append(time.perf_counter() - t0)
+            rows = [corpus.row_of(h.id) for h in hits]
+            identical[n] += rows == best.tolist()
+            agree[n] += agreement(rows, exact_scores, 10)
+    out = {}
+    for n in names:
+        ms = np.array(times[n]) * 1000
+        out[n] = {
+            "p50_ms": round(float(np.percentile(ms, 50)), 2),
+            "p99_ms": round(float(np.percentile(ms, 99)), 2),
+            "top10_identical": round(identical[n] / len(queries), 3),
+            "top10_agree": round(agree[n] / len(queries), 4),
+        }
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
         index = ElasticsearchIndex(
             args.es_url, name, create=True, shards=shards, merge_segments=0, codec=codec, replicas=0
         )
-        wand = None
+        opened: dict[tuple[str, str], Any] = {}
         try:
             t0 = time.perf_counter()
             with index.bulk_load():
@@ -145,42 +158,53 @@ def main(argv: list[str] | None = None) -> int:
             load_s = time.perf_counter() - t0
             assert index.count() == corpus.n_docs
             (concrete,) = index._concrete()
-            wand = ElasticsearchIndex(args.es_url, name, track_total_hits=False)
-            for layout in ("as loaded", "force-merged", "force-merged + preload"):
-                if layout == "force-merged":
-                    index.force_merge(1)
-                if layout == "force-merged + preload":
-                    es(f"{args.es_url}/{concrete}/_close", "POST")
-                    es(f"{args.es_url}/{concrete}/_settings", "PUT", {"index.store.preload": PRELOAD})
-                    es(f"{args.es_url}/{concrete}/_open", "POST")
-                    es(f"{args.es_url}/_cluster/health/{concrete}?wait_for_status=green&timeout=120s")
-                stats = es(f"{args.es_url}/{concrete}/_stats/segments,store")["_all"]["primaries"]
-                for algo, engine in (("score all", index), ("block-max WAND", wand)):
-                    row = {
-                        "corpus": args.corpus,
-                        "docs": corpus.n_docs,
-                        "terms_per_doc": round(corpus.nnz / corpus.n_docs, 1),
-                        "nodes": health["number_of_nodes"],
-                        "shards": shards,
-                        "codec": codec,
-                        "layout": layout,
-                        "algorithm": algo,
-                        "segments": int(stats["segments"]["count"]),
-                        "bytes_per_term": round(int(stats["store"]["size_in_bytes"]) / corpus.nnz, 2),
-                        "load_docs_per_s": round(corpus.n_docs / load_s, 1),
-                    } | measure(engine, corpus, queries, oracle)
-                    rows.append(row)
-                    print(
-                        f"{row['corpus']:>12} {row['docs']:>8} {shards} shard(s) {codec:<16} "
-                        f"{layout:<22} {algo:<14} "
-                        f"p50 {row['p50_ms']:7.2f} ms  p99 {row['p99_ms']:7.2f} ms  identical "
-                        f"{row['top10_identical']:.3f}  agree {row['top10_agree']:.4f}  "
-                        f"{row['segments']} seg  {row['bytes_per_term']} B/term",
-                        flush=True,
+            # Three layouts side by side (clones share files until merged), measured interleaved.
+            es(f"{args.es_url}/{concrete}/_settings", "PUT", {"index.blocks.write": True})
+            layouts = {"as loaded": concrete, "force-merged": f"{concrete}-merged"}
+            layouts["force-merged + preload"] = f"{concrete}-preload"
+            es(f"{args.es_url}/{concrete}/_clone/{layouts['force-merged']}", "POST")
+            es(f"{args.es_url}/{layouts['force-merged']}/_forcemerge?max_num_segments=1", "POST")
+            es(f"{args.es_url}/{layouts['force-merged']}/_clone/{layouts['force-merged + preload']}", "POST",
+               {"settings": {"index.store.preload": PRELOAD}})  # fmt: skip
+            es(f"{args.es_url}/_cluster/health/{concrete}*?wait_for_status=green&timeout=120s")
+            engines = {}
+            for layout, target in layouts.items():
+                for algo, wand in (("score all", True), ("block-max WAND", False)):
+                    engines[(layout, algo)] = opened[target, algo] = ElasticsearchIndex(
+                        args.es_url, target, track_total_hits=wand
                     )
+            results = measure(engines, corpus, queries, oracle)
+            for (layout, algo), figures in results.items():
+                target = layouts[layout]
+                stats = es(f"{args.es_url}/{target}/_stats/segments,store")["_all"]["primaries"]
+                row = {
+                    "corpus": args.corpus,
+                    "docs": corpus.n_docs,
+                    "terms_per_doc": round(corpus.nnz / corpus.n_docs, 1),
+                    "nodes": health["number_of_nodes"],
+                    "shards": shards,
+                    "codec": codec,
+                    "layout": layout,
+                    "algorithm": algo,
+                    "segments": int(stats["segments"]["count"]),
+                    "bytes_per_term": round(int(stats["store"]["size_in_bytes"]) / corpus.nnz, 2),
+                    "load_docs_per_s": round(corpus.n_docs / load_s, 1),
+                } | figures
+                rows.append(row)
+                print(
+                    f"{row['corpus']:>12} {row['docs']:>8} {shards} shard(s) {codec:<16} "
+                    f"{layout:<22} {algo:<14} "
+                    f"p50 {row['p50_ms']:7.2f} ms  p99 {row['p99_ms']:7.2f} ms  identical "
+                    f"{row['top10_identical']:.3f}  agree {row['top10_agree']:.4f}  "
+                    f"{row['segments']} seg  {row['bytes_per_term']} B/term",
+                    flush=True,
+                )
         finally:
-            if wand is not None:
-                wand.close()
+            for engine in opened.values():
+                engine.close()
+            for target in (f"{name}-v1-merged", f"{name}-v1-preload"):
+                with contextlib.suppress(urllib.error.HTTPError):
+                    es(f"{args.es_url}/{target}", "DELETE")
             index.drop()
             index.close()
     meta = {

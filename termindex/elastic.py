@@ -197,11 +197,22 @@ class ElasticsearchIndex(VersionedAlias, TermIndex):
         self._load_depth = 1
         try:
             yield self
-        finally:
+        except BaseException:
+            # The load failed (e.g. a node lost): restore what can be restored, but never let a
+            # second failure (a refresh timing out on a red index) hide the first.
             self._load_depth = 0
-            for n in indices:
-                self._put_settings(n, self._serving_settings(saved[n]))
-            self.refresh()
+            try:
+                self._end_load(indices, saved)
+            except TermIndexError as exc:
+                log.warning("could not restore serving settings after a failed load: %s", exc)
+            raise
+        self._load_depth = 0
+        self._end_load(indices, saved)
+
+    def _end_load(self, indices: list[str], saved: Mapping[str, Mapping[str, Any]]) -> None:
+        for n in indices:
+            self._put_settings(n, self._serving_settings(saved[n]))
+        self.refresh()
 
     def finish_load(self) -> str:
         """After a complete load: force-merge to ``merge_segments`` per shard when this handle
