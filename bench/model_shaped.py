@@ -147,3 +147,30 @@ def load_or_generate(profile_path: Path, n_docs: int, cache_dir: Path, seed: int
                     corpus = Corpus.load(sub)
                     return corpus if corpus.n_docs == n_docs else corpus.head(n_docs)
     return generate(load_profile(profile_path), n_docs, base / f"n-{n_docs}", seed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.model_shaped EXPORT --tokenizer MODEL --out docs/model-profile.npz``"""
+    import argparse
+
+    from bench.termdocs import load_term_docs
+    from model.query_tokenizer import QueryTokenizer
+
+    p = argparse.ArgumentParser(description="Fit a model-shaped corpus profile from real term documents.")
+    p.add_argument(
+        "export", type=Path, help="term-document JSONL file or folder (vsparta index --export-jsonl)"
+    )
+    p.add_argument("--tokenizer", type=Path, required=True, help="the model folder whose tokenizer made them")
+    p.add_argument("--out", type=Path, default=Path("docs/model-profile.npz"))
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    tok = QueryTokenizer.from_pretrained(args.tokenizer)
+    corpus = load_term_docs(args.export, tok.token_to_id, tok.vocab_size)
+    profile = fit(corpus)
+    save_profile(profile, args.out)
+    log.info("profile of %d images -> %s: %s", corpus.n_docs, args.out, summary(profile))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
