@@ -51,7 +51,13 @@ from termindex.elastic_common import (
     without_metadata,
 )
 from termindex.elastic_versions import IndexVersion, Reindex, VersionedAlias
-from termindex.errors import DocumentNotFound, EngineUnavailable, IndexNotFound, InvalidQuery, TermIndexError
+from termindex.errors import (
+    DocumentNotFound,
+    EngineUnavailable,
+    IndexNotFound,
+    InvalidDocument,
+    TermIndexError,
+)
 
 __all__ = ["AsyncElasticsearchIndex", "ElasticsearchIndex", "IndexVersion", "Reindex"]
 
@@ -286,7 +292,7 @@ class ElasticsearchIndex(VersionedAlias, TermIndex):
         if any(r.get("status") in (429, 503) for r in failed):
             raise EngineUnavailable(message + " (still rejected after retries)")
         if all(r.get("status") == 400 for r in failed):
-            raise InvalidQuery(message)
+            raise InvalidDocument(message)
         raise TermIndexError(message)
 
     def _written(self, results: list[dict[str, Any]], refresh: bool) -> int:

@@ -35,7 +35,7 @@ from termindex.elastic_common import (
     doc_source,
     translate,
 )
-from termindex.errors import EngineUnavailable, InvalidQuery
+from termindex.errors import EngineUnavailable, InvalidDocument
 
 log = logging.getLogger(__name__)
 
@@ -116,18 +116,18 @@ def check_arrays(ids: Sequence[str], indptr: Any, term_ids: Any, weights: Any) -
     term_ids = np.asarray(term_ids)
     weights = np.asarray(weights, dtype=np.float32)
     if indptr.ndim != 1 or len(indptr) != len(ids) + 1 or (len(indptr) and indptr[0] != 0):
-        raise InvalidQuery(f"indptr must have len(ids) + 1 = {len(ids) + 1} entries starting at 0")
+        raise InvalidDocument(f"indptr must have len(ids) + 1 = {len(ids) + 1} entries starting at 0")
     if np.any(np.diff(indptr) < 1):
-        raise InvalidQuery("every document needs at least one term (indptr must increase)")
+        raise InvalidDocument("every document needs at least one term (indptr must increase)")
     if term_ids.shape != weights.shape or len(term_ids) != int(indptr[-1]):
-        raise InvalidQuery("term_ids and weights must both hold indptr[-1] values")
+        raise InvalidDocument("term_ids and weights must both hold indptr[-1] values")
     if not np.issubdtype(term_ids.dtype, np.integer) or (len(term_ids) and term_ids.min() < 0):
-        raise InvalidQuery("term ids must be non-negative integers")
+        raise InvalidDocument("term ids must be non-negative integers")
     bad = ~((weights >= MIN_FEATURE_VALUE) & (weights <= MAX_FEATURE_VALUE))  # NaN is bad too
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         doc = int(np.searchsorted(indptr, i, side="right")) - 1
-        raise InvalidQuery(
+        raise InvalidDocument(
             f"document {ids[doc]!r}: weight {float(weights[i])!r} of term {int(term_ids[i])} is outside the "
             f"float32 normal range [{MIN_FEATURE_VALUE:g}, {MAX_FEATURE_VALUE:g}] that rank_features stores"
         )
@@ -149,14 +149,14 @@ def array_actions(
     """
     indptr, term_ids, weights = check_arrays(ids, indptr, term_ids, weights)
     if metadata is not None and len(metadata) != len(ids):
-        raise InvalidQuery(f"metadata must have one entry per id ({len(ids)}), got {len(metadata)}")
+        raise InvalidDocument(f"metadata must have one entry per id ({len(ids)}), got {len(metadata)}")
     keys = _key_table(int(term_ids.max()) + 1 if len(term_ids) else 1)
     for i, raw_id in enumerate(ids):
         doc_id = check_es_id(raw_id)
         a, b = int(indptr[i]), int(indptr[i + 1])
         t = term_ids[a:b]
         if len(np.unique(t)) != len(t):
-            raise InvalidQuery(f"document {doc_id!r} lists a term id twice")
+            raise InvalidDocument(f"document {doc_id!r} lists a term id twice")
         terms = b",".join([k + v for k, v in zip(keys[t].tolist(), _float32_json(weights[a:b]), strict=True)])
         meta = dict(metadata[i]) if metadata is not None else {}
         rest: dict[str, Any] = {

@@ -18,7 +18,7 @@ from termindex.base import TermDocument
 from termindex.elastic import ElasticsearchIndex
 from termindex.elastic_async import AsyncElasticsearchIndex
 from termindex.elastic_bulk import BulkOptions, chunks
-from termindex.errors import EngineUnavailable, InvalidQuery
+from termindex.errors import EngineUnavailable, InvalidDocument
 from termindex.oracle import round_like_elasticsearch
 
 pytestmark = pytest.mark.elasticsearch
@@ -74,7 +74,7 @@ def test_bad_arrays_are_refused_before_anything_is_sent(
     es_url: str, indptr: list, term_ids: list, weights: list, match: str
 ) -> None:
     with fresh_index(es_url, "badarr") as index:
-        with pytest.raises(InvalidQuery, match=match):
+        with pytest.raises(InvalidDocument, match=match):
             index.upsert_arrays(["a", "b"], np.array(indptr), np.array(term_ids), np.array(weights))
         assert index.count() == 0
 
