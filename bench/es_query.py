@@ -162,10 +162,11 @@ def main(argv: list[str] | None = None) -> int:
             es(f"{args.es_url}/{concrete}/_settings", "PUT", {"index.blocks.write": True})
             layouts = {"as loaded": concrete, "force-merged": f"{concrete}-merged"}
             layouts["force-merged + preload"] = f"{concrete}-preload"
-            es(f"{args.es_url}/{concrete}/_clone/{layouts['force-merged']}", "POST")
+            same = {"index.number_of_replicas": 0}  # a clone does not inherit it
+            es(f"{args.es_url}/{concrete}/_clone/{layouts['force-merged']}", "POST", {"settings": same})
             es(f"{args.es_url}/{layouts['force-merged']}/_forcemerge?max_num_segments=1", "POST")
             es(f"{args.es_url}/{layouts['force-merged']}/_clone/{layouts['force-merged + preload']}", "POST",
-               {"settings": {"index.store.preload": PRELOAD}})  # fmt: skip
+               {"settings": same | {"index.store.preload": PRELOAD}})  # fmt: skip
             es(f"{args.es_url}/_cluster/health/{concrete}*?wait_for_status=green&timeout=120s")
             engines = {}
             for layout, target in layouts.items():
