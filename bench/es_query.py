@@ -4,12 +4,12 @@
         --captions scenes/test.jsonl --tokenizer runs/final --docs 100000
     python -m bench.es_query --corpus adversarial --docs 100000
 
-One load (``upsert_arrays``), then the same queries, one at a time, on three layouts side by
-side (``_clone``): as loaded, force-merged to one segment per shard, and that with
-``index.store.preload`` of the postings and term dictionary, each with Lucene's default (score
-every match) and block-max WAND (``track_total_hits: false``); queries rotate over the six so
-that load bursts on a shared machine hit them alike. ``--shards``/``--codec`` repeat it for
-each shard count and codec. Top-10 lists are compared with an exact float64 oracle over the
+One load (``upsert_arrays``) per setup (``--shards`` x ``--codec``), three layouts of each side
+by side (``_clone``): as loaded, force-merged to one segment per shard, and that with
+``index.store.preload`` of the postings and term dictionary; each searched with Lucene's
+default (score every match) and block-max WAND (``track_total_hits: false``). Everything is
+built first, then every query runs on every variant in a rotating order, so that load bursts
+on a shared machine hit all variants alike. Top-10 lists are compared with an exact float64 oracle over the
 weights as Elasticsearch stores them (9 significant bits): "identical" is the share of
 queries whose ES top-10 ids equal the oracle's, in order (ties by id); "agree" counts
 near-ties as found (bench.exact.agreement). Prints a table and appends rows to ``--json``.
@@ -104,6 +104,35 @@ def measure(
     return out
 
 
+def build_layouts(url: str, index: Any, corpus: Corpus) -> tuple[dict[str, str], float]:
+    """Load ``corpus`` into ``index``; then three layouts side by side (clones share files until
+    merged): as loaded, force-merged, force-merged with preload. Returns them and the load time."""
+    t0 = time.perf_counter()
+    with index.bulk_load():
+        for start in range(0, corpus.n_docs, 10_000):
+            stop = min(start + 10_000, corpus.n_docs)
+            a, b = int(corpus.indptr[start]), int(corpus.indptr[stop])
+            index.upsert_arrays(
+                [corpus.id_of(i) for i in range(start, stop)],
+                corpus.indptr[start : stop + 1] - a,
+                corpus.indices[a:b],
+                corpus.weights[a:b],
+            )
+    load_s = time.perf_counter() - t0
+    assert index.count() == corpus.n_docs
+    (concrete,) = index._concrete()
+    es(f"{url}/{concrete}/_settings", "PUT", {"index.blocks.write": True})
+    layouts = {"as loaded": concrete, "force-merged": f"{concrete}-merged"}
+    layouts["force-merged + preload"] = f"{concrete}-preload"
+    same = {"index.number_of_replicas": 0}  # a clone does not inherit it
+    es(f"{url}/{concrete}/_clone/{layouts['force-merged']}", "POST", {"settings": same})
+    es(f"{url}/{layouts['force-merged']}/_forcemerge?max_num_segments=1", "POST")
+    preload = {"settings": same | {"index.store.preload": PRELOAD}}
+    es(f"{url}/{layouts['force-merged']}/_clone/{layouts['force-merged + preload']}", "POST", preload)
+    es(f"{url}/_cluster/health/{concrete}*?wait_for_status=green&timeout=120s")
+    return layouts, load_s
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--es-url", default="http://127.0.0.1:9200")
@@ -137,75 +166,57 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     health = es(f"{args.es_url}/_cluster/health")
     setups = [(int(s), c) for s in args.shards.split(",") for c in args.codec.split(",")]
-    for shards, codec in setups:
-        name = f"bench-query-{uuid.uuid4().hex[:8]}"
-        index = ElasticsearchIndex(
-            args.es_url, name, create=True, shards=shards, merge_segments=0, codec=codec, replicas=0
-        )
-        opened: dict[tuple[str, str], Any] = {}
-        try:
-            t0 = time.perf_counter()
-            with index.bulk_load():
-                for start in range(0, corpus.n_docs, 10_000):
-                    stop = min(start + 10_000, corpus.n_docs)
-                    a, b = int(corpus.indptr[start]), int(corpus.indptr[stop])
-                    index.upsert_arrays(
-                        [corpus.id_of(i) for i in range(start, stop)],
-                        corpus.indptr[start : stop + 1] - a,
-                        corpus.indices[a:b],
-                        corpus.weights[a:b],
-                    )
-            load_s = time.perf_counter() - t0
-            assert index.count() == corpus.n_docs
-            (concrete,) = index._concrete()
-            # Three layouts side by side (clones share files until merged), measured interleaved.
-            es(f"{args.es_url}/{concrete}/_settings", "PUT", {"index.blocks.write": True})
-            layouts = {"as loaded": concrete, "force-merged": f"{concrete}-merged"}
-            layouts["force-merged + preload"] = f"{concrete}-preload"
-            same = {"index.number_of_replicas": 0}  # a clone does not inherit it
-            es(f"{args.es_url}/{concrete}/_clone/{layouts['force-merged']}", "POST", {"settings": same})
-            es(f"{args.es_url}/{layouts['force-merged']}/_forcemerge?max_num_segments=1", "POST")
-            es(f"{args.es_url}/{layouts['force-merged']}/_clone/{layouts['force-merged + preload']}", "POST",
-               {"settings": same | {"index.store.preload": PRELOAD}})  # fmt: skip
-            es(f"{args.es_url}/_cluster/health/{concrete}*?wait_for_status=green&timeout=120s")
-            engines = {}
+    built: list[tuple[int, str, dict[str, str], float]] = []
+    created: list[ElasticsearchIndex] = []
+    readers: list[ElasticsearchIndex] = []
+    engines: dict[tuple[int, str, str, str], Any] = {}
+    try:
+        for shards, codec in setups:  # every setup built first, then all measured interleaved
+            name = f"bench-query-{uuid.uuid4().hex[:8]}"
+            index = ElasticsearchIndex(
+                args.es_url, name, create=True, shards=shards, merge_segments=0, codec=codec, replicas=0
+            )
+            created.append(index)
+            layouts, load_s = build_layouts(args.es_url, index, corpus)
+            built.append((shards, codec, layouts, load_s))
             for layout, target in layouts.items():
-                for algo, wand in (("score all", True), ("block-max WAND", False)):
-                    engines[(layout, algo)] = opened[target, algo] = ElasticsearchIndex(
-                        args.es_url, target, track_total_hits=wand
-                    )
-            results = measure(engines, corpus, queries, oracle)
-            for (layout, algo), figures in results.items():
-                target = layouts[layout]
-                stats = es(f"{args.es_url}/{target}/_stats/segments,store")["_all"]["primaries"]
-                row = {
-                    "corpus": args.corpus,
-                    "docs": corpus.n_docs,
-                    "terms_per_doc": round(corpus.nnz / corpus.n_docs, 1),
-                    "nodes": health["number_of_nodes"],
-                    "shards": shards,
-                    "codec": codec,
-                    "layout": layout,
-                    "algorithm": algo,
-                    "segments": int(stats["segments"]["count"]),
-                    "bytes_per_term": round(int(stats["store"]["size_in_bytes"]) / corpus.nnz, 2),
-                    "load_docs_per_s": round(corpus.n_docs / load_s, 1),
-                } | figures
-                rows.append(row)
-                print(
-                    f"{row['corpus']:>12} {row['docs']:>8} {shards} shard(s) {codec:<16} "
-                    f"{layout:<22} {algo:<14} "
-                    f"p50 {row['p50_ms']:7.2f} ms  p99 {row['p99_ms']:7.2f} ms  identical "
-                    f"{row['top10_identical']:.3f}  agree {row['top10_agree']:.4f}  "
-                    f"{row['segments']} seg  {row['bytes_per_term']} B/term",
-                    flush=True,
-                )
-        finally:
-            for engine in opened.values():
-                engine.close()
-            for target in (f"{name}-v1-merged", f"{name}-v1-preload"):
+                for algo, score_all in (("score all", True), ("block-max WAND", False)):
+                    engine = ElasticsearchIndex(args.es_url, target, track_total_hits=score_all)
+                    readers.append(engine)
+                    engines[(shards, codec, layout, algo)] = engine
+        results = measure(engines, corpus, queries, oracle)
+        loads = {(shards, codec): (layouts, load_s) for shards, codec, layouts, load_s in built}
+        for (shards, codec, layout, algo), figures in results.items():
+            layouts, load_s = loads[shards, codec]
+            stats = es(f"{args.es_url}/{layouts[layout]}/_stats/segments,store")["_all"]["primaries"]
+            row = {
+                "corpus": args.corpus,
+                "docs": corpus.n_docs,
+                "terms_per_doc": round(corpus.nnz / corpus.n_docs, 1),
+                "nodes": health["number_of_nodes"],
+                "shards": shards,
+                "codec": codec,
+                "layout": layout,
+                "algorithm": algo,
+                "segments": int(stats["segments"]["count"]),
+                "bytes_per_term": round(int(stats["store"]["size_in_bytes"]) / corpus.nnz, 2),
+                "load_docs_per_s": round(corpus.n_docs / load_s, 1),
+            } | figures
+            rows.append(row)
+            print(
+                f"{row['corpus']:>12} {row['docs']:>8} {shards} shard(s) {codec:<16} {layout:<22} {algo:<14} "
+                f"p50 {row['p50_ms']:7.2f} ms  p99 {row['p99_ms']:7.2f} ms  identical "
+                f"{row['top10_identical']:.3f}  agree {row['top10_agree']:.4f}  "
+                f"{row['segments']} seg  {row['bytes_per_term']} B/term",
+                flush=True,
+            )
+    finally:
+        for engine in readers:
+            engine.close()
+        for index in created:
+            for clone in ("merged", "preload"):
                 with contextlib.suppress(urllib.error.HTTPError):
-                    es(f"{args.es_url}/{target}", "DELETE")
+                    es(f"{args.es_url}/{index.alias}-v1-{clone}", "DELETE")
             index.drop()
             index.close()
     meta = {
