@@ -96,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
             timeout=3600,
         ).read()
         merge_s = time.perf_counter() - t1
+        for action in ("_refresh", "_flush"):  # release the merged-away segments before measuring
+            req = urllib.request.Request(f"{args.es_url}/{name}/{action}", method="POST")
+            urllib.request.urlopen(req, timeout=600).read()
         stats = es_get(f"{args.es_url}/{name}/_stats/store,segments")["_all"]["primaries"]
         row = {
             "label": args.label,
