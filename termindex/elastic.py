@@ -74,11 +74,12 @@ LOAD_SETTINGS: dict[str, Any] = {
 }
 
 
-# One query searches the shards of an index in parallel, one thread each. Two per node was not
-# clearly faster on the shared 2-core machine (two runs, opposite signs: docs/elasticsearch.md).
+# One query searches the shards of an index in parallel, one thread each. Two per node were not
+# faster on the shared 2-core machine at 10K images (docs/elasticsearch.md).
 SHARDS_PER_NODE = 1
-# Stored fields (the ~1,000-term _source) with DEFLATE: ~10 instead of ~15 bytes per term, with
-# no measurable cost to a top-10 search, which reads only 10 documents' stored metadata.
+# Stored fields (the ~1,000-term _source) with DEFLATE: ~10 instead of ~15 bytes per term. A top-10
+# search pays ~2 ms more (10 hits' stored metadata decompressed): a constant, while scoring grows
+# with the index (docs/elasticsearch.md).
 DEFAULT_CODEC = "best_compression"
 
 
