@@ -116,8 +116,10 @@ class Cluster:
                 return i
         raise AssertionError(f"every primary of {index} is on node 0: {shards}")
 
-    def health(self) -> dict:
-        with urllib.request.urlopen(f"{self.url()}/_cluster/health", timeout=10) as r:
+    def health(self, wait_for: str | None = None) -> dict:
+        """The cluster's health; ``wait_for="green"`` waits up to 2 minutes for that status."""
+        query = f"?wait_for_status={wait_for}&timeout=120s" if wait_for else ""
+        with urllib.request.urlopen(f"{self.url()}/_cluster/health{query}", timeout=130) as r:
             return json.load(r)
 
 
@@ -300,7 +302,7 @@ def test_losing_a_node_mid_load_and_mid_search_loses_nothing(cluster: Cluster, t
         index.drop()
     with ElasticsearchIndex(cluster.url(1), loaded_name) as index:
         assert index.count() == len(docs)  # nothing lost, nothing duplicated (ids are unique)
-        assert cluster.health()["status"] == "green"
+        assert cluster.health(wait_for="green")["status"] == "green"  # the restored replicas recover
         (only,) = index._client.indices.get_settings(index=index.alias, flat_settings=True).values()
         assert only["settings"]["index.number_of_replicas"] == "1"  # restored after the load
         assert only["settings"]["index.number_of_shards"] == str(NODES)  # one per data node
