@@ -61,14 +61,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--docs", type=int, default=200_000, help="documents in the real load")
     parser.add_argument("--terms", type=int, default=300, help="distinct terms per document")
     parser.add_argument("--commit", type=int, default=256, help="documents per upsert (the indexer's)")
-    parser.add_argument("--vocab", type=int, default=30_522)
+    parser.add_argument("--vocab", type=int, default=30_522, help="term ids of the generated documents")
     parser.add_argument(
         "--policies",
         default="all",
         help="real loads to run: 'all', 'none' (simulation only) or a comma list of: previous,tiered,bulk",
     )
     parser.add_argument("--work-dir", type=Path, default=None, help="where indexes are built (default: tmp)")
-    parser.add_argument("--out-dir", type=Path, default=Path("docs"))
+    parser.add_argument("--out-dir", type=Path, default=Path("docs"), help="where the report is written")
     parser.add_argument("--no-write", action="store_true", help="print only")
 
 
@@ -165,7 +165,7 @@ def _markdown(report: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.cli import command_line
+    from bench.options import command_line
 
     keys = {"previous": 0, "tiered": 1, "bulk": 2}
     names = list(POLICIES)

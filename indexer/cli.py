@@ -24,6 +24,7 @@ from pathlib import Path
 from indexer.mapper import parse_top_n
 from indexer.reader import INPUT_FORMATS
 from indexer.runner import IndexConfig, run_index
+from model.resolve import existing_path, resolve_model_path
 from termindex import TermIndexError
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,13 @@ def _top_n(value: str) -> int | None:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _input(value: str) -> object:
+    """An existing input path, or the word ``rollback`` (``vsparta index rollback --backend URL``)."""
+    if value == "rollback" and not Path(value).exists():
+        return value
+    return existing_path(value)
+
+
 def _default_workers() -> int:
     return max(1, min(8, (os.cpu_count() or 2) - 1))
 
@@ -45,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = __doc__.split("\n", 2)[2]
     parser.add_argument(
         "input",
-        type=Path,
+        type=_input,
         help="image folder, manifest JSONL, .npz folder, term-document JSONL, or `rollback`",
     )
     parser.add_argument(
@@ -133,22 +141,31 @@ def _rollback(backend: str | None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     if not getattr(args, "verbose", False):
-        logging.getLogger("elasticsearch").setLevel(logging.WARNING)  # one line per bulk request otherwise
-    if str(args.input) == "rollback" and not args.input.exists():
+        logging.getLogger("elasticsearch").setLevel(
+            logging.ERROR
+        )  # a line per request, a traceback per retry
+    if str(args.input) == "rollback" and not Path(args.input).exists():
         return _rollback(args.backend)
     try:
         backend_options = _es_options(args)
     except ValueError as exc:
         log.error("%s", exc)
         return 2
+    # Resolved before any engine is opened: a mistyped --model leaves no empty index folder behind.
+    model = Path(resolve_model_path(args.model)) if args.model else None
+    tokenizer = None
+    if args.tokenizer:
+        tokenizer = Path(
+            resolve_model_path(args.tokenizer, option="--tokenizer", needs="tokenizer.json", allow_file=True)
+        )
     config = IndexConfig(
-        input=args.input,
+        input=Path(args.input),
         input_format=args.input_format,
         backend=args.backend,
         export_jsonl=args.export_jsonl,
         export_docs_per_file=args.export_docs_per_file,
-        model=args.model,
-        tokenizer=args.tokenizer,
+        model=model,
+        tokenizer=tokenizer,
         top_n=args.top_n,
         batch_size=args.batch_size,
         workers=args.workers,

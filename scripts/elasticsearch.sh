@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A real local Elasticsearch for tests, CI and users without Docker: one node (the default) or a
-# cluster of N nodes of the same distribution on one machine.
+# A real local Elasticsearch for tests, CI and users without Docker (docs/architecture.md section
+# 4): one node (the default) or a cluster of N nodes of the same distribution on one machine.
 #
 #   bash scripts/elasticsearch.sh start|stop|status|logs [N]|restart|pids [--nodes N] [--base-port P]
 #

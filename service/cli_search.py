@@ -15,7 +15,12 @@ from typing import Any, TextIO
 from pydantic import ValidationError
 
 from model.query_tokenizer import QueryTokenizer
-from service.cli import add_settings_arguments, explain_settings_error, settings_from_args
+from service.cli import (
+    add_settings_arguments,
+    checked_model_path,
+    explain_settings_error,
+    settings_from_args,
+)
 from service.images import resolve_image
 from service.results import ResultView, hit_to_result, query_from_text
 from service.words import words_of
@@ -68,11 +73,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if not 1 <= args.k <= settings.max_k:
         log.error("-k must be between 1 and %d", settings.max_k)
         return 2
-    try:
-        tokenizer = QueryTokenizer.from_pretrained(settings.model_path, max_tokens=settings.max_query_tokens)
-    except FileNotFoundError as exc:
-        log.error("%s", exc)
-        return 2
+    tokenizer = QueryTokenizer.from_pretrained(
+        checked_model_path(args, settings), max_tokens=settings.max_query_tokens
+    )
     start = time.perf_counter()
     query, tokens = query_from_text(args.query, tokenizer)
     if not query:
@@ -81,7 +84,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     try:
         with open_index(settings.backend) as index:
             hits = index.search(query, k=args.k, explain=args.explain)
-    except (EngineUnavailable, IndexNotFound) as exc:
+    except IndexNotFound as exc:  # a user's mistake (wrong path or alias): one sentence, exit 2
+        log.error("%s", exc)
+        return 2
+    except EngineUnavailable as exc:
         log.error("search backend %s unavailable: %s", settings.backend, exc)
         return 3
     except InvalidInput as exc:

@@ -1,4 +1,4 @@
-"""Turn engine hits into the JSON the API and `vsparta search --json` return (DESIGN.md section 3).
+"""Turn engine hits into the JSON the API and `vsparta search --json` return (docs/architecture.md section 3).
 
 Engines speak vocabulary ids; people read tokens and words. The mapping back happens here, once,
 so the HTTP service and the command line print the same thing. What a client sees of an image is

@@ -1,4 +1,4 @@
-"""Request and response bodies of the HTTP API (DESIGN.md section 3).
+"""Request and response bodies of the HTTP API (docs/architecture.md section 3).
 
 The search request's limits (query length, k, number of terms) come from the settings, so its
 model is built per app by ``search_request_model``; the OpenAPI schema then shows the real bounds.

@@ -59,8 +59,8 @@ class VersionedAlias:
         with errors("open"):
             if not self._client.indices.exists(index=self.alias):
                 raise IndexNotFound(
-                    f"no Elasticsearch index or alias {self.alias!r} at {self.url} "
-                    f"(build one with `vsparta index IMAGES --backend {self.url}/{self.alias}`)"
+                    f"no Elasticsearch index or alias {self.alias!r} at {self.url}; build one with "
+                    f"`vsparta index IMAGES --backend {self.url}/{self.alias}`"
                 )
 
     def _ensure_alias(self) -> bool:

@@ -54,8 +54,8 @@ def test_search_cli_errors(corpus: Corpus, embedded_spec: str, tmp_path: Path) -
     assert _cli("search", "  ", "--backend", embedded_spec, "--model", model).returncode == 2
     assert _cli("search", "red", "--backend", embedded_spec, "--model", model, "-k", "0").returncode == 2
     missing = _cli("search", "red", "--backend", f"embedded:{tmp_path / 'none'}", "--model", model)
-    assert missing.returncode == 3
-    assert "unavailable" in missing.stderr
+    assert missing.returncode == 2  # a wrong path is the user's mistake, not an outage (3)
+    assert "build one with `vsparta index IMAGES --backend" in missing.stderr
     no_model = _cli("search", "red", "--backend", embedded_spec)
     assert no_model.returncode == 2
     assert "VSPARTA_MODEL_PATH" in no_model.stderr
@@ -89,4 +89,4 @@ def test_serve_runs_the_app_and_flags_override_env(corpus: Corpus, embedded_spec
 def test_serve_refuses_a_missing_model(tmp_path: Path) -> None:
     proc = _cli("serve", "--backend", "embedded:x", "--model", str(tmp_path / "nope"))
     assert proc.returncode == 2
-    assert "does not exist" in proc.stderr
+    assert f"--model {tmp_path / 'nope'}: no such folder" in proc.stderr

@@ -1,4 +1,4 @@
-"""The query path never imports torch or transformers (DESIGN.md: no network at query time).
+"""The query path never imports torch or transformers (docs/architecture.md section 1).
 
 Checked twice: in a fresh interpreter that builds the app and answers every kind of request,
 and in a real `vsparta serve` process run under ``python -X importtime`` (which logs every
