@@ -12,16 +12,13 @@ import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from elasticsearch import exceptions as es_errors
 
 from termindex.base import TermDocument
 from termindex.elastic_common import errors, index_body
 from termindex.errors import IndexNotFound, InvalidQuery, TermIndexError
-
-if TYPE_CHECKING:
-    from termindex.elastic import ElasticsearchIndex
 
 __all__ = ["IndexVersion", "Reindex", "VersionedAlias"]
 
@@ -50,6 +47,11 @@ class VersionedAlias:
     _codec: str
 
     def _finish_version(self, index: str) -> None:
+        raise NotImplementedError
+
+    @classmethod
+    def _bound_to(cls, parent: Any, target: str) -> Any:
+        """A view of ``parent`` writing straight to the concrete index ``target``."""
         raise NotImplementedError
 
     def _version_re(self) -> re.Pattern[str]:
@@ -206,7 +208,9 @@ class Reindex:
             new.upsert(docs)
     """
 
-    def __init__(self, parent: ElasticsearchIndex, version: str) -> None:
+    def __init__(self, parent: VersionedAlias, version: str) -> None:
+        # parent is an ElasticsearchIndex (which inherits VersionedAlias); named by its base here so
+        # that this module does not import the engine that imports it.
         self.parent = parent
         self.version = version
         self.index = type(parent)._bound_to(parent, version)
