@@ -65,6 +65,7 @@ class IndexConfig:
     gpu_decode: bool | None = None  # nvJPEG for plain JPEGs; None: when the device is CUDA with torchvision
     fake_encoder: bool = False  # instant deterministic terms, no model: measures the plumbing
     fake_image_size: int = 224
+    backend_options: dict[str, Any] = field(default_factory=dict)  # engine options (--shards ...)
 
     def validate(self) -> None:
         if self.fake_encoder and self.model is not None:
@@ -114,6 +115,7 @@ class IndexSummary:
     decoded_chunks_ready: float | None = None  # mean, when the encoder asked for the next chunk
     writer_backlog: float | None = None  # mean batches waiting for the writer
     interrupted_by: str | None = None
+    engine_notes: list[str] = field(default_factory=list)  # e.g. the force-merge after a full load
 
     @staticmethod
     def _rate(n: int, seconds: float) -> float | None:
@@ -194,6 +196,7 @@ class IndexSummary:
             out.append(f"failures: {reasons}")
         if self.interrupted_by:
             out.append(f"interrupted by {self.interrupted_by}: rerun with --resume to finish")
+        out.extend(f"engine: {note}" for note in self.engine_notes)
         return out
 
 
@@ -250,6 +253,7 @@ def open_backend(
     num_shards: int,
     stop: threading.Event | None = None,
     wait: float = SHARD_WAIT_SECONDS,
+    **options: Any,
 ) -> TermIndex:
     """Open the target; with several shards only shard 0 creates it, the others wait for it.
 
@@ -257,12 +261,12 @@ def open_backend(
     its own version behind the alias); one creator makes the result the same as one job's.
     """
     if num_shards == 1 or shard == 0:
-        return open_index(spec, create=True)
+        return open_index(spec, create=True, **options)
     deadline = time.monotonic() + wait
     logged = 0.0
     while True:
         try:
-            return open_index(spec)
+            return open_index(spec, **options)
         except IndexNotFound:
             now = time.monotonic()
             if now > deadline or (stop is not None and stop.is_set()):
@@ -316,7 +320,7 @@ class IndexJob:
             index = self._index
             if index is None and cfg.backend is not None:
                 index = resources.enter_context(
-                    open_backend(cfg.backend, cfg.shard, cfg.num_shards, self.stop)
+                    open_backend(cfg.backend, cfg.shard, cfg.num_shards, self.stop, **cfg.backend_options)
                 )
             target = IndexTarget(index) if index is not None else None
             exporter = None
@@ -357,6 +361,10 @@ class IndexJob:
                 )
                 self._encode_loop(stream, mapper, writer, report, bar)
             writer.raise_if_failed()
+            if index is not None and not caught and not self.stop.is_set():
+                note = index.finish_load()  # complete: force-merge, swap a new version in
+                if note:
+                    self.summary.engine_notes.append(note)
         s = self.summary
         s.indexed = writer.written
         s.write_seconds, s.commits, s.writer_backlog = writer.seconds, writer.commits, writer.mean_queue_depth
