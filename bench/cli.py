@@ -144,6 +144,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     topn = sub.add_parser("topn", help="latency and ranking change vs top-n terms per image (Table 3)")
     importlib.import_module("bench.topn").add_arguments(topn)
+    quality = sub.add_parser("quality", help="R@1 vs terms per image, VisualSparta vs dense")
+    importlib.import_module("bench.quality").add_arguments(quality)
     idx = sub.add_parser("indexing", help="indexing throughput (bench/indexing.py, by the indexer)")
     if importlib.util.find_spec("bench.indexing") is not None:
         module = importlib.import_module("bench.indexing")
@@ -158,12 +160,12 @@ def run(args: argparse.Namespace) -> int:
             log.error("bench/indexing.py is not built yet (the indexer's part)")
             return 2
         return int(importlib.import_module("bench.indexing").run(args) or 0)
-    if task not in {"engines", "topn"}:
-        log.error("choose a task: `vsparta bench engines [--quick]`, `topn` or `indexing`")
+    if task not in {"engines", "topn", "quality"}:
+        log.error("choose a task: `vsparta bench engines [--quick]`, `topn`, `quality` or `indexing`")
         return 2
     try:
-        if task == "topn":
-            return int(importlib.import_module("bench.topn").run(args) or 0)
+        if task in {"topn", "quality"}:
+            return int(importlib.import_module(f"bench.{task}").run(args) or 0)
         return _run_engines(args)
     except ValueError as e:
         log.error("%s", e)

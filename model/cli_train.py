@@ -78,6 +78,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--sparsity-images", type=int, help="images of each batch the regularizer sees (default: all)"
     )
     sparse.add_argument(
+        "--sparsity-vocab",
+        type=int,
+        help="vocabulary ids sampled per regularizer step (default: all)",
+    )
+    sparse.add_argument(
         "--term-bias", action="store_true", help="learn a bias per vocabulary id beside the global b"
     )
     parser.add_argument(
@@ -96,6 +101,7 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
         "sparsity_warmup": args.sparsity_warmup,
         "sparsity_target": args.sparsity_target,
         "sparsity_images": args.sparsity_images,
+        "sparsity_vocab": args.sparsity_vocab,
         "phi_term_bias": True if args.term_bias else None,
     }
     return {k: v for k, v in given.items() if v is not None}

@@ -99,6 +99,7 @@ class VisualSpartaConfig(PretrainedConfig):
         sparsity_warmup: float = 0.3,
         sparsity_target: float | None = None,
         sparsity_images: int | None = None,
+        sparsity_vocab: int | None = None,
         phi_term_bias: bool = False,
         **kwargs: Any,
     ) -> None:
@@ -140,6 +141,7 @@ class VisualSpartaConfig(PretrainedConfig):
         self.sparsity_warmup = sparsity_warmup
         self.sparsity_target = sparsity_target
         self.sparsity_images = sparsity_images
+        self.sparsity_vocab = sparsity_vocab
         self.phi_term_bias = phi_term_bias
         self.validate_options()
 
@@ -170,6 +172,8 @@ class VisualSpartaConfig(PretrainedConfig):
             raise ValueError(f"sparsity_target (terms per image) must be > 0, got {self.sparsity_target}")
         if self.sparsity_images is not None and self.sparsity_images < 1:
             raise ValueError(f"sparsity_images must be >= 1 or None (all), got {self.sparsity_images}")
+        if self.sparsity_vocab is not None and self.sparsity_vocab < 1:
+            raise ValueError(f"sparsity_vocab must be >= 1 or None (all), got {self.sparsity_vocab}")
         if self.stem == "patch":
             if self.image_size % self.grid_size:
                 raise ValueError(f"image_size ({self.image_size}) must be a multiple of grid_size")

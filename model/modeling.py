@@ -325,22 +325,29 @@ class VisualSpartaModel(VisualSpartaPreTrainedModel):
         h, h_mask = self.encode_images(pixel_values=pixel_values, regions=regions)
         return self.score(query_ids, query_mask, h, h_mask)
 
-    def vocab_phi(self, h: torch.Tensor, h_mask: torch.Tensor, chunk_size: int = 8192) -> torch.Tensor:
-        """Eq. 14 with gradients: ``φ`` of every vocabulary id, ``[B, V]`` float32 (the sparsity regularizer
-        needs the ids no caption contains). The vocabulary is chunked so each ``[B, L, chunk]`` stays small.
+    def vocab_phi(
+        self, h: torch.Tensor, h_mask: torch.Tensor, chunk_size: int = 8192, ids: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Eq. 14 with gradients: ``φ`` of every vocabulary id (or of ``ids``), ``[B, V]`` float32 (the
+        sparsity regularizer needs the ids no caption contains); chunked: each ``[B, L, chunk]`` stays small.
 
         Always float32, also inside an enclosing autocast: ``b`` cancels most of ``y``, so the bf16
         rounding of ``y`` would flip the sign of small weights and reorder the top-n.
         """
         with torch.autocast(device_type=h.device.type, enabled=False):
             h32 = h.float()
-            emb = self.word_embeddings.weight.float()  # [V, H]
+            emb = self.word_embeddings.weight  # [V, H]
+            bias = self.term_bias
+            if ids is not None:
+                emb = emb[ids]
+                bias = None if bias is None else bias[ids]
+            emb = emb.float()
             mask = h_mask[:, :, None]  # [B, L, 1]
             parts = []
             for start in range(0, emb.shape[0], chunk_size):
                 e = emb[start : start + chunk_size]  # [c, H]
                 y = masked_max(torch.einsum("blh,ch->blc", h32, e), mask, dim=1)  # [B, c]
-                tb = None if self.term_bias is None else self.term_bias[start : start + e.shape[0]]
+                tb = None if bias is None else bias[start : start + e.shape[0]]
                 parts.append(self.phi(y, tb))
             return torch.cat(parts, dim=1)
 

@@ -57,6 +57,8 @@ class SparsityRegularizer:
         self.warmup = float(config.sparsity_warmup)
         self.target = None if config.sparsity_target is None else float(config.sparsity_target)
         self.images = config.sparsity_images
+        self.vocab = config.sparsity_vocab
+        self.vocab_size = int(config.vocab_size)
         self.total_steps = total_steps
         self.scale = torch.ones((), device=device)
 
@@ -68,14 +70,25 @@ class SparsityRegularizer:
             return None
         return cls(config, total_steps, device)
 
+    def sample_ids(self, device: torch.device) -> torch.Tensor | None:
+        """The vocabulary ids to penalize this step: all (None), or ``sparsity_vocab`` drawn at random.
+
+        Sampling makes the step cheaper (the ``[B, L, V]`` scores dominate on CPU); ``V / sample``
+        rescales the penalty and the count, so both estimate the whole-vocabulary values."""
+        if self.vocab is None or self.vocab >= self.vocab_size:
+            return None
+        return torch.randperm(self.vocab_size, device=device)[: self.vocab]
+
     def __call__(self, phi: torch.Tensor, step: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(weighted penalty, mean positive terms per image)`` for ``phi [B, V]``; both on the device."""
-        positive = (phi.detach() > 0).sum(dim=1).float().mean()
+        """``(weighted penalty, mean positive terms per image)`` for ``phi [B, V']`` (V' = all ids or a
+        sample of them); both on the device."""
+        factor = self.vocab_size / phi.shape[1]
+        positive = (phi.detach() > 0).sum(dim=1).float().mean() * factor
         if self.target is not None:
             error = torch.log((positive + 1.0) / self.target)  # > 0: too many terms: raise the weight
             self.scale = (self.scale * torch.exp(_TARGET_RATE * torch.tanh(error))).clamp(*_SCALE_BOUNDS)
         weight = self.weight * warmup_factor(step, self.total_steps, self.warmup)
-        return weight * self.scale * sparsity_penalty(phi, self.kind), positive
+        return weight * self.scale * factor * sparsity_penalty(phi, self.kind), positive
 
     def state_dict(self) -> dict[str, float]:
         return {"scale": float(self.scale)}

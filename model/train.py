@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from model.configuration import VisualSpartaConfig, config_from_spec
+from model.configuration import PRESETS, VisualSpartaConfig, config_from_spec
 from model.data import ImageStore, epoch_order, make_batch
 from model.dense import MODEL_CLASSES, DenseConfig
 from model.encode import autocast_for, resolve_device
@@ -94,8 +94,13 @@ def make_config(
     base = config_from_spec(spec, **(overrides or {}))
     values = {k: v for k, v in base.to_dict().items() if k in _config_fields()}
     if init:
+        layers = config_from_spec(spec).num_hidden_layers if spec not in PRESETS else None
         values.update(text_model_dimensions(init))
+        if layers is not None and layers < values.get("num_hidden_layers", layers):
+            values["num_hidden_layers"] = layers  # a JSON config may copy only the first layers
         values["text_model"] = init
+        # An explicit override still wins, e.g. num_hidden_layers=2 copies the text model's first 2 layers.
+        values.update({k: v for k, v in (overrides or {}).items() if k in _config_fields()})
     config_cls = MODEL_CLASSES[kind][0]
     if config_cls is DenseConfig:
         values["cls_token_id"] = load_tokenizer(init or values.get("text_model")).cls_token_id
@@ -232,7 +237,8 @@ def train(opts: TrainOptions) -> TrainResult:
             total = loss
             if regularizer is not None:
                 k = regularizer.images or h.shape[0]
-                penalty, positive = regularizer(model.vocab_phi(h[:k], h_mask[:k]), step)
+                ids = regularizer.sample_ids(device)
+                penalty, positive = regularizer(model.vocab_phi(h[:k], h_mask[:k], ids=ids), step)
                 total = loss + penalty
                 penalty_sum += penalty.detach()
                 positive_sum += positive
