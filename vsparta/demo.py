@@ -27,6 +27,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--config", default="tiny", help="model preset or JSON (see `vsparta train --help`)")
     parser.add_argument("--lr", type=float, default=5e-3)
+    parser.add_argument(
+        "--sparsity-weight",
+        type=float,
+        help="learned-sparsity weight (default: the preset's; 0 = the paper's recipe, no regularizer)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
@@ -74,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
             "train a small VisualSparta model on CPU",
             ["train", "--manifest", str(scenes / "train.jsonl"), "--out", str(model_dir),
              "--config", args.config, "--epochs", str(args.epochs), "--lr", str(args.lr),
-             "--seed", str(args.seed), "--resume"],
+             "--seed", str(args.seed), "--resume"]
+            + ([] if args.sparsity_weight is None else ["--sparsity-weight", str(args.sparsity_weight)]),
         )  # fmt: skip
     _drop_outdated_index(index_dir)
     _step(
