@@ -146,6 +146,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     importlib.import_module("bench.topn").add_arguments(topn)
     quality = sub.add_parser("quality", help="R@1 vs terms per image, VisualSparta vs dense")
     importlib.import_module("bench.quality").add_arguments(quality)
+    load = sub.add_parser("embedded-load", help="embedded engine: merge policy write amplification")
+    importlib.import_module("bench.embedded_load").add_arguments(load)
     idx = sub.add_parser("indexing", help="indexing throughput (bench/indexing.py, by the indexer)")
     if importlib.util.find_spec("bench.indexing") is not None:
         module = importlib.import_module("bench.indexing")
@@ -160,6 +162,8 @@ def run(args: argparse.Namespace) -> int:
             log.error("bench/indexing.py is not built yet (the indexer's part)")
             return 2
         return int(importlib.import_module("bench.indexing").run(args) or 0)
+    if task == "embedded-load":
+        return int(importlib.import_module("bench.embedded_load").run(args) or 0)
     if task not in {"engines", "topn", "quality"}:
         log.error("choose a task: `vsparta bench engines [--quick]`, `topn`, `quality` or `indexing`")
         return 2

@@ -8,7 +8,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
-from termindex.errors import DocumentNotFound, EngineUnavailable, IndexNotFound, InvalidQuery
+from termindex.errors import DocumentNotFound, EngineUnavailable, IndexNotFound, InvalidInput
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ def install_error_handlers(app: FastAPI, retry_after_s: int) -> None:
 
     app.add_exception_handler(EngineUnavailable, engine_unavailable)
     app.add_exception_handler(IndexNotFound, index_not_found)
-    app.add_exception_handler(InvalidQuery, invalid_query)
+    app.add_exception_handler(InvalidInput, invalid_query)
     app.add_exception_handler(DocumentNotFound, not_found)
     app.add_exception_handler(RequestValidationError, validation)
     app.add_exception_handler(Exception, unexpected)

@@ -15,6 +15,8 @@ from termindex.errors import (
     DocumentNotFound,
     EngineUnavailable,
     IndexNotFound,
+    InvalidDocument,
+    InvalidInput,
     InvalidQuery,
     TermIndexError,
 )
@@ -24,6 +26,8 @@ __all__ = [
     "EngineUnavailable",
     "Hit",
     "IndexNotFound",
+    "InvalidDocument",
+    "InvalidInput",
     "MAX_QUERY_WEIGHT",
     "InvalidQuery",
     "TermDocument",

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from termindex.errors import InvalidQuery
+from termindex.errors import InvalidDocument, InvalidInput, InvalidQuery
 
 # Ids travel in URLs, file names of failure reports and ES _id: keep them printable and bounded.
 MAX_ID_LENGTH = 512
@@ -61,38 +61,60 @@ class Hit:
 
 
 def validate_id(doc_id: Any) -> str:
-    """Reject ids that cannot round-trip through URLs, ES and files; return the id."""
+    """Reject ids that cannot round-trip through URLs, ES and files; return the id.
+
+    Raises ``InvalidDocument``: an id names a document, whether written or looked up."""
     if not isinstance(doc_id, str) or not doc_id:
-        raise InvalidQuery(f"document id must be a non-empty string, got {doc_id!r}")
+        raise InvalidDocument(f"document id must be a non-empty string, got {doc_id!r}")
     if len(doc_id) > MAX_ID_LENGTH:
-        raise InvalidQuery(f"document id longer than {MAX_ID_LENGTH} characters: {doc_id[:40]!r}...")
+        raise InvalidDocument(f"document id longer than {MAX_ID_LENGTH} characters: {doc_id[:40]!r}...")
     if _CONTROL.search(doc_id):
-        raise InvalidQuery(f"document id contains control characters: {doc_id!r}")
+        raise InvalidDocument(f"document id contains control characters: {doc_id!r}")
     return doc_id
 
 
-def validate_weights(terms: Mapping[Any, Any], *, what: str, allow_empty: bool = False) -> dict[int, float]:
-    """Check ``{vocabulary id: weight}``: integer ids >= 0, finite weights > 0.
-
-    Zero or negative weights are rejected rather than dropped: they mean the caller's model or
-    query builder is wrong, and silently dropping them would hide that.
-    """
+def _check_weights(
+    terms: Mapping[Any, Any], what: str, allow_empty: bool, max_weight: float, error: type[InvalidInput]
+) -> dict[int, float]:
     if not isinstance(terms, Mapping):
-        raise InvalidQuery(f"{what} must be a mapping of vocabulary id to weight")
+        raise error(f"{what} must be a mapping of vocabulary id to weight")
     if not terms and not allow_empty:
-        raise InvalidQuery(f"{what} is empty: nothing to match")
+        raise error(f"{what} is empty: nothing to match")
     out: dict[int, float] = {}
     for key, value in terms.items():
         if isinstance(key, bool) or not isinstance(key, int) or key < 0:
-            raise InvalidQuery(f"{what}: vocabulary id must be a non-negative integer, got {key!r}")
+            raise error(f"{what}: vocabulary id must be a non-negative integer, got {key!r}")
         try:
             weight = float(value)
         except (TypeError, ValueError):
-            raise InvalidQuery(f"{what}: weight of term {key} is not a number: {value!r}") from None
+            raise error(f"{what}: weight of term {key} is not a number: {value!r}") from None
         if not math.isfinite(weight) or weight <= 0:
-            raise InvalidQuery(f"{what}: weight of term {key} must be finite and > 0, got {value!r}")
+            raise error(f"{what}: weight of term {key} must be finite and > 0, got {value!r}")
+        if weight > max_weight:
+            raise error(f"{what}: weight of term {key} must be <= {max_weight:g}, got {value!r}")
         out[key] = weight
     return out
+
+
+def validate_weights(
+    terms: Mapping[Any, Any], *, what: str = "query", allow_empty: bool = False
+) -> dict[int, float]:
+    """Check a query ``{vocabulary id: weight}``: integer ids >= 0, finite weights in
+    (0, ``MAX_QUERY_WEIGHT``]; raises ``InvalidQuery``.
+
+    Zero or negative weights are rejected rather than dropped: they mean the caller's model or
+    query builder is wrong, and silently dropping them would hide that. The upper bound keeps
+    every engine exact (float32 bound sums cannot overflow).
+    """
+    return _check_weights(terms, what, allow_empty, MAX_QUERY_WEIGHT, InvalidQuery)
+
+
+def validate_document_weights(
+    terms: Mapping[Any, Any], *, what: str, allow_empty: bool = True
+) -> dict[int, float]:
+    """Check a document's ``{vocabulary id: weight}``: the query rule without the upper bound
+    (engines clamp what they cannot store, see ``round_like_embedded``); raises ``InvalidDocument``."""
+    return _check_weights(terms, what, allow_empty, math.inf, InvalidDocument)
 
 
 def score(query: Mapping[int, float], terms: Mapping[int, float]) -> float:

@@ -52,6 +52,7 @@ from termindex.errors import (
     DocumentNotFound,
     EngineUnavailable,
     IndexNotFound,
+    InvalidDocument,
     InvalidQuery,
     TermIndexError,
 )
@@ -390,7 +391,7 @@ class ElasticsearchIndex(TermIndex):
         if any(r.get("status") == 429 for r in failed):
             raise EngineUnavailable(message + " (still rejected after retries)")
         if all(r.get("status") == 400 for r in failed):
-            raise InvalidQuery(message)
+            raise InvalidDocument(message)
         raise TermIndexError(message)
 
     def _windows(self, actions: Iterable[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:

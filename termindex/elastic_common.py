@@ -27,11 +27,12 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from termindex.base import Hit, TermDocument, validate_id, validate_weights
+from termindex.base import Hit, TermDocument, validate_document_weights, validate_id, validate_weights
 from termindex.errors import (
     DocumentNotFound,
     EngineUnavailable,
     IndexNotFound,
+    InvalidDocument,
     InvalidQuery,
     TermIndexError,
 )
@@ -84,17 +85,17 @@ def stored_value(weight: float) -> float:
 def check_es_id(doc_id: Any) -> str:
     doc_id = validate_id(doc_id)
     if len(doc_id.encode("utf-8")) > MAX_ID_BYTES:
-        raise InvalidQuery(f"document id longer than {MAX_ID_BYTES} bytes in UTF-8: {doc_id[:40]!r}...")
+        raise InvalidDocument(f"document id longer than {MAX_ID_BYTES} bytes in UTF-8: {doc_id[:40]!r}...")
     return doc_id
 
 
 def doc_source(doc: TermDocument) -> dict[str, Any]:
-    """The _source of one document; raises InvalidQuery for what Elasticsearch would reject."""
+    """The _source of one document; raises InvalidDocument for what Elasticsearch would reject."""
     doc_id = check_es_id(doc.id)
-    terms = validate_weights(doc.terms, what=f"document {doc_id!r} terms")
+    terms = validate_document_weights(doc.terms, what=f"document {doc_id!r} terms", allow_empty=False)
     for t, w in terms.items():
         if not MIN_FEATURE_VALUE <= w <= MAX_FEATURE_VALUE:
-            raise InvalidQuery(
+            raise InvalidDocument(
                 f"document {doc_id!r}: weight {w!r} of term {t} is outside the float32 normal range "
                 f"[{MIN_FEATURE_VALUE:g}, {MAX_FEATURE_VALUE:g}] that rank_features stores"
             )

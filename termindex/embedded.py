@@ -22,7 +22,6 @@ Design (format details in ``embedded_format``):
 from __future__ import annotations
 
 import fcntl
-import json
 import logging
 import math
 import os
@@ -37,10 +36,19 @@ from typing import Any
 import numpy as np
 
 from termindex import embedded_format as fmt
-from termindex import embedded_kernels as kern
-from termindex.base import Hit, TermDocument, TermIndex, validate_id, validate_weights
+from termindex.base import (
+    Hit,
+    TermDocument,
+    TermIndex,
+    validate_id,
+    validate_weights,
+)
+from termindex.embedded_batches import Batch, batch_from_arrays, batch_from_documents
+from termindex.embedded_policy import MERGE_FACTOR, MergePolicy, TieredMergePolicy, plan_final_merge
+from termindex.embedded_search import search_segments
+from termindex.embedded_weights import half_bits
+from termindex.embedded_writer import build_segment, merge_segments
 from termindex.errors import DocumentNotFound, IndexNotFound, InvalidQuery, TermIndexError
-from termindex.oracle import round_like_embedded
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +85,10 @@ class EmbeddedIndex(TermIndex):
 
     Options: ``vocab_size`` (reject term ids >= it in documents and queries; stored in the
     manifest at creation), ``block_size`` (documents per postings block, a power of two
-    <= 65536; small values only for tests), ``max_segments`` (merge the smallest segments
-    when there are more), ``auto_refresh`` (see new commits on every call; otherwise call
-    ``refresh()``), ``lock_timeout`` (seconds to wait for another writer; None waits forever).
+    <= 65536; small values only for tests), ``merge_factor`` (tiered merging, see
+    ``embedded_policy``), ``max_segments`` (optional hard cap on top: tests and tiny indexes),
+    ``merge_policy`` (replaces both), ``auto_refresh`` (see new commits on every call; otherwise
+    call ``refresh()``), ``lock_timeout`` (seconds to wait for another writer; None waits forever).
     """
 
     def __init__(
@@ -89,7 +98,9 @@ class EmbeddedIndex(TermIndex):
         *,
         vocab_size: int | None = None,
         block_size: int = DEFAULT_BLOCK_SIZE,
-        max_segments: int = 8,
+        merge_factor: int = MERGE_FACTOR,
+        max_segments: int | None = None,
+        merge_policy: MergePolicy | None = None,
         auto_refresh: bool = True,
         lock_timeout: float | None = None,
     ) -> None:
@@ -97,17 +108,15 @@ class EmbeddedIndex(TermIndex):
             raise ValueError(f"block_size must be a power of two <= 65536, got {block_size}")
         if vocab_size is not None and (isinstance(vocab_size, bool) or int(vocab_size) < 1):
             raise ValueError(f"vocab_size must be a positive integer or None, got {vocab_size!r}")
-        if max_segments < 1:
-            raise ValueError(f"max_segments must be >= 1, got {max_segments}")
         self.root = Path(path)
-        self.max_segments = int(max_segments)
+        self.merge_policy = merge_policy or TieredMergePolicy(merge_factor, max_segments)
         self.auto_refresh = auto_refresh
         self.lock_timeout = lock_timeout
         self._mutex = threading.Lock()
         self._cache: dict[str, fmt.Segment] = {}
         if not (self.root / fmt.MANIFEST).exists():
             if not create:
-                raise IndexNotFound(f"no embedded index at {self.root} (create it with create=True)")
+                raise IndexNotFound(fmt.missing_index_message(self.root))
             self.root.mkdir(parents=True, exist_ok=True)
             with self._write_lock():
                 if not (self.root / fmt.MANIFEST).exists():
@@ -133,7 +142,7 @@ class EmbeddedIndex(TermIndex):
                 return _Snapshot(manifest, key, tuple(segments))
             except FileNotFoundError:
                 if not (self.root / fmt.MANIFEST).exists():
-                    raise IndexNotFound(f"no embedded index at {self.root}") from None
+                    raise IndexNotFound(fmt.missing_index_message(self.root)) from None
                 time.sleep(0.005 * (attempt + 1))  # a writer replaced the manifest meanwhile
         raise TermIndexError(f"could not read a consistent state of {self.root}")
 
@@ -229,84 +238,7 @@ class EmbeddedIndex(TermIndex):
         vocab = snap.manifest.get("vocab_size")
         if vocab is not None and max(q) >= vocab:
             raise InvalidQuery(f"query term id {max(q)} is outside the vocabulary (size {vocab})")
-        qterms = np.array(sorted(q), dtype=np.int64)
-        boosts = np.array([q[t] for t in qterms], dtype=np.float64)
-        boosts32 = boosts.astype(np.float32)
-        lut = kern.log1p_table()
-        log1p64 = kern.log1p_table64()
-        qlut = kern.quant_tables()[0]
-        # Candidates come from A = sum of boost * q, q a quantized upper bound of log1p(w) with
-        # (q - 1) * STEP <= log1p(w) < q * STEP (kernels.QUANT_STEP). With Q = sum of boosts:
-        #   score <= STEP * A_exact + s   and   score >= STEP * (A_exact - Q) - s,
-        # so the k-th score is >= STEP * (theta - Q - eps_q) - s when k documents have A >= theta,
-        # and a document can only reach it if A >= theta - margin. eps_q and eps_t bound float32
-        # error (each product ~3 * 2**-24 relative, the sum m * 2**-24 of the total, doubled);
-        # s covers float64 rounding of log1p and of the quantization.
-        step = kern.QUANT_STEP
-        total = float(boosts.sum())
-        m = len(qterms)
-        eps_q = (m + 4) * 2.0**-23 * 255.0 * total
-        eps_t = (m + 4) * 2.0**-23 * 12.0 * total
-        slack = 1e-12 * (1.0 + 12.0 * total)
-        margin = np.float32(total + 2 * eps_q + 2 * slack / step + 1e-6)
-        kth_floor = np.array([step, step * (total + eps_q) + slack + eps_t], dtype=np.float32)
-        theta = np.float32(-np.inf)
-        found: list[tuple[int, np.ndarray, np.ndarray]] = []
-        for si, seg in enumerate(snap.segments):
-            present = qterms < seg.n_terms
-            if not seg.n_docs or not present.any():
-                continue
-            a32, locs, theta = kern.search_segment(
-                qterms[present], boosts32[present], *seg.postings, seg.quant, seg.blockmax, lut, qlut,
-                seg.deleted, seg.n_docs, seg.n_blocks, seg.block_shift, k, theta, margin, kth_floor,
-            )  # fmt: skip
-            theta = np.float32(theta)
-            if len(locs):
-                found.append((si, a32, locs))
-        if not found:
-            return []
-        all_a = np.concatenate([f[1] for f in found])
-        if len(all_a) > k:
-            cut = np.partition(all_a, len(all_a) - k)[len(all_a) - k] - margin
-        else:
-            cut = -np.inf
-        parts = []  # (segment, local ids, exact scores, weights) of the candidates
-        for si, a32, locs in found:
-            seg = snap.segments[si]
-            locs = locs[a32 >= cut]
-            if not len(locs):
-                continue
-            bits = kern.gather_weights(
-                qterms,
-                *seg.postings,
-                seg.n_terms,
-                seg.n_blocks,
-                seg.block_shift,
-                locs,
-            )
-            scores = kern.rescore(bits, boosts, log1p64)
-            parts.append((si, locs, scores, bits))
-        all_scores = np.concatenate([p[2] for p in parts])
-        kth_score = -np.inf if len(all_scores) <= k else np.partition(all_scores, len(all_scores) - k)[-k]
-        rows: list[tuple[float, str, int, int, np.ndarray]] = []
-        for si, locs, scores, bits in parts:  # ids are decoded only for the top k and its ties
-            seg = snap.segments[si]
-            for r in np.flatnonzero(scores >= kth_score):
-                rows.append((float(scores[r]), seg.doc_id(int(locs[r])), si, int(locs[r]), bits[r]))
-        rows.sort(key=lambda row: (-row[0], row[1]))
-        hits = []
-        for score, doc_id, si, local, bits in rows[:k]:
-            contributions = None
-            if explain:
-                weights = bits.view(np.float16).astype(np.float64)
-                contributions = {
-                    int(t): (float(w), float(b * log1p64[wb]))
-                    for t, b, w, wb in zip(qterms, boosts, weights, bits, strict=True)
-                    if wb
-                }
-            hits.append(Hit(id=doc_id, score=score, metadata=snap.segments[si].metadata(local),
-                            contributions=contributions))  # fmt: skip
-        return hits
+        return search_segments(snap.segments, q, k, explain)
 
     # ------------------------------------------------------------------ writes
 
@@ -358,7 +290,9 @@ class EmbeddedIndex(TermIndex):
         return out
 
     def _tombstone(self, manifest: dict[str, Any], segments: list[fmt.Segment], ids: list[str]) -> int:
-        """Mark every live copy of ``ids`` deleted (new tombstone files); returns how many existed."""
+        """Mark every live copy of ``ids`` deleted (new tombstone files); returns how many existed.
+
+        Counts the tombstone bytes in ``manifest`` (written by ``_commit``)."""
         hashes = np.array([fmt.id_hash(i) for i in ids], dtype=np.uint64)
         existed = 0
         gen = int(manifest["generation"]) + 1
@@ -373,6 +307,7 @@ class EmbeddedIndex(TermIndex):
             deleted[locs] = 1
             fname = f"deletes-g{gen:08d}.u8"
             fmt.write_file(seg.path / fname, deleted)
+            manifest["bytes_written"] = manifest.get("bytes_written", 0) + len(deleted)
             segments[n] = fmt.Segment(**{**seg.__dict__, "deleted": deleted, "deletes_file": fname})
         return existed
 
@@ -381,38 +316,8 @@ class EmbeddedIndex(TermIndex):
         return f"seg-{manifest['segment_counter']:06d}-{os.urandom(4).hex()}"
 
     def upsert(self, docs: Iterable[TermDocument]) -> int:
-        batch: dict[str, TermDocument] = {}
-        vocab = self._snap.manifest.get("vocab_size")
-        for doc in docs:
-            if not isinstance(doc, TermDocument):
-                raise InvalidQuery(f"expected TermDocument, got {type(doc).__name__}")
-            validate_id(doc.id)
-            terms = validate_weights(doc.terms, what=f"document {doc.id!r}", allow_empty=True)
-            if vocab is not None and terms and max(terms) >= vocab:
-                raise InvalidQuery(f"document {doc.id!r}: term id {max(terms)} >= vocab_size {vocab}")
-            if not isinstance(doc.metadata, Mapping):
-                raise InvalidQuery(f"document {doc.id!r}: metadata must be a mapping")
-            batch.pop(doc.id, None)  # a later copy in the batch wins, and keeps its position
-            batch[doc.id] = TermDocument(doc.id, terms, doc.metadata)
-        if not batch:
-            return 0
-        ids = list(batch)
-        lens = np.array([len(d.terms) for d in batch.values()], dtype=np.int64)
-        total = int(lens.sum())
-        terms = np.empty(total, dtype=np.int64)
-        weights = np.empty(total, dtype=np.float64)
-        pos = 0
-        metadata = []
-        for d in batch.values():
-            n = len(d.terms)
-            terms[pos : pos + n] = np.fromiter(d.terms.keys(), dtype=np.int64, count=n)
-            weights[pos : pos + n] = np.fromiter(d.terms.values(), dtype=np.float64, count=n)
-            pos += n
-            try:
-                metadata.append(json.dumps(dict(d.metadata), ensure_ascii=False).encode("utf-8"))
-            except (TypeError, ValueError) as exc:
-                raise InvalidQuery(f"document {d.id!r}: metadata is not JSON-serializable: {exc}") from None
-        return self._write(ids, lens, terms, weights, metadata)
+        batch = batch_from_documents(docs, self._snap.manifest.get("vocab_size"))
+        return self._write(batch) if batch is not None else 0
 
     def upsert_arrays(
         self,
@@ -427,68 +332,53 @@ class EmbeddedIndex(TermIndex):
         The fast path for the indexer and benchmarks: validation is vectorized and no Python
         object is made per term. Same rules as ``upsert``; a repeated id keeps its last row.
         """
-        ids = list(ids)
-        indptr = np.asarray(indptr, dtype=np.int64)
-        term_ids = np.asarray(term_ids)
-        weights = np.asarray(weights, dtype=np.float64)
-        if indptr.shape != (len(ids) + 1,) or indptr[0] != 0 or np.any(np.diff(indptr) < 0):
-            raise InvalidQuery("indptr must be non-decreasing, start at 0 and have len(ids) + 1 entries")
-        if term_ids.shape != weights.shape or term_ids.shape != (int(indptr[-1]),):
-            raise InvalidQuery("term_ids and weights must both have indptr[-1] entries")
-        if metadata is not None and len(metadata) != len(ids):
-            raise InvalidQuery("metadata must have one mapping per id")
-        for i in ids:
-            validate_id(i)
-        if len(term_ids) and (not np.issubdtype(term_ids.dtype, np.integer) or term_ids.min() < 0):
-            raise InvalidQuery("term ids must be non-negative integers")
-        term_ids = term_ids.astype(np.int64)
-        if not np.all(np.isfinite(weights) & (weights > 0)):
-            raise InvalidQuery("every weight must be finite and > 0")
-        vocab = self._snap.manifest.get("vocab_size")
-        if vocab is not None and len(term_ids) and term_ids.max() >= vocab:
-            raise InvalidQuery(f"term id {int(term_ids.max())} >= vocab_size {vocab}")
-        lens = np.diff(indptr)
-        rows = np.repeat(np.arange(len(ids), dtype=np.int64), lens)
-        if (
-            len(term_ids)
-            and (bad := kern.first_repeated_term_row(indptr, term_ids, int(term_ids.max()) + 1)) >= 0
-        ):
-            raise InvalidQuery(f"document {ids[bad]!r} lists the same term id twice")
-        last = {doc_id: n for n, doc_id in enumerate(ids)}
-        if len(last) < len(ids):  # repeated ids: keep each one's last row
-            keep = np.array(sorted(last.values()), dtype=np.int64)
-            mask = np.zeros(len(ids), dtype=bool)
-            mask[keep] = True
-            ids = [ids[i] for i in keep]
-            metadata = [metadata[i] for i in keep] if metadata is not None else None
-            term_ids, weights, lens = term_ids[mask[rows]], weights[mask[rows]], lens[keep]
-        meta_json = []
-        for n, meta in enumerate(metadata if metadata is not None else [{}] * len(ids)):
-            try:
-                meta_json.append(json.dumps(dict(meta), ensure_ascii=False).encode("utf-8"))
-            except (TypeError, ValueError) as exc:
-                raise InvalidQuery(f"document {ids[n]!r}: metadata is not JSON-serializable: {exc}") from None
-        if not ids:
-            return 0
-        return self._write(ids, lens, term_ids, weights, meta_json)
+        batch = batch_from_arrays(
+            ids, indptr, term_ids, weights, metadata, self._snap.manifest.get("vocab_size")
+        )
+        return self._write(batch) if batch is not None else 0
 
-    def _write(
-        self, ids: list[str], lens: np.ndarray, terms: np.ndarray, weights: np.ndarray, metadata: list[bytes]
-    ) -> int:
+    def _write(self, batch: Batch) -> int:
         """Commit one validated batch as a new segment, tombstoning older copies of its ids."""
-        wbits = round_like_embedded(weights).astype(np.float16).view(np.uint16)
-        doc_of = np.repeat(np.arange(len(ids), dtype=np.int64), lens)
+        ids = batch.ids
+        wbits = half_bits(batch.weights)
+        doc_of = np.repeat(np.arange(len(ids), dtype=np.int64), batch.lens)
         with self._writing() as manifest:
             segments = self._open_segments(manifest)
             self._tombstone(manifest, segments, ids)
             name = self._new_name(manifest)
             shift = int(manifest["block_size"]).bit_length() - 1
-            fmt.build_segment(self.root, name, shift, ids, terms, doc_of, wbits, metadata)
+            nbytes = build_segment(
+                self.root, name, shift, ids, batch.terms, doc_of, wbits, batch.metadata_json
+            )
+            _count(manifest, "ingested", len(ids), nbytes)
+            _count(manifest, "written", len(ids), nbytes)
             segments.append(fmt.Segment.open(self.root, name).with_deletes(None))
             self._commit(manifest, segments)
-            if len(segments) > self.max_segments:
-                self._merge(manifest, self._open_segments(manifest), policy="tiered")
+            self._settle(manifest)
         return len(ids)
+
+    def _settle(self, manifest: dict[str, Any]) -> None:
+        """Merge while the policy asks (each merge its own crash-safe commit)."""
+        while True:
+            segments = self._open_segments(manifest)
+            chosen = self.merge_policy.plan(_live_sizes(manifest))
+            if len(chosen) < 2:
+                return
+            self._merge(manifest, segments, chosen)
+
+    @contextmanager
+    def bulk_load(self) -> Iterator[EmbeddedIndex]:
+        """A long write job: commits go on as usual (each one durable when ``upsert`` returns, so
+        a kill loses nothing reported written), merged by the tiered policy; at the end the
+        segments the load made are merged into one (``plan_final_merge``), so a full load leaves
+        a single segment, and a small load into a big index leaves the big segments alone."""
+        start = int(fmt.read_manifest(self.root).get("docs_ingested", 0))
+        yield self
+        with self._writing() as manifest:
+            loaded = int(manifest.get("docs_ingested", 0)) - start
+            chosen = plan_final_merge(_live_sizes(manifest), loaded)
+            if chosen:
+                self._merge(manifest, self._open_segments(manifest), chosen)
 
     def delete(self, ids: Iterable[str]) -> int:
         wanted = list(dict.fromkeys(validate_id(i) for i in ids))
@@ -506,23 +396,27 @@ class EmbeddedIndex(TermIndex):
         with self._writing() as manifest:
             segments = self._open_segments(manifest)
             if len(segments) > 1 or any(s.deleted.any() for s in segments):
-                self._merge(manifest, segments, policy="all")
+                self._merge(manifest, segments, list(range(len(segments))))
 
-    def _merge(self, manifest: dict[str, Any], segments: list[fmt.Segment], policy: str) -> None:
-        if policy == "all":
-            chosen = list(range(len(segments)))
-        else:  # merge the smallest half-plus: each document is rewritten O(log n) times
-            sizes = [s.n_docs - int(s.deleted.sum()) for s in segments]
-            n_merge = len(segments) - self.max_segments // 2
-            chosen = sorted(sorted(range(len(segments)), key=lambda i: sizes[i])[:n_merge])
+    def _merge(self, manifest: dict[str, Any], segments: list[fmt.Segment], chosen: list[int]) -> None:
+        """Replace ``segments[chosen]`` by one merged segment, placed last (``embedded_policy.settle``
+        simulates exactly this order)."""
         name = self._new_name(manifest)
         shift = int(manifest["block_size"]).bit_length() - 1
-        fmt.merge_segments(self.root, name, shift, [segments[i] for i in chosen])
-        rest = [s for i, s in enumerate(segments) if i not in set(chosen)]
+        picked = set(chosen)
+        nbytes = merge_segments(self.root, name, shift, [segments[i] for i in chosen])
+        _count(
+            manifest,
+            "written",
+            sum(segments[i].n_docs - int(segments[i].deleted.sum()) for i in chosen),
+            nbytes,
+        )
+        rest = [s for i, s in enumerate(segments) if i not in picked]
         self._commit(manifest, [*rest, fmt.Segment.open(self.root, name).with_deletes(None)])
 
     def stats(self) -> dict[str, Any]:
-        """Sizes for benchmarks and /metrics: documents, postings, bytes on disk."""
+        """Sizes for benchmarks and /metrics: documents, postings, bytes on disk, and write
+        amplification (bytes written by commits, merges and tombstones over bytes committed)."""
         snap = self._snapshot()
         postings = sum(s.n_postings for s in snap.segments)
         disk = 0
@@ -535,7 +429,25 @@ class EmbeddedIndex(TermIndex):
             "bytes_on_disk": disk,
             "bytes_per_posting": disk / postings if postings else math.nan,
             "generation": snap.generation,
+            **{key: int(snap.manifest.get(key, 0)) for key in fmt.WRITE_COUNTERS},
+            "write_amplification": _ratio(snap.manifest, "bytes"),
+            "doc_write_amplification": _ratio(snap.manifest, "docs"),
         }
 
     def close(self) -> None:
         self._cache = {}
+
+
+def _count(manifest: dict[str, Any], what: str, docs: int, nbytes: int) -> None:
+    manifest[f"docs_{what}"] = int(manifest.get(f"docs_{what}", 0)) + docs
+    manifest[f"bytes_{what}"] = int(manifest.get(f"bytes_{what}", 0)) + nbytes
+
+
+def _ratio(manifest: dict[str, Any], unit: str) -> float:
+    ingested = int(manifest.get(f"{unit}_ingested", 0))
+    return int(manifest.get(f"{unit}_written", 0)) / ingested if ingested else math.nan
+
+
+def _live_sizes(manifest: dict[str, Any]) -> list[int]:
+    """Live documents of each segment, in manifest order: what merge policies decide on."""
+    return [int(s["n_docs"]) - int(s.get("n_deleted", 0)) for s in manifest["segments"]]

@@ -13,10 +13,10 @@ Index directory::
         ids.u8             sparse runs: document ids inside the block, ascending, either flat
                            (2 bytes each) or split (low byte; high bytes in hdir.u8, one entry per
                            256-document sub-block, hend.u16 = where its postings end in the run)
-        weights.u16        weight as IEEE half-float bits (see oracle.round_like_embedded); a
+        weights.u16        weight as IEEE half-float bits (see embedded_weights.round_like_embedded); a
                            dense run (no sparse postings) has one per document of the block, 0 = absent
         quant.u8           dense runs only: quantized upper bound of each log1p(weight), streamed by
-                           queries (1 byte per document); see embedded_kernels.QUANT_STEP
+                           queries (1 byte per document); see embedded_weights.QUANT_STEP
         blockmax.u16       largest weight bits of each (term, block) run: block-max pruning
         termmax.u16        largest weight bits of each term: the float32 error bound of a query
         docids.bin / docids.i64    document ids (UTF-8) and their offsets, by local id
@@ -28,8 +28,8 @@ A stored term costs 2 bytes of weight plus its id in a sparse run: 2 bytes flat,
 plus a share of a 3-byte directory entry when split (~3.3 bytes in all at the density of a
 1000-term document over a 30K vocabulary); a dense run costs 3 bytes per document of the block
 (used when more than 3/4 have the term), plus per-(term, block) and per-document overheads
-(see ``embedded_kernels`` for the encodings and why). Everything big is a raw little-endian array,
-memory-mapped read-only.
+(see ``embedded_postings`` for the encodings and why; ``embedded_writer`` writes segments).
+Everything big is a raw little-endian array, memory-mapped read-only.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from termindex import embedded_kernels as kern
+from termindex.embedded_postings import document_terms
 from termindex.errors import IndexNotFound, TermIndexError
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,9 @@ FORMAT_VERSION = 4  # 4: split-encoded sparse ids (v3 stored every id as uint16)
 MANIFEST = "manifest.json"
 LOCK = "write.lock"
 MAX_BLOCK_SHIFT = 16  # local ids inside a block are uint16
+# Manifest counters of write amplification: what commits brought in vs everything written since
+# creation (merges and tombstones included). Older manifests lack them: read as 0.
+WRITE_COUNTERS = ("docs_ingested", "docs_written", "bytes_ingested", "bytes_written")
 
 
 # --------------------------------------------------------------------------- durable writes
@@ -95,16 +98,22 @@ def read_manifest(root: Path) -> dict[str, Any]:
         with open(root / MANIFEST, "rb") as f:
             manifest = json.loads(f.read())
     except FileNotFoundError:
-        raise IndexNotFound(f"no embedded index at {root} (create it with create=True)") from None
+        raise IndexNotFound(missing_index_message(root)) from None
     if manifest.get("format") != FORMAT_NAME:
         raise TermIndexError(f"{root / MANIFEST} is not a {FORMAT_NAME} manifest")
     if manifest.get("version") != FORMAT_VERSION:
         raise TermIndexError(
             f"{root} was written in {FORMAT_NAME} format v{manifest.get('version')}; this version reads "
-            f"v{FORMAT_VERSION} only: rebuild it (vsparta index ... --recreate, or re-index a term-document "
-            "export without the model)"
+            f"v{FORMAT_VERSION} only: rebuild it into a new folder (`vsparta index IMAGES --backend "
+            "embedded:NEW_FOLDER`, or from a term-document export without the model: `vsparta index "
+            "EXPORT_DIR --format terms --backend embedded:NEW_FOLDER`)"
         )
     return manifest
+
+
+def missing_index_message(root: Path) -> str:
+    """What a user reads when no index is there: the command that builds one, not an API flag."""
+    return f"no embedded index at {root}; build one with `vsparta index IMAGES --backend embedded:{root}`"
 
 
 def write_manifest(root: Path, manifest: dict[str, Any]) -> None:
@@ -124,6 +133,7 @@ def new_manifest(block_size: int, vocab_size: int | None) -> dict[str, Any]:
         "vocab_size": vocab_size,
         "segment_counter": 0,
         "segments": [],
+        **dict.fromkeys(WRITE_COUNTERS, 0),
     }
 
 
@@ -211,7 +221,7 @@ class Segment:
 
     @property
     def postings(self) -> tuple[np.ndarray, ...]:
-        """The arrays every postings kernel takes, in its argument order (see embedded_kernels)."""
+        """The arrays every postings kernel takes, in its argument order (see embedded_postings)."""
         offsets = (self.doffsets, self.woffsets, self.boffsets, self.hoffsets)
         return (*offsets, self.ids, self.hdir, self.hend, self.wbits)
 
@@ -245,244 +255,13 @@ class Segment:
         return np.flatnonzero(self.deleted == 0)
 
     def terms_of(self, local: int) -> tuple[np.ndarray, np.ndarray]:
-        return kern.document_terms(
+        return document_terms(
             *self.postings,
             self.n_terms,
             self.n_blocks,
             self.block_shift,
             local,
         )
-
-
-def _finish_segment(
-    root: Path,
-    tmp: Path,
-    name: str,
-    *,
-    n_docs: int,
-    n_terms: int,
-    n_blocks: int,
-    block_shift: int,
-    offsets: np.ndarray,
-    out_docs: np.ndarray,
-    out_wbits: np.ndarray,
-    id_bytes: np.ndarray,
-    id_offsets: np.ndarray,
-    hashes: np.ndarray,
-    meta_bytes: np.ndarray,
-    meta_offsets: np.ndarray,
-) -> None:
-    """Lay out dense runs, write the small files, fsync everything, rename the directory into place.
-
-    ``out_docs``/``out_wbits`` hold the sparse layout in temp files; they are removed here.
-    """
-    doffsets, woffsets, boffsets, hoffsets = (np.zeros_like(offsets) for _ in range(4))
-    kern.choose_layout(
-        offsets, out_docs, n_docs, n_blocks, block_shift, doffsets, woffsets, boffsets, hoffsets
-    )
-    ids = _alloc(tmp, "ids.u8", int(boffsets[-1]), dtype="u1")
-    hdir = _alloc(tmp, "hdir.u8", int(hoffsets[-1]), dtype="u1")
-    hend = _alloc(tmp, "hend.u16", int(hoffsets[-1]))
-    wbits = _alloc(tmp, "weights.u16", int(woffsets[-1]))
-    quant = _alloc(tmp, "quant.u8", int(woffsets[-1] - doffsets[-1]), dtype="u1")
-    if len(out_wbits):
-        qtab = kern.quant_tables()[0]
-        kern.densify(
-            offsets, out_docs, out_wbits, doffsets, woffsets, boffsets, hoffsets, qtab,
-            ids, hdir, hend, wbits, quant,
-        )  # fmt: skip
-    del out_docs, out_wbits
-    for fname in ("sparse-docs.u16", "sparse-weights.u16"):
-        (tmp / fname).unlink()
-    blockmax = np.zeros(n_terms * n_blocks, dtype=np.uint16)
-    kern.run_maxima(woffsets, wbits, blockmax)
-    termmax = blockmax.reshape(n_terms, n_blocks).max(axis=1) if n_terms else np.zeros(0, np.uint16)
-    for arr in (ids, hdir, hend, wbits, quant):  # written through np.memmap: flush to disk
-        if isinstance(arr, np.memmap):
-            arr.flush()
-    del ids, hdir, hend, wbits, quant
-    for fname in ("ids.u8", "hdir.u8", "hend.u16", "weights.u16", "quant.u8"):
-        with open(tmp / fname, "rb+") as f:
-            os.fsync(f.fileno())
-    order = np.argsort(hashes, kind="stable").astype(np.int32)
-    write_file(tmp / "doffsets.i64", doffsets.astype("<i8"))
-    write_file(tmp / "woffsets.i64", woffsets.astype("<i8"))
-    write_file(tmp / "boffsets.i64", boffsets.astype("<i8"))
-    write_file(tmp / "hoffsets.i64", hoffsets.astype("<i8"))
-    write_file(tmp / "blockmax.u16", blockmax.astype("<u2"))
-    write_file(tmp / "termmax.u16", termmax.astype("<u2"))
-    write_file(tmp / "docids.bin", id_bytes)
-    write_file(tmp / "docids.i64", id_offsets.astype("<i8"))
-    write_file(tmp / "idhash.u64", hashes[order].astype("<u8"))
-    write_file(tmp / "idorder.i32", order.astype("<i4"))
-    write_file(tmp / "meta.bin", meta_bytes)
-    write_file(tmp / "meta.i64", meta_offsets.astype("<i8"))
-    info = {
-        "n_docs": n_docs,
-        "n_terms": n_terms,
-        "n_blocks": n_blocks,
-        "block_shift": block_shift,
-        "n_postings": int(offsets[-1]),
-    }
-    write_file(tmp / "segment.json", json.dumps(info).encode())
-    fsync_dir(tmp)
-    os.rename(tmp, root / name)
-    fsync_dir(root)
-
-
-def _alloc(tmp: Path, fname: str, size: int, dtype: str = "<u2") -> np.ndarray:
-    """An output array backed by a file, so big segments need not fit in RAM twice."""
-    if size == 0:
-        (tmp / fname).touch()
-        return np.zeros(0, dtype=dtype)
-    return np.memmap(tmp / fname, dtype=dtype, mode="w+", shape=(size,))
-
-
-def _temp_dir(root: Path) -> Path:
-    tmp = root / f".tmp-{secrets.token_hex(6)}"
-    tmp.mkdir()
-    return tmp
-
-
-def build_segment(
-    root: Path,
-    name: str,
-    block_shift: int,
-    ids: Sequence[str],
-    terms: np.ndarray,
-    doc_of: np.ndarray,
-    wbits: np.ndarray,
-    metadata_json: Sequence[bytes],
-) -> None:
-    """Write a new segment from postings in document order (``terms``/``doc_of``/``wbits``)."""
-    n_docs = len(ids)
-    n_blocks = max(1, -(-n_docs // (1 << block_shift)))
-    n_terms = int(terms.max()) + 1 if len(terms) else 0
-    counts = np.zeros(n_terms * n_blocks, dtype=np.int64)
-    kern.count_postings(terms, doc_of, n_blocks, block_shift, counts)
-    offsets = np.zeros(n_terms * n_blocks + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    tmp = _temp_dir(root)
-    out_docs = _alloc(tmp, "sparse-docs.u16", len(terms))
-    out_wbits = _alloc(tmp, "sparse-weights.u16", len(terms))
-    if len(terms):
-        cursor = offsets[:-1].copy()
-        kern.fill_postings(terms, doc_of, wbits, n_blocks, block_shift, cursor, out_docs, out_wbits)
-    id_raw = [i.encode("utf-8") for i in ids]
-    id_offsets = np.zeros(n_docs + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in id_raw], out=id_offsets[1:])
-    meta_offsets = np.zeros(n_docs + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in metadata_json], out=meta_offsets[1:])
-    _finish_segment(
-        root,
-        tmp,
-        name,
-        n_docs=n_docs,
-        n_terms=n_terms,
-        n_blocks=n_blocks,
-        block_shift=block_shift,
-        offsets=offsets,
-        out_docs=out_docs,
-        out_wbits=out_wbits,
-        id_bytes=np.frombuffer(b"".join(id_raw), dtype=np.uint8),
-        id_offsets=id_offsets,
-        hashes=np.array([id_hash(i) for i in ids], dtype=np.uint64),
-        meta_bytes=np.frombuffer(b"".join(metadata_json), dtype=np.uint8),
-        meta_offsets=meta_offsets,
-    )
-
-
-def merge_segments(root: Path, name: str, block_shift: int, segments: Sequence[Segment]) -> int:
-    """Write one segment holding the live documents of ``segments`` (tombstones dropped)."""
-    remaps = []
-    lives = []
-    start = 0
-    for seg in segments:
-        live = seg.live_locals()
-        remap = np.full(seg.n_docs, -1, dtype=np.int64)
-        remap[live] = np.arange(start, start + len(live))
-        start += len(live)
-        remaps.append(remap)
-        lives.append(live)
-    n_docs = start
-    n_blocks = max(1, -(-n_docs // (1 << block_shift)))
-    n_terms = max((s.n_terms for s in segments), default=0)
-    counts = np.zeros(n_terms * n_blocks, dtype=np.int64)
-    empty = np.zeros(0, dtype=np.uint16)
-    cursor = np.zeros(0, dtype=np.int64)
-    for seg, remap in zip(segments, remaps, strict=True):
-        kern.remap_postings(
-            *seg.postings,
-            seg.n_terms,
-            seg.n_blocks,
-            seg.block_shift,
-            remap,
-            n_blocks,
-            counts,
-            cursor,
-            empty,
-            empty,
-            False,
-        )
-    offsets = np.zeros(n_terms * n_blocks + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    tmp = _temp_dir(root)
-    out_docs = _alloc(tmp, "sparse-docs.u16", int(offsets[-1]))
-    out_wbits = _alloc(tmp, "sparse-weights.u16", int(offsets[-1]))
-    cursor = offsets[:-1].copy()
-    if offsets[-1]:
-        for seg, remap in zip(segments, remaps, strict=True):
-            kern.remap_postings(
-                *seg.postings,
-                seg.n_terms,
-                seg.n_blocks,
-                seg.block_shift,
-                remap,
-                n_blocks,
-                counts,
-                cursor,
-                out_docs,
-                out_wbits,
-                True,
-            )
-    id_parts, idoff_parts, meta_parts, metaoff_parts, hash_parts = [], [], [], [], []
-    for seg, live in zip(segments, lives, strict=True):
-        b, o = kern.gather_ranges(seg.id_bytes, seg.id_offsets, live)
-        id_parts.append(b)
-        idoff_parts.append(o)
-        b, o = kern.gather_ranges(seg.meta_bytes, seg.meta_offsets, live)
-        meta_parts.append(b)
-        metaoff_parts.append(o)
-        by_local = np.empty(seg.n_docs, dtype=np.uint64)
-        by_local[seg.id_order] = seg.id_hashes
-        hash_parts.append(by_local[live])
-    _finish_segment(
-        root,
-        tmp,
-        name,
-        n_docs=n_docs,
-        n_terms=n_terms,
-        n_blocks=n_blocks,
-        block_shift=block_shift,
-        offsets=offsets,
-        out_docs=out_docs,
-        out_wbits=out_wbits,
-        id_bytes=np.concatenate(id_parts) if id_parts else np.zeros(0, np.uint8),
-        id_offsets=_join_offsets(idoff_parts),
-        hashes=np.concatenate(hash_parts) if hash_parts else np.zeros(0, np.uint64),
-        meta_bytes=np.concatenate(meta_parts) if meta_parts else np.zeros(0, np.uint8),
-        meta_offsets=_join_offsets(metaoff_parts),
-    )
-    return n_docs
-
-
-def _join_offsets(parts: list[np.ndarray]) -> np.ndarray:
-    out = [np.zeros(1, dtype=np.int64)]
-    base = 0
-    for p in parts:
-        out.append(p[1:] + base)
-        base += int(p[-1])
-    return np.concatenate(out)
 
 
 def remove_unreferenced(root: Path, manifest: dict[str, Any]) -> None:

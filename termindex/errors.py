@@ -15,8 +15,16 @@ class IndexNotFound(TermIndexError):
     """The index or alias does not exist (not created yet, or wrong name)."""
 
 
-class InvalidQuery(TermIndexError, ValueError):
-    """The query or document is malformed: empty, NaN/negative weights, bad ids (HTTP 422)."""
+class InvalidInput(TermIndexError, ValueError):
+    """The caller sent something malformed (HTTP 422): catch this for either kind below."""
+
+
+class InvalidQuery(InvalidInput):
+    """The query is malformed: empty, NaN/negative/too large weights, bad k or term ids."""
+
+
+class InvalidDocument(InvalidInput):
+    """A document to write is malformed: bad id, NaN/negative weights, repeated terms, metadata."""
 
 
 class DocumentNotFound(TermIndexError, KeyError):

@@ -1,7 +1,8 @@
 """Brute-force scoring every engine is checked against, and the weight roundings engines apply.
 
 Engines do not store weights exactly: Elasticsearch keeps 9 significant bits of a feature value,
-the embedded engine keeps an IEEE half float (11 significant bits). A parity test therefore
+the embedded engine keeps an IEEE half float (11 significant bits; its rule lives with the engine,
+``termindex.embedded_weights``, and is re-exported here). A parity test therefore
 builds the oracle on the *rounded* weights (``round_weights=round_like_...``) and then expects
 identical top-k ids and scores, instead of loosening the comparison until it passes.
 
@@ -16,6 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 import numpy as np
 
 from termindex.base import Hit, TermDocument, validate_weights
+from termindex.embedded_weights import FLOAT16_MAX, FLOAT16_MIN_POSITIVE, round_like_embedded
 
 __all__ = [
     "FLOAT16_MAX",
@@ -26,9 +28,6 @@ __all__ = [
     "round_like_elasticsearch",
     "round_like_embedded",
 ]
-
-FLOAT16_MAX = float(np.finfo(np.float16).max)  # 65504
-FLOAT16_MIN_POSITIVE = float(np.float16(2.0**-24))  # smallest subnormal half float
 
 RoundFn = Callable[[np.ndarray], np.ndarray]
 
@@ -43,19 +42,6 @@ def round_like_elasticsearch(weights: np.ndarray | float) -> np.ndarray:
     w32 = np.asarray(weights, dtype=np.float32)
     bits = w32.view(np.uint32) >> np.uint32(15) << np.uint32(15)
     return bits.view(np.float32).astype(np.float64)
-
-
-def round_like_embedded(weights: np.ndarray | float) -> np.ndarray:
-    """The value the embedded engine stores for each weight: an IEEE half float.
-
-    Round to nearest even from float64 (11 significant bits for normal values, relative error
-    <= 2**-12). Weights above 65504 are clamped to 65504 (log1p(65504) = 11.1, far beyond any
-    trained model's output) and positive weights below the smallest half float are raised to it,
-    so a stored term always keeps a positive contribution.
-    """
-    w = np.asarray(weights, dtype=np.float64)
-    h = np.clip(w, FLOAT16_MIN_POSITIVE, FLOAT16_MAX).astype(np.float16)
-    return h.astype(np.float64)
 
 
 def _sort_hits(ids: list[str], scores: np.ndarray, k: int) -> list[tuple[str, float]]:

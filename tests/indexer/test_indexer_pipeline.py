@@ -165,13 +165,13 @@ def test_engine_errors_stop_the_job_with_the_engine_error(
     image_folder: Path, tmp_path: Path, colour_encoder
 ) -> None:
     """A writer-thread failure surfaces in the caller with its type; nothing hangs."""
-    from termindex import InvalidQuery, open_index
+    from termindex import InvalidDocument, open_index
 
     index = open_index(
         f"embedded:{tmp_path / 'small-vocab'}", create=True, vocab_size=50
     )  # colour ids reach 299
     config = IndexConfig(input=image_folder, backend="unused", workers=0, batch_size=2, progress=False)
-    with pytest.raises(InvalidQuery, match="vocab_size"):
+    with pytest.raises(InvalidDocument, match="vocab_size"):
         run_index(config, encoder=colour_encoder, index=index)
     index.close()
 

@@ -12,7 +12,7 @@ from termindex import open_index
 from termindex.base import TermDocument
 from termindex.elastic import ElasticsearchIndex
 from termindex.elastic_common import errors
-from termindex.errors import DocumentNotFound, EngineUnavailable, IndexNotFound, InvalidQuery
+from termindex.errors import DocumentNotFound, EngineUnavailable, IndexNotFound, InvalidDocument, InvalidQuery
 
 pytestmark = pytest.mark.elasticsearch
 
@@ -100,7 +100,7 @@ def test_unknown_token_matches_nothing(index: ElasticsearchIndex) -> None:
 def test_invalid_documents_are_rejected_before_sending(
     index: ElasticsearchIndex, doc: TermDocument, match: str
 ) -> None:
-    with pytest.raises(InvalidQuery, match=match):
+    with pytest.raises(InvalidDocument, match=match):
         index.upsert([doc])
     assert index.count() == 1
 

@@ -1,4 +1,4 @@
-"""Invalid inputs give clear InvalidQuery errors; odd-but-valid ids round-trip."""
+"""Invalid inputs give clear InvalidQuery / InvalidDocument errors; odd-but-valid ids round-trip."""
 
 from __future__ import annotations
 
@@ -7,9 +7,16 @@ import math
 import pytest
 
 from termindex import open_index
-from termindex.base import TermDocument
+from termindex.base import MAX_QUERY_WEIGHT, TermDocument
 from termindex.embedded import MAX_K, EmbeddedIndex
-from termindex.errors import DocumentNotFound, InvalidQuery, TermIndexError
+from termindex.errors import (
+    DocumentNotFound,
+    IndexNotFound,
+    InvalidDocument,
+    InvalidInput,
+    InvalidQuery,
+    TermIndexError,
+)
 
 
 @pytest.fixture()
@@ -32,7 +39,7 @@ def test_unknown_token_matches_nothing(index):
 def test_token_outside_vocabulary(index, tmp_path):
     with pytest.raises(InvalidQuery, match="vocabulary"):
         index.search({1000: 1.0})
-    with pytest.raises(InvalidQuery, match="vocab_size"):
+    with pytest.raises(InvalidDocument, match="vocab_size"):
         index.upsert([TermDocument("c", {5000: 1.0})])
     untracked = EmbeddedIndex(tmp_path / "untracked", create=True)  # no vocab_size: no match
     untracked.upsert([TermDocument("a", {1: 1.0})])
@@ -45,6 +52,24 @@ def test_bad_query_weights(index, weight):
         index.search({1: 1.0, 2: weight})
 
 
+@pytest.mark.parametrize("weight", [MAX_QUERY_WEIGHT * (1 + 2**-40), 3e38, 3.5e38, 1e308])
+def test_query_weights_above_the_bound_are_refused(index, weight):
+    with pytest.raises(InvalidQuery, match=f"<= {MAX_QUERY_WEIGHT:g}"):
+        index.search({2: weight})
+    assert [h.id for h in index.search({2: MAX_QUERY_WEIGHT})] == ["a", "b"]  # the bound itself is fine
+
+
+def test_document_and_query_errors_share_a_base():
+    assert issubclass(InvalidQuery, InvalidInput) and issubclass(InvalidDocument, InvalidInput)
+    assert not issubclass(InvalidDocument, InvalidQuery) and issubclass(InvalidInput, ValueError)
+
+
+def test_missing_index_names_the_command_that_builds_one(tmp_path):
+    with pytest.raises(IndexNotFound, match=r"vsparta index .*--backend embedded:") as err:
+        EmbeddedIndex(tmp_path / "nothing")
+    assert "create=True" not in str(err.value)
+
+
 @pytest.mark.parametrize("term", [-1, "1", 1.5, True, None])
 def test_bad_query_term_ids(index, term):
     with pytest.raises(InvalidQuery, match="vocabulary id"):
@@ -54,7 +79,7 @@ def test_bad_query_term_ids(index, term):
 @pytest.mark.parametrize("weight", [math.nan, -0.5, 0.0, math.inf])
 def test_bad_document_weights_write_nothing(index, weight):
     batch = [TermDocument("ok", {3: 1.0}), TermDocument("bad", {3: weight})]
-    with pytest.raises(InvalidQuery, match="weight"):
+    with pytest.raises(InvalidDocument, match="weight"):
         index.upsert(batch)
     assert index.count() == 2  # the whole batch was rejected before anything was written
     with pytest.raises(DocumentNotFound):
@@ -94,17 +119,17 @@ def test_odd_ids_round_trip(tmp_path):
 
 @pytest.mark.parametrize("bad", ["", "line\nbreak", "nul\x00", "bell\x07", "del\x7f", "x" * 513, 42, None])
 def test_bad_ids_rejected(index, bad):
-    with pytest.raises(InvalidQuery, match="document id"):
+    with pytest.raises(InvalidDocument, match="document id"):
         index.upsert([TermDocument(bad, {1: 1.0})])
-    with pytest.raises(InvalidQuery, match="document id"):
+    with pytest.raises(InvalidDocument, match="document id"):
         index.delete([bad])
-    with pytest.raises(InvalidQuery, match="document id"):
+    with pytest.raises(InvalidDocument, match="document id"):
         index.get(bad)
     assert index.count() == 2
 
 
 def test_metadata_must_be_json(index):
-    with pytest.raises(InvalidQuery, match="JSON"):
+    with pytest.raises(InvalidDocument, match="JSON"):
         index.upsert([TermDocument("c", {1: 1.0}, {"blob": object()})])
     assert index.count() == 2
 

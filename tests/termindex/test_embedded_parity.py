@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from termindex import open_index
-from termindex.base import TermDocument
+from termindex.base import MAX_QUERY_WEIGHT, TermDocument
 from termindex.embedded import EmbeddedIndex
 from termindex.oracle import (
     BruteForceOracle,
@@ -89,7 +89,7 @@ def test_parity_default_block_size_and_k(tmp_path, docs, queries, oracle):
 
 
 def _run_encodings(seg) -> dict[str, int]:
-    """How many runs of each layout a segment has (see termindex.embedded_kernels)."""
+    """How many runs of each layout a segment has (see termindex.embedded_postings)."""
     sparse = np.diff(seg.doffsets) > 0
     split = np.diff(seg.hoffsets) > 0
     return {
@@ -193,3 +193,29 @@ def test_near_ties_inside_one_quantization_step(tmp_path):
     for q in [{3: 1.0}, {3: 1.0, 4: 2.0}, {3: 0.37, 4: 1.91, 9: 0.5}, {4: 3.0, 10: 1.0, 11: 1.0}]:
         for k in (1, 10, 25):
             assert _pairs(index.search(q, k=k)) == _pairs(oracle.search(q, k=k)), (q, k)
+
+
+def test_parity_at_the_query_weight_bound(tmp_path, docs, queries):
+    """Every query weight at ``MAX_QUERY_WEIGHT`` (the largest a request may carry), against
+    documents that include the largest and smallest storable weights: still exact, ``==``."""
+    extreme = [
+        TermDocument(
+            f"x{i}",
+            {
+                t: w
+                for t, w in zip(
+                    range(i, i + 8), (65504.0, 1e6, 2.0**-24, 1e-9, 3.0, 0.5, 70000.0, 1.0), strict=True
+                )
+            },
+        )
+        for i in range(0, 40, 3)
+    ]
+    both = docs + extreme
+    index = EmbeddedIndex(tmp_path / "idx", create=True, block_size=256)
+    index.upsert(both[:1500])
+    index.upsert(both[1500:])
+    oracle = BruteForceOracle(both, round_weights=round_like_embedded)
+    bound = [{t: MAX_QUERY_WEIGHT for t in q} for q in queries[:80]]
+    bound += [{t: MAX_QUERY_WEIGHT for t in range(i, i + 12)} for i in range(0, 40, 5)]
+    _assert_parity(index, oracle, bound)
+    _assert_parity(index, oracle, bound[:20], k=1)

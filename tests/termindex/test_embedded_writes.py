@@ -9,7 +9,7 @@ import pytest
 
 from termindex.base import TermDocument
 from termindex.embedded import EmbeddedIndex
-from termindex.errors import DocumentNotFound, IndexNotFound, InvalidQuery
+from termindex.errors import DocumentNotFound, IndexNotFound, InvalidDocument
 from termindex.oracle import BruteForceOracle, random_documents, round_like_embedded
 
 
@@ -209,11 +209,11 @@ def test_upsert_arrays_matches_upsert(tmp_path):
     # a repeated id keeps its last row; a repeated term in one row is an error
     assert b.upsert_arrays(["x", "y", "x"], np.array([0, 1, 2, 3]), np.array([1, 1, 2]), np.ones(3)) == 2
     assert b.get("x").terms == {2: 1.0}
-    with pytest.raises(InvalidQuery, match="twice"):
+    with pytest.raises(InvalidDocument, match="twice"):
         b.upsert_arrays(["z"], np.array([0, 2]), np.array([4, 4]), np.ones(2))
-    with pytest.raises(InvalidQuery, match="indptr"):
+    with pytest.raises(InvalidDocument, match="indptr"):
         b.upsert_arrays(["z"], np.array([0, 3]), np.array([4, 5]), np.ones(2))
-    with pytest.raises(InvalidQuery, match="weight"):
+    with pytest.raises(InvalidDocument, match="weight"):
         b.upsert_arrays(["z"], np.array([0, 1]), np.array([4]), np.array([np.nan]))
     assert b.count() == 402
 

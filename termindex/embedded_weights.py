@@ -1,0 +1,82 @@
+"""How the embedded engine stores a weight and bounds its contribution: one home for the rule.
+
+A weight is stored as an IEEE half float (``round_like_embedded``; the test oracle imports it
+from here to score what the engine stores). A query adds ``boost * log1p(w)``; the tables below
+give that contribution for every half-float bit pattern (float32 for upper bounds, float64 =
+numpy's own log1p for exact rescoring) and its 8-bit quantized upper bound.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+FLOAT16_MAX = float(np.finfo(np.float16).max)  # 65504
+FLOAT16_MIN_POSITIVE = float(np.float16(2.0**-24))  # smallest subnormal half float
+
+
+def round_like_embedded(weights: np.ndarray | float) -> np.ndarray:
+    """The value the embedded engine stores for each weight: an IEEE half float.
+
+    Round to nearest even from float64 (11 significant bits for normal values, relative error
+    <= 2**-12). Weights above 65504 are clamped to 65504 (log1p(65504) = 11.1, far beyond any
+    trained model's output) and positive weights below the smallest half float are raised to it,
+    so a stored term always keeps a positive contribution.
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    h = np.clip(w, FLOAT16_MIN_POSITIVE, FLOAT16_MAX).astype(np.float16)
+    return h.astype(np.float64)
+
+
+def half_bits(weights: np.ndarray) -> np.ndarray:
+    """``round_like_embedded`` as the uint16 bit patterns the postings hold."""
+    return round_like_embedded(weights).astype(np.float16).view(np.uint16)
+
+
+def _half_values() -> tuple[np.ndarray, np.ndarray]:
+    """Every half-float bit pattern as float64, and which ones are storable (finite, > 0)."""
+    values = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float64)
+    return values, np.isfinite(values) & (values > 0)
+
+
+@lru_cache(maxsize=1)
+def log1p_table() -> np.ndarray:
+    """float32 log1p of every half-float bit pattern; 0 for patterns never stored (<= 0, inf, NaN)."""
+    values, ok = _half_values()
+    table = np.zeros(65536, dtype=np.float32)
+    table[ok] = np.log1p(values[ok]).astype(np.float32)
+    table.setflags(write=False)
+    return table
+
+
+@lru_cache(maxsize=1)
+def log1p_table64() -> np.ndarray:
+    """float64 ``numpy.log1p`` of every half float: the oracle's exact function, as a table.
+
+    numpy's (SIMD) log1p and libm's differ in the last bit for ~5% of inputs; rescoring with
+    this table in numba gives the same bits as the oracle's ``np.log1p`` on float64 arrays.
+    """
+    values, ok = _half_values()
+    table = np.zeros(65536, dtype=np.float64)
+    table[ok] = np.log1p(values[ok])
+    table.setflags(write=False)
+    return table
+
+
+# Upper-bound quantization of a contribution c = log1p(w): q = floor(c / QUANT_STEP) + 1 for a
+# stored weight, 0 for an absent one, so (q - 1) * STEP <= c < q * STEP and q > 0 marks a match.
+QUANT_STEP = float(np.log1p(np.float64(65504.0)) / 254.0)  # q <= 255 for every half float
+
+
+@lru_cache(maxsize=1)
+def quant_tables() -> tuple[np.ndarray, np.ndarray]:
+    """(uint8, float32) quantized log1p of every half-float bit pattern (see QUANT_STEP)."""
+    values, ok = _half_values()
+    q = np.zeros(65536, dtype=np.int64)
+    q[ok] = np.floor(np.log1p(values[ok]) / QUANT_STEP).astype(np.int64) + 1
+    q8 = np.minimum(q, 255).astype(np.uint8)
+    q32 = q8.astype(np.float32)
+    q8.setflags(write=False)
+    q32.setflags(write=False)
+    return q8, q32
