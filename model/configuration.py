@@ -21,8 +21,8 @@ ACTIVATIONS = ("gelu", "relu", "gelu_new")
 LOCATION_DIM = 6  # [xmin, xmax, ymin, ymax, width, height] (paper Eq. 3)
 DEFAULT_TEXT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
-# Learned sparsity of the CPU-sized preset (measured in docs/quality.md): FLOPS over a 4,096-id sample
-# of the vocabulary for 8 images per step, which adds ~10% to a step on CPU.
+# Learned sparsity of the CPU-sized preset (docs/quality.experiments.md): FLOPS over a 4,096-id sample
+# of the vocabulary for 8 images per step; a training step costs ~1.2x the paper recipe's on CPU.
 _SPARSE_TINY: dict[str, Any] = {
     "sparsity_loss": "flops",
     "sparsity_weight": 3e-3,
