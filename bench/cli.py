@@ -11,23 +11,21 @@ import importlib
 import importlib.util
 import logging
 import os
-import shlex
-import sys
 from pathlib import Path
+
+from bench.options import (
+    ENGINES,
+    command_line,
+    input_file,
+    parse_engine_budget,
+    parse_engines,
+    parse_size,
+    parse_zipf,
+)
+from model.resolve import resolve_model_path
 
 log = logging.getLogger(__name__)
 
-ENGINES = [
-    "scipy",
-    "embedded",
-    "elasticsearch",
-    "elasticsearch-wand",
-    "service",
-    "pisa",
-    "seismic",
-    "dense-numpy",
-    "dense-faiss",
-]
 QUICK = {"sizes": "1K,5K,20K", "queries": 200, "build_budget": 120.0, "query_budget": 8.0}
 # Elasticsearch builds 1M images in ~30-40 min on 2 cores: its own budget, so the full run has it.
 FULL = {
@@ -37,57 +35,6 @@ FULL = {
     "query_budget": 60.0,
     "engine_budgets": {"elasticsearch": 4000.0},
 }
-_SUFFIX = {"K": 1_000, "M": 1_000_000}
-
-
-def parse_size(text: str) -> tuple[str, int]:
-    """``1K`` -> 1000, ``113K`` -> 113,287 (the paper's COCO index), ``1M``, or a plain integer."""
-    t = text.strip().upper()
-    if t == "113K":
-        return "113K", 113_287
-    try:
-        n = int(float(t[:-1]) * _SUFFIX[t[-1]]) if t[-1] in _SUFFIX else int(t)
-    except (ValueError, IndexError):
-        raise ValueError(f"bad size {text!r}: use e.g. 1K, 5K, 113K, 1M or an integer") from None
-    if n < 1:
-        raise ValueError(f"size must be >= 1, got {text!r}")
-    return t, n
-
-
-def parse_zipf(text: str) -> tuple[float, float]:
-    try:
-        s, b = (float(x) for x in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected S,B (e.g. 1.0,100), got {text!r}") from None
-    if s <= 0 or b < 0:
-        raise argparse.ArgumentTypeError(f"need S > 0 and B >= 0, got {text!r}")
-    return s, b
-
-
-def command_line(task: str) -> str:
-    """How this benchmark was invoked, for its report (``vsparta bench TASK`` when not from a CLI)."""
-    if "bench" not in sys.argv:
-        return f"vsparta bench {task}"
-    return "vsparta bench " + " ".join(shlex.quote(a) for a in sys.argv[sys.argv.index("bench") + 1 :])
-
-
-def parse_engine_budget(text: str) -> tuple[str, float]:
-    name, _, seconds = text.partition("=")
-    try:
-        value = float(seconds)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected ENGINE=SECONDS, got {text!r}") from None
-    if name not in ENGINES or value <= 0:
-        raise argparse.ArgumentTypeError(f"expected ENGINE=SECONDS with ENGINE in {', '.join(ENGINES)}")
-    return name, value
-
-
-def parse_engines(text: str) -> list[str]:
-    names = [e.strip() for e in text.split(",") if e.strip()]
-    bad = [e for e in names if e not in ENGINES]
-    if bad:
-        raise ValueError(f"unknown engine(s) {bad}; choose from {', '.join(ENGINES)}")
-    return names
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -99,7 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     eng.add_argument("--sizes", help=f"comma list (default {FULL['sizes']}; quick {QUICK['sizes']})")
     eng.add_argument("--queries", type=int, help="number of queries (default 1000; quick 200)")
     eng.add_argument("--engines", default=",".join(ENGINES), help="comma list from: " + ", ".join(ENGINES))
-    eng.add_argument("--seed", type=int, default=0)
+    eng.add_argument("--seed", type=int, default=0, help="seed of the generated corpus and queries")
     eng.add_argument("--n-terms", type=int, default=1000, help="terms per image (top-n)")
     eng.add_argument(
         "--cache-dir", type=Path, default=Path(".cache/bench"), help="generated corpora, work dirs"
@@ -119,12 +66,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     eng.add_argument("--query-budget", type=float, help="stop timing an engine's queries after this (s)")
     eng.add_argument("--threads", type=int, default=None, help="'all cores' worker count (default: all)")
-    eng.add_argument("--es-url", default=os.environ.get("VSPARTA_TEST_ES_URL", "http://127.0.0.1:9200"))
-    eng.add_argument("--service-backend", choices=["elasticsearch", "embedded"], default="elasticsearch")
+    eng.add_argument(
+        "--es-url",
+        default=os.environ.get("VSPARTA_TEST_ES_URL", "http://127.0.0.1:9200"),
+        help="Elasticsearch node (env VSPARTA_TEST_ES_URL)",
+    )
+    eng.add_argument(
+        "--service-backend",
+        choices=["elasticsearch", "embedded"],
+        default="elasticsearch",
+        help="engine behind the POST /search rows",
+    )
     eng.add_argument(
         "--pisa-algorithm",
         default="maxscore",
         choices=["maxscore", "block_max_maxscore", "block_max_wand", "wand", "ranked_or"],
+        help="PISA query algorithm",
     )
     eng.add_argument("--seismic-postings", type=int, default=3500, help="Seismic n_postings per list")
     eng.add_argument(
@@ -135,12 +92,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="query tokens ~ 1/(rank+B)^S (default 1.0,100: a query reads ~2.3 x N postings; "
         "larger S or smaller B = more frequent words, heavier queries)",
     )
-    eng.add_argument("--term-docs", type=Path, help="term-document JSONL from the indexer (a real index)")
+    eng.add_argument(
+        "--term-docs", type=input_file, help="term-document JSONL from the indexer (a real index)"
+    )
     eng.add_argument(
         "--model", help="model folder with tokenizer.json (token -> id for --term-docs, service)"
     )
     eng.add_argument(
-        "--captions", type=Path, help="with --term-docs: a manifest whose captions are the queries"
+        "--captions", type=input_file, help="with --term-docs: a manifest whose captions are the queries"
     )
     topn = sub.add_parser("topn", help="latency and ranking change vs top-n terms per image (Table 3)")
     importlib.import_module("bench.topn").add_arguments(topn)
@@ -157,17 +116,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     task = getattr(args, "bench_task", None)
-    if task == "indexing":
-        if importlib.util.find_spec("bench.indexing") is None:
-            log.error("bench/indexing.py is not built yet (the indexer's part)")
-            return 2
-        return int(importlib.import_module("bench.indexing").run(args) or 0)
-    if task == "embedded-load":
-        return int(importlib.import_module("bench.embedded_load").run(args) or 0)
-    if task not in {"engines", "topn", "quality"}:
-        log.error("choose a task: `vsparta bench engines [--quick]`, `topn`, `quality` or `indexing`")
+    if task not in {"engines", "topn", "quality", "indexing", "embedded-load"}:
+        log.error(
+            "choose a task: `vsparta bench engines [--quick]`, `topn`, `quality`, `indexing`, `embedded-load`"
+        )
         return 2
+    if getattr(args, "model", None):  # the tokenizer of --term-docs and the service rows
+        args.model = resolve_model_path(args.model, needs="tokenizer.json", allow_file=True, hub=False)
     try:
+        if task == "indexing":
+            return int(importlib.import_module("bench.indexing").run(args) or 0)
+        if task == "embedded-load":
+            return int(importlib.import_module("bench.embedded_load").run(args) or 0)
         if task in {"topn", "quality"}:
             return int(importlib.import_module(f"bench.{task}").run(args) or 0)
         return _run_engines(args)

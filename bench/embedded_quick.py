@@ -21,7 +21,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from termindex.embedded import EmbeddedIndex
-from termindex.oracle import round_like_embedded
+from termindex.embedded_weights import round_like_embedded
 
 log = logging.getLogger("bench.embedded_quick")
 
@@ -107,7 +107,7 @@ def main() -> None:
     if reuse:
         args.no_scipy = True  # the documents are not regenerated
     # few large segments while loading, one merge at the end
-    index = EmbeddedIndex(path, create=True, vocab_size=args.vocab, max_segments=64)
+    index = EmbeddedIndex(path, create=True, vocab_size=args.vocab)
     gen_s = build_s = 0.0
     keep = []  # (indptr, terms, weights) kept for the scipy baseline
     for c, start in enumerate(range(0, 0 if reuse else args.docs, args.segment_docs)):

@@ -36,20 +36,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--images", type=int, default=64, help="generated images for the decode/encode stages"
     )
-    parser.add_argument("--image-size", type=int, nargs=2, default=(640, 480), metavar=("W", "H"))
+    parser.add_argument(
+        "--image-size", type=int, nargs=2, default=(640, 480), metavar=("W", "H"), help="generated image size"
+    )
     parser.add_argument(
         "--models", default="tiny,default", help="comma-separated: tiny, default, or a saved model folder"
     )
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--top-n", type=int, default=1000)
+    parser.add_argument("--batch-size", type=int, default=16, help="images per encode batch")
+    parser.add_argument("--top-n", type=int, default=1000, help="terms kept per image")
     parser.add_argument("--write-docs", type=int, default=10_000, help="synthetic documents per engine")
-    parser.add_argument("--terms-per-doc", type=int, default=1000)
-    parser.add_argument("--write-batch", type=int, default=500)
-    parser.add_argument("--vocab-size", type=int, default=30522)
+    parser.add_argument("--terms-per-doc", type=int, default=1000, help="terms per synthetic document")
+    parser.add_argument("--write-batch", type=int, default=500, help="documents per engine write")
+    parser.add_argument("--vocab-size", type=int, default=30522, help="term ids of the synthetic documents")
     parser.add_argument(
         "--engines", default="embedded,elasticsearch", help="comma-separated engines to write into"
     )
-    parser.add_argument("--es-url", default=os.environ.get("VSPARTA_TEST_ES_URL", DEFAULT_ES_URL))
+    parser.add_argument(
+        "--es-url",
+        default=os.environ.get("VSPARTA_TEST_ES_URL", DEFAULT_ES_URL),
+        help="Elasticsearch node (env VSPARTA_TEST_ES_URL)",
+    )
     parser.add_argument("--workers", type=int, default=1, help="decode workers in the end-to-end run")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
     parser.add_argument("--json", type=Path, help="also write the figures here")

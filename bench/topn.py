@@ -23,6 +23,7 @@ import numpy as np
 from bench import exact
 from bench.corpus import Corpus
 from bench.engines.base import Skip, cpu_count
+from bench.options import command_line, input_file, parse_size
 from bench.runner import RunConfig, measure_engine
 
 log = logging.getLogger(__name__)
@@ -57,21 +58,24 @@ def truncate_top_n(corpus: Corpus, n: int) -> Corpus:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", default="5K", help="images (synthetic), e.g. 5K or 113K")
     parser.add_argument("--top-n", default=DEFAULT_TOP_N, help="comma list of n")
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--queries", type=int, default=200, help="queries timed per engine and n")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated corpus and queries")
     parser.add_argument("--engines", default="scipy,embedded", help="comma list: scipy, embedded, pisa")
-    parser.add_argument("--cache-dir", type=Path, default=Path(".cache/bench"))
-    parser.add_argument("--term-docs", type=Path, help="term-document JSONL instead of synthetic docs")
+    parser.add_argument(
+        "--cache-dir", type=Path, default=Path(".cache/bench"), help="generated corpora, work dirs"
+    )
+    parser.add_argument("--term-docs", type=input_file, help="term-document JSONL instead of synthetic docs")
     parser.add_argument("--model", help="model folder with tokenizer.json (for --term-docs)")
-    parser.add_argument("--n-terms", type=int, default=1000)
-    parser.add_argument("--query-budget", type=float, default=10.0)
-    parser.add_argument("--eval-json", type=Path, help="`vsparta eval --json` output: recall per top-n")
+    parser.add_argument("--n-terms", type=int, default=1000, help="terms per synthetic image before the cut")
+    parser.add_argument(
+        "--query-budget", type=float, default=10.0, help="stop timing an engine's queries after this (s)"
+    )
+    parser.add_argument("--eval-json", type=input_file, help="`vsparta eval --json` output: recall per top-n")
     parser.add_argument("--out-dir", type=Path, default=Path("docs"), help="topn.md/.png go here")
     parser.add_argument("--no-write", action="store_true", help="print only")
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.cli import parse_size
     from bench.engines.ours import EmbeddedAdapter
     from bench.engines.pisa import PisaAdapter
     from bench.engines.scipy_exact import ScipyAdapter
@@ -124,7 +128,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _write(args: argparse.Namespace, rows: list[dict], full: Corpus) -> None:
     from bench import hardware, topn_report
-    from bench.cli import command_line
 
     eval_json = topn_report.load_eval(args.eval_json)
     table = topn_report.joined(rows, eval_json)

@@ -22,6 +22,7 @@ from pathlib import Path
 from indexer.mapper import parse_top_n
 from indexer.reader import INPUT_FORMATS
 from indexer.runner import IndexConfig, run_index
+from model.resolve import existing_path, resolve_model_path
 from termindex import TermIndexError
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = __doc__.split("\n", 2)[2]
     parser.add_argument(
-        "input", type=Path, help="image folder, manifest JSONL, .npz folder, or term-document JSONL"
+        "input", type=existing_path, help="image folder, manifest JSONL, .npz folder, or term-document JSONL"
     )
     parser.add_argument(
         "--format", dest="input_format", choices=INPUT_FORMATS, default="auto", help="input kind"
@@ -92,15 +93,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if not getattr(args, "verbose", False):
-        logging.getLogger("elasticsearch").setLevel(logging.WARNING)  # one line per bulk request otherwise
+        logging.getLogger("elasticsearch").setLevel(
+            logging.ERROR
+        )  # a line per request, a traceback per retry
+    # Resolved before any engine is opened: a mistyped --model leaves no empty index folder behind.
+    model = Path(resolve_model_path(args.model)) if args.model else None
+    tokenizer = None
+    if args.tokenizer:
+        tokenizer = Path(
+            resolve_model_path(args.tokenizer, option="--tokenizer", needs="tokenizer.json", allow_file=True)
+        )
     config = IndexConfig(
-        input=args.input,
+        input=Path(args.input),
         input_format=args.input_format,
         backend=args.backend,
         export_jsonl=args.export_jsonl,
         export_docs_per_file=args.export_docs_per_file,
-        model=args.model,
-        tokenizer=args.tokenizer,
+        model=model,
+        tokenizer=tokenizer,
         top_n=args.top_n,
         batch_size=args.batch_size,
         workers=args.workers,

@@ -1,7 +1,7 @@
 """Mapper stage: decoded batches -> weighted-term documents (the only stage on the device).
 
 The encoder scores every vocabulary term for each image and keeps the top-n (paper section 3.3,
-DESIGN.md section 2); here we only batch, call it, drop non-positive weights and attach ids and
+docs/architecture.md section 2); here we only batch, call it, drop non-positive weights and attach ids and
 metadata. Term-document input skips the model: tokens are mapped back to vocabulary ids.
 """
 

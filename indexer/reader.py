@@ -1,7 +1,7 @@
 """Reader stage: turn the job's input into an ordered list of work items with stable ids.
 
 Formats: a folder of images (recursive), a folder of precomputed region ``.npz`` files, a
-manifest JSONL (DESIGN.md section 3, optional ``regions`` per line), or term-document JSONL
+manifest JSONL (docs/architecture.md section 3, optional ``regions`` per line), or term-document JSONL
 (a file or a folder of them: re-index without a model). ``auto`` decides by looking.
 """
 

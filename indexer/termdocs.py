@@ -1,4 +1,4 @@
-"""Term-document JSONL (DESIGN.md section 3): ``{"id", "terms": {token: weight}, "metadata"}``.
+"""Term-document JSONL (docs/architecture.md section 3): ``{"id", "terms": {token: weight}, "metadata"}``.
 
 The export is sharded and numbered like clip-retrieval's outputs: ``terms-S{shard}-{part}.jsonl``
 with a new part every ``docs_per_file`` documents, so N shard jobs can write into one folder

@@ -8,6 +8,8 @@ import logging
 import os
 from pathlib import Path
 
+from model.resolve import existing_dir, existing_path, resolve_model_path
+
 log = logging.getLogger(__name__)
 
 
@@ -30,9 +32,12 @@ def _top_n(text: str) -> list[int | str | None]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--manifest", required=True, help="held-out manifest (JSONL with captions) or a Karpathy-split .json"
+        "--manifest",
+        required=True,
+        type=existing_path,
+        help="held-out manifest (JSONL with captions) or a Karpathy-split .json",
     )
-    parser.add_argument("--image-root", help="image folder for a Karpathy-split .json")
+    parser.add_argument("--image-root", type=existing_dir, help="image folder for a Karpathy-split .json")
     parser.add_argument("--split", default="test", help="Karpathy split to evaluate (test or val)")
     parser.add_argument("--model", help="saved VisualSparta folder (e.g. runs/vs/final)")
     parser.add_argument("--dense", help="saved dense baseline folder, evaluated beside it")
@@ -43,8 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma list; 'natural' = the model's positive terms capped like `vsparta index` "
         "(config top_n, default 1000); 'all' = every positive term",
     )
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--device", default="auto")
+    parser.add_argument("--batch-size", type=int, default=64, help="images per encode batch")
+    parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:1 ...")
     parser.add_argument("--ndcg-queries", type=int, default=1000, help="queries used for NDCG@25")
     parser.add_argument("--time-queries", type=int, default=500, help="queries timed one by one")
     parser.add_argument("--max-images", type=int, help="evaluate on the first N images only")
@@ -54,6 +59,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.model and not args.dense:
+        log.error("give --model and/or --dense")
+        return 2
+    model_dir = resolve_model_path(args.model, hub=False) if args.model else None
+    dense_dir = resolve_model_path(args.dense, option="--dense", hub=False) if args.dense else None
     import torch
     from transformers.utils import logging as hf_logging
 
@@ -65,9 +75,6 @@ def run(args: argparse.Namespace) -> int:
 
     hf_logging.disable_progress_bar()  # per-file "Loading weights" bars would drown the real progress
 
-    if not args.model and not args.dense:
-        log.error("give --model and/or --dense")
-        return 2
     threads = args.threads or (
         int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS") else None
     )
@@ -77,8 +84,8 @@ def run(args: argparse.Namespace) -> int:
         records = [r for r in load_records(args.manifest, args.image_root, args.split) if r.captions]
         if args.max_images:
             records = records[: args.max_images]
-        model = load_model(args.model) if args.model else None
-        dense = load_model(args.dense) if args.dense else None
+        model = load_model(model_dir) if model_dir else None
+        dense = load_model(dense_dir) if dense_dir else None
         if model is not None and not isinstance(model, VisualSpartaModel):
             raise ValueError(f"--model {args.model} is not a VisualSparta model")
         if dense is not None and not isinstance(dense, DenseDualEncoder):

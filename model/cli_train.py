@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from model.configuration import DEFAULT_TEXT_MODEL, PRESETS
+from model.resolve import existing_dir, existing_path
 
 log = logging.getLogger(__name__)
 
@@ -16,17 +17,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--manifest",
         required=True,
+        type=existing_path,
         help="training manifest (JSONL with captions) or a Karpathy-split dataset_*.json (train+restval)",
     )
     parser.add_argument(
-        "--image-root", help="image folder for a Karpathy-split .json (COCO: the folder of val2014/)"
+        "--image-root",
+        type=existing_dir,
+        help="image folder for a Karpathy-split .json (COCO: the folder of val2014/)",
     )
     parser.add_argument("--out", required=True, help="output folder: checkpoint-epoch-N/ and final/")
     parser.add_argument(
         "--val",
+        type=existing_path,
         help="validation manifest (or the Karpathy .json: its val split): Recall@1/5/10 after each epoch",
     )
-    parser.add_argument("--model", choices=["visualsparta", "dense"], default="visualsparta")
+    parser.add_argument(
+        "--model",
+        choices=["visualsparta", "dense"],
+        default="visualsparta",
+        help="model kind (dense: baseline)",
+    )
     parser.add_argument(
         "--init",
         help=f"text model for the token embeddings and transformer: a hub id (e.g. {DEFAULT_TEXT_MODEL}, "
@@ -38,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="tiny",
         help=f"one of {sorted(PRESETS)}, a JSON file or an inline JSON object (VisualSpartaConfig fields)",
     )
-    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--epochs", type=int, default=3, help="passes over the training images")
     parser.add_argument(
         "--batch-size", type=int, default=32, help="images per batch (all their captions are queries)"
     )
@@ -49,14 +59,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Adam learning rate (paper: 5e-5; ~1e-3 for from-scratch tiny models)",
     )
     parser.add_argument("--warmup", type=float, default=0.1, help="fraction of steps with linear warm-up")
-    parser.add_argument("--captions-per-image", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--captions-per-image", type=int, default=5, help="captions used per image")
+    parser.add_argument("--seed", type=int, default=0, help="same seed, same run")
     parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:1 ...")
     parser.add_argument("--no-amp", action="store_true", help="no mixed precision on CUDA")
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
     parser.add_argument("--max-images", type=int, help="use only the first N training images")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     sparse = parser.add_argument_group(
         "learned sparsity (saved in the model's config; defaults come from --config)"
     )
@@ -108,6 +118,11 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.init and args.init.lower() != "none":  # checked first: one sentence, not a hub traceback
+        from model.resolve import resolve_model_path
+        from model.tokenization import resolve_text_model
+
+        resolve_model_path(resolve_text_model(args.init), option="--init")
     import torch
     from transformers.utils import logging as hf_logging
 

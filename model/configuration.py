@@ -2,7 +2,7 @@
 
 Text/transformer dimensions follow BERT's names so that a BERT-family checkpoint (default
 ``sentence-transformers/all-MiniLM-L6-v2``) can initialize the token embeddings and the image
-transformer. ``stem`` picks how raw pixels become regions (DESIGN.md section 2).
+transformer. ``stem`` picks how raw pixels become regions (docs/architecture.md section 2).
 """
 
 from __future__ import annotations

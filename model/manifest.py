@@ -1,4 +1,4 @@
-"""The dataset manifest (DESIGN.md section 3): one JSON object per line, one image per object.
+"""The dataset manifest (docs/architecture.md section 3): one JSON object per line, one image per object.
 
 ``{"id": str, "image": path, "captions": [str, ...], "metadata": {...}}``; relative image paths
 are resolved against the manifest's folder so a data set can be moved as one directory.

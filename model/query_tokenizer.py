@@ -2,7 +2,7 @@
 
 The query is never run through a network (paper section 3.1.1), so the service only needs the
 WordPiece tokenizer saved with the model (``tokenizer.json``, read by the Rust ``tokenizers``
-library). Repeated tokens count once per occurrence (DESIGN.md section 2).
+library). Repeated tokens count once per occurrence (docs/architecture.md section 2).
 """
 
 from __future__ import annotations

@@ -157,7 +157,6 @@ def train(opts: TrainOptions) -> TrainResult:
         raise ValueError("need epochs >= 1, batch_size >= 2, lr > 0, captions_per_image >= 1")
     t0 = time.perf_counter()
     out = Path(opts.out)
-    out.mkdir(parents=True, exist_ok=True)
     device = resolve_device(opts.device)
     amp = (device.type == "cuda") if opts.amp is None else opts.amp
     model_cls = MODEL_CLASSES[opts.model][1] if opts.model in MODEL_CLASSES else None
@@ -186,6 +185,7 @@ def train(opts: TrainOptions) -> TrainResult:
     val_store = None
     if opts.val:
         val_store = ImageStore(_records(opts.val, opts.image_root, "val", None), model.config, qtok.tokenize)
+    out.mkdir(parents=True, exist_ok=True)  # only now: a bad config or manifest leaves no empty folder
     steps_per_epoch = len(_batches(np.arange(len(store)), opts.batch_size))
     total_steps = steps_per_epoch * opts.epochs
     optimizer = torch.optim.AdamW(model.parameters(), lr=opts.lr, weight_decay=opts.weight_decay)

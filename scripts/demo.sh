@@ -5,9 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-VENV=${VSPARTA_VENV:-.venv}
-[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q -e ".[model,service]"
+source scripts/venv.sh
+ensure_venv "model,service"
 
 exec "$VENV/bin/vsparta" demo "$@"

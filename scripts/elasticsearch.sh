@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A real single-node Elasticsearch for tests, CI and users without Docker (DESIGN.md section 4).
+# A real single-node Elasticsearch for tests, CI and users without Docker (docs/architecture.md section 4).
 #
 #   bash scripts/elasticsearch.sh start|stop|status|logs [N]|restart
 #

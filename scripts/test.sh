@@ -5,10 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-VENV=${VSPARTA_VENV:-.venv}
-[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q -e ".[all]"
+source scripts/venv.sh
+ensure_venv "all"
 
 bash scripts/install-system-deps.sh
 

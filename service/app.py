@@ -6,19 +6,18 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import swagger_ui_bundle
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 from model.query_tokenizer import QueryTokenizer
+from service.docs import add_offline_docs
 from service.engines import open_engine
 from service.errors import install_error_handlers
 from service.images import Thumbnailer
 from service.metrics import ServiceMetrics
 from service.middleware import BodyLimitMiddleware, MetricsMiddleware
+from service.outage import CLIENT_LOGGERS, DropClientFailures, OutageLog
 from service.routes import STATIC_DIR, build_router
 from service.settings import ServiceSettings
 
@@ -33,13 +32,18 @@ index. Score = sum over query tokens of log(1 + weight of the token in the image
 
 def create_app(settings: ServiceSettings) -> FastAPI:
     """A new app with its own metrics registry; the lifespan opens the tokenizer and engine."""
+    outage = OutageLog()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        quiet = DropClientFailures()
+        client_loggers = [logging.getLogger(name) for name in CLIENT_LOGGERS]
+        for logger in client_loggers:
+            logger.addFilter(quiet)
         app.state.tokenizer = QueryTokenizer.from_pretrained(
             settings.model_path, max_tokens=settings.max_query_tokens
         )
-        app.state.engine = open_engine(settings.backend, settings.engine_timeout_s)
+        app.state.engine = open_engine(settings.backend, settings.engine_timeout_s, outage)
         app.state.thumbnailer = Thumbnailer(settings.thumbnail_cache_dir, settings.thumbnail_sizes)
         await app.state.engine.start()
         ok, detail = await app.state.engine.ready()
@@ -47,6 +51,8 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         try:
             yield
         finally:
+            for logger in client_loggers:
+                logger.removeFilter(quiet)
             await app.state.engine.close()
             app.state.thumbnailer.close()
 
@@ -60,10 +66,10 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     )
     app.state.settings = settings
     app.state.metrics = ServiceMetrics()
-    install_error_handlers(app, settings.retry_after_s)
+    install_error_handlers(app, settings.retry_after_s, outage)
     app.include_router(build_router(settings))
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
-    _add_offline_docs(app)
+    add_offline_docs(app)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,
@@ -75,18 +81,3 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     return app
-
-
-def _add_offline_docs(app: FastAPI) -> None:
-    """Swagger UI at /docs from the ``swagger-ui-bundle`` package, so it works without internet."""
-    app.mount("/docs-assets", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="docs-assets")
-
-    @app.get("/docs", include_in_schema=False)
-    async def swagger_ui() -> HTMLResponse:
-        return get_swagger_ui_html(
-            openapi_url=app.openapi_url or "/openapi.json",
-            title=f"{app.title} - API docs",
-            swagger_js_url="/docs-assets/swagger-ui-bundle.js",
-            swagger_css_url="/docs-assets/swagger-ui.css",
-            swagger_favicon_url="/docs-assets/favicon-32x32.png",
-        )

@@ -11,7 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from model.resolve import resolve_model_path
 from service.settings import ServiceSettings
+from termindex import open_index, parse_spec
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +82,14 @@ def settings_from_args(args: argparse.Namespace) -> ServiceSettings:
     return ServiceSettings(**overrides)
 
 
+def checked_model_path(args: argparse.Namespace, settings: ServiceSettings) -> str:
+    """The tokenizer folder, local only (no network at query time), else ``ModelPathError``."""
+    option = "--model" if getattr(args, "model_path", None) else "VSPARTA_MODEL_PATH"
+    return resolve_model_path(
+        settings.model_path, option=option, needs="tokenizer.json", allow_file=True, hub=False
+    )
+
+
 def explain_settings_error(exc: ValidationError) -> str:
     """One line per problem, naming the flag or variable to fix."""
     lines = []
@@ -98,7 +108,7 @@ def serve(settings: ServiceSettings, host: str = "127.0.0.1", port: int = 8000) 
 
     from service.app import create_app
 
-    log.info("VisualSparta search on http://%s:%d/  (API docs: http://%s:%d/docs)", host, port, host, port)
+    log.info("starting VisualSparta search on http://%s:%d/ (API docs: /docs)", host, port)
     uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=False)
 
 
@@ -108,8 +118,12 @@ def run(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         log.error("invalid settings: %s", explain_settings_error(exc))
         return 2
-    if not settings.model_path.exists():
-        log.error("model path %s does not exist (--model or VSPARTA_MODEL_PATH)", settings.model_path)
+    checked_model_path(args, settings)  # one sentence (vsparta prints it) instead of a failed start-up
+    if parse_spec(settings.backend)[0] == "embedded":  # a missing folder is a typo, not an outage (503s)
+        open_index(settings.backend).close()
+    missing = [str(root) for root in settings.image_roots if not root.is_dir()]
+    if missing:
+        log.error("--image-root %s: no such folder", ", ".join(missing))
         return 2
     if not settings.image_roots:
         log.warning("no --image-root given: image and thumbnail URLs will answer 404")

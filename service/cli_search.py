@@ -15,32 +15,42 @@ from typing import Any, TextIO
 from pydantic import ValidationError
 
 from model.query_tokenizer import QueryTokenizer
-from service.cli import add_settings_arguments, explain_settings_error, settings_from_args
-from service.results import hit_to_result, query_from_text
+from service.cli import (
+    add_settings_arguments,
+    checked_model_path,
+    explain_settings_error,
+    settings_from_args,
+)
+from service.images import resolve_image
+from service.results import ResultView, hit_to_result, query_from_text
+from service.words import words_of
 from termindex import open_index
-from termindex.errors import EngineUnavailable, IndexNotFound, InvalidQuery
+from termindex.errors import EngineUnavailable, IndexNotFound, InvalidInput
 
 log = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("query", help='free text, e.g. "a red cube"')
+    parser.add_argument("query", help='free text, e.g. "a red circle left of a blue square"')
     add_settings_arguments(parser)
     parser.add_argument("-k", type=int, default=10, help="number of results (default: %(default)s)")
     parser.add_argument("--explain", action="store_true", help="show matched tokens, weights, contributions")
     parser.add_argument("--json", action="store_true", help="print the same JSON as POST /search")
 
 
-def format_table(response: dict[str, Any], explain: bool) -> str:
-    """A fixed-width table: rank, score, id, image (and matched tokens with --explain)."""
+def format_table(response: dict[str, Any], explain: bool, images: list[str]) -> str:
+    """A fixed-width table: rank, score, id, image file (and matched tokens with --explain).
+
+    ``images`` are the hits' files as indexed: this machine's own paths, which the JSON (like
+    the HTTP answer) never carries.
+    """
     results = response["results"]
     head = f"query tokens: {' '.join(response['query_tokens'])}  ({response['took_ms']:.1f} ms)"
     if not results:
         return head + "\nno results\n"
     id_w = max(2, *(len(r["id"]) for r in results))
     lines = [head, f"{'#':>3}  {'score':>8}  {'id':<{id_w}}  image"]
-    for rank, r in enumerate(results, 1):
-        image = r["metadata"].get("image", "")
+    for rank, (r, image) in enumerate(zip(results, images, strict=True), 1):
         lines.append(f"{rank:>3}  {r['score']:>8.4f}  {r['id']:<{id_w}}  {image}")
         if explain and r.get("terms"):
             matched = ", ".join(
@@ -63,11 +73,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if not 1 <= args.k <= settings.max_k:
         log.error("-k must be between 1 and %d", settings.max_k)
         return 2
-    try:
-        tokenizer = QueryTokenizer.from_pretrained(settings.model_path, max_tokens=settings.max_query_tokens)
-    except FileNotFoundError as exc:
-        log.error("%s", exc)
-        return 2
+    tokenizer = QueryTokenizer.from_pretrained(
+        checked_model_path(args, settings), max_tokens=settings.max_query_tokens
+    )
     start = time.perf_counter()
     query, tokens = query_from_text(args.query, tokenizer)
     if not query:
@@ -76,19 +84,34 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     try:
         with open_index(settings.backend) as index:
             hits = index.search(query, k=args.k, explain=args.explain)
-    except (EngineUnavailable, IndexNotFound) as exc:
+    except IndexNotFound as exc:  # a user's mistake (wrong path or alias): one sentence, exit 2
+        log.error("%s", exc)
+        return 2
+    except EngineUnavailable as exc:
         log.error("search backend %s unavailable: %s", settings.backend, exc)
         return 3
-    except InvalidQuery as exc:
+    except InvalidInput as exc:
         log.error("invalid query: %s", exc)
         return 2
+    view = ResultView(explain=args.explain)  # the same JSON as POST /search
+    words = words_of(tokens)
     response = {
-        "results": [hit_to_result(h, tokenizer, args.explain) for h in hits],
+        "results": [
+            hit_to_result(
+                h,
+                tokenizer,
+                view,
+                has_file=resolve_image(h.metadata, settings.image_roots) is not None,
+                words=words,
+            )
+            for h in hits
+        ],
         "query_tokens": tokens,
+        "query_words": [w.text for w in words],
         "took_ms": round((time.perf_counter() - start) * 1000, 3),
     }
     if args.json:
         out.write(json.dumps(response, indent=2) + "\n")
     else:
-        out.write(format_table(response, args.explain))
+        out.write(format_table(response, args.explain, [str(h.metadata.get("image", "")) for h in hits]))
     return 0

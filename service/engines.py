@@ -18,8 +18,9 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
-from termindex import Hit, TermDocument, TermIndex, parse_spec
-from termindex.errors import EngineUnavailable, IndexNotFound, TermIndexError
+from service.outage import OutageLog
+from termindex import Hit, TermDocument, TermIndex, heaviest_terms, parse_spec
+from termindex.errors import DocumentNotFound, EngineUnavailable, IndexNotFound, InvalidInput, TermIndexError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -28,14 +29,23 @@ T = TypeVar("T")
 class ServiceEngine(ABC):
     """What the routes need from an index: search, fetch, count, readiness."""
 
-    def __init__(self, timeout_s: float) -> None:
+    def __init__(self, timeout_s: float, outage: OutageLog | None = None) -> None:
         self.timeout_s = timeout_s
+        self.outage = outage or OutageLog()
 
     async def _bounded(self, make: Callable[[], Awaitable[T]], what: str) -> T:
+        """One engine call under the timeout; a timeout or a server that is not Elasticsearch -> 503."""
         try:
-            return await asyncio.wait_for(make(), timeout=self.timeout_s)
+            result = await asyncio.wait_for(make(), timeout=self.timeout_s)
         except (asyncio.TimeoutError, TimeoutError):
             raise EngineUnavailable(f"search engine timed out after {self.timeout_s:g}s ({what})") from None
+        except Exception as exc:  # the server answered but is not Elasticsearch: a 503 naming it
+            better = not_a_search_engine(exc)
+            if better is None:
+                raise
+            raise better from exc
+        self.outage.recovered()
+        return result
 
     @abstractmethod
     async def search(self, query: Mapping[int, float], k: int, explain: bool) -> list[Hit]: ...
@@ -44,16 +54,27 @@ class ServiceEngine(ABC):
     async def get(self, doc_id: str) -> TermDocument: ...
 
     @abstractmethod
+    async def similar(self, doc_id: str, k: int, n_terms: int, explain: bool) -> list[Hit]:
+        """More like this: ``TermIndex.similar`` (the engines' one definition of it)."""
+
+    async def get_image(self, doc_id: str) -> TermDocument:
+        """``get`` for an id from a URL: one no engine could store is simply not there (404)."""
+        try:
+            return await self.get(doc_id)
+        except InvalidInput:
+            raise DocumentNotFound(doc_id) from None
+
+    @abstractmethod
     async def count(self) -> int: ...
 
     async def ready(self) -> tuple[bool, str]:
-        """(ready?, reason): reachable and the index exists."""
+        """(ready?, reason): reachable and the index exists. The reason is for clients: the log
+        gets the engine's own message (paths, hosts), the answer does not."""
         try:
             n = await self.count()
-        except IndexNotFound as exc:
-            return False, f"index not found: {exc}"
         except TermIndexError as exc:
-            return False, f"engine unavailable: {exc}"
+            self.outage.failed("readiness", exc, traceback=False)
+            return False, public_reason(exc)
         return True, f"{n} documents"
 
     @abstractmethod
@@ -75,7 +96,7 @@ def warm_up(index: TermIndex) -> None:
     if first is None:
         return
     index.get(first.id)
-    top = sorted(first.terms.items(), key=lambda kv: -kv[1])[:8]
+    top = heaviest_terms(first.terms, 8)
     index.search(dict(top), k=2, explain=True)
     index.search(dict(top[:1]), k=1, explain=False)
 
@@ -89,8 +110,10 @@ class ThreadedEngine(ServiceEngine):
     and the next request waits on the same task instead of starting another.
     """
 
-    def __init__(self, opener: Callable[[], TermIndex], timeout_s: float) -> None:
-        super().__init__(timeout_s)
+    def __init__(
+        self, opener: Callable[[], TermIndex], timeout_s: float, outage: OutageLog | None = None
+    ) -> None:
+        super().__init__(timeout_s, outage)
         self._opener = opener
         self._index: TermIndex | None = None
         self._opening: asyncio.Future[TermIndex] | None = None
@@ -149,6 +172,9 @@ class ThreadedEngine(ServiceEngine):
     async def get(self, doc_id: str) -> TermDocument:
         return await self._call("get", "get", doc_id)
 
+    async def similar(self, doc_id: str, k: int, n_terms: int, explain: bool) -> list[Hit]:
+        return await self._call("similar", "similar", doc_id, k=k, n_terms=n_terms, explain=explain)
+
     async def count(self) -> int:
         return await self._call("count", "count")
 
@@ -165,8 +191,8 @@ class ThreadedEngine(ServiceEngine):
 class AsyncIndexEngine(ServiceEngine):
     """An async engine client (Elasticsearch): calls awaited directly, reconnecting per request."""
 
-    def __init__(self, client: Any, timeout_s: float) -> None:
-        super().__init__(timeout_s)
+    def __init__(self, client: Any, timeout_s: float, outage: OutageLog | None = None) -> None:
+        super().__init__(timeout_s, outage)
         self._client = client
 
     async def search(self, query: Mapping[int, float], k: int, explain: bool) -> list[Hit]:
@@ -175,6 +201,11 @@ class AsyncIndexEngine(ServiceEngine):
     async def get(self, doc_id: str) -> TermDocument:
         return await self._bounded(lambda: self._client.get(doc_id), "get")
 
+    async def similar(self, doc_id: str, k: int, n_terms: int, explain: bool) -> list[Hit]:
+        return await self._bounded(
+            lambda: self._client.similar(doc_id, k=k, n_terms=n_terms, explain=explain), "similar"
+        )
+
     async def count(self) -> int:
         return await self._bounded(lambda: self._client.count(), "count")
 
@@ -182,7 +213,42 @@ class AsyncIndexEngine(ServiceEngine):
         await self._client.close()
 
 
-def open_engine(spec: str, timeout_s: float) -> ServiceEngine:
+class NotElasticsearch(EngineUnavailable):
+    """The configured URL is some other web server: the 503 says so (a retry will not help)."""
+
+
+def public_reason(exc: BaseException) -> str:
+    """What a client is told about an engine failure: the kind, never a server path or host."""
+    if isinstance(exc, NotElasticsearch):
+        return f"search backend unavailable: {exc}"
+    if isinstance(exc, IndexNotFound):
+        return "search index not found: nothing indexed yet, or wrong index name"
+    if isinstance(exc, EngineUnavailable):
+        return "search backend unavailable, retry later"
+    return "search backend error, retry later"
+
+
+def not_a_search_engine(exc: BaseException) -> NotElasticsearch | None:
+    """``EngineUnavailable`` naming the problem when the server answered but is not Elasticsearch.
+
+    The client raises ``UnsupportedProductError`` for any web server that is not Elasticsearch;
+    termindex translates it, and this catches it again in case a client error slips through.
+    """
+    try:
+        from elasticsearch.exceptions import UnsupportedProductError
+    except ImportError:
+        return None
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, UnsupportedProductError):
+            return NotElasticsearch(
+                "the backend URL answers HTTP but is not Elasticsearch (wrong host or port?)"
+            )
+        cause = cause.__cause__
+    return None
+
+
+def open_engine(spec: str, timeout_s: float, outage: OutageLog | None = None) -> ServiceEngine:
     """The engine a backend spec names; nothing is contacted until the first request."""
     engine, location, name = parse_spec(spec)
     if engine == "elasticsearch":
@@ -193,11 +259,11 @@ def open_engine(spec: str, timeout_s: float) -> ServiceEngine:
                 f"backend {spec!r} needs the Elasticsearch client: pip install 'vsparta[service]'"
             ) from exc
         client = AsyncElasticsearchIndex(location, name, request_timeout=timeout_s)
-        return AsyncIndexEngine(client, timeout_s)
+        return AsyncIndexEngine(client, timeout_s, outage)
 
     def opener() -> TermIndex:
         from termindex.embedded import EmbeddedIndex
 
         return EmbeddedIndex(location, create=False)
 
-    return ThreadedEngine(opener, timeout_s)
+    return ThreadedEngine(opener, timeout_s, outage)

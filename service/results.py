@@ -1,54 +1,116 @@
-"""Turn engine hits into the JSON the API and `vsparta search --json` return (DESIGN.md section 3).
+"""Turn engine hits into the JSON the API and `vsparta search --json` return (docs/architecture.md section 3).
 
-Engines speak vocabulary ids; people read tokens. The mapping back happens here, once, so the HTTP
-service and the command line print the same thing.
+Engines speak vocabulary ids; people read tokens and words. The mapping back happens here, once,
+so the HTTP service and the command line print the same thing. What a client sees of an image is
+decided here too: ids and URLs, never the server's file paths.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 from model.query_tokenizer import QueryTokenizer
-from termindex import Hit
+from service.schemas import SERVER_ONLY_METADATA
+from service.words import Word, captions_of, group_by_word, words_of
+from termindex import Hit, heaviest_terms
 
 
-def image_urls(doc_id: str, metadata: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    """Relative URLs of the original and its thumbnail; None when the document names no image."""
-    if not metadata.get("image"):
+@dataclass(frozen=True)
+class ResultView:
+    """What one response shows of each image.
+
+    ``fields`` None: everything; else the names of ``schemas.FIELD_NAMES`` / ``metadata.KEY``.
+    ``hidden``: metadata keys never shown (server paths over HTTP; the local CLI shows them).
+    """
+
+    explain: bool = False
+    fields: frozenset[str] | None = None
+    hidden: frozenset[str] = SERVER_ONLY_METADATA
+
+    @classmethod
+    def of(cls, explain: bool, fields: Collection[str] | None) -> ResultView:
+        return cls(explain, None if fields is None else frozenset(fields))
+
+    def wants(self, name: str) -> bool:
+        return self.fields is None or name in self.fields
+
+    def metadata(self, metadata: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The metadata to show, or None when the client asked for none of it."""
+        if self.wants("metadata"):
+            return {k: v for k, v in metadata.items() if k not in self.hidden}
+        keys = {f.removeprefix("metadata.") for f in self.fields or () if f.startswith("metadata.")}
+        if not keys:
+            return None
+        return {k: v for k, v in metadata.items() if k in keys and k not in self.hidden}
+
+
+def image_urls(doc_id: str, has_file: bool) -> tuple[str | None, str | None]:
+    """Relative URLs of the original and its thumbnail; None when there is no file to serve."""
+    if not has_file:
         return None, None
     base = f"/images/{quote(doc_id, safe='')}"
     return f"{base}/file", f"{base}/thumbnail"
 
 
+def image_fields(
+    doc_id: str, metadata: Mapping[str, Any], has_file: bool, view: ResultView
+) -> dict[str, Any]:
+    """The parts of an image every response shows the same way: metadata and URLs, as asked."""
+    out: dict[str, Any] = {}
+    shown = view.metadata(metadata)
+    if shown is not None:
+        out["metadata"] = shown
+    image_url, thumbnail_url = image_urls(doc_id, has_file)
+    if view.wants("image_url"):
+        out["image_url"] = image_url
+    if view.wants("thumbnail_url"):
+        out["thumbnail_url"] = thumbnail_url
+    return out
+
+
 def explain_terms(hit: Hit, tokenizer: QueryTokenizer) -> list[dict[str, Any]]:
     """Matched tokens of one hit, biggest contribution first (the paper's Figure 3)."""
-    items = sorted((hit.contributions or {}).items(), key=lambda kv: (-kv[1][1], kv[0]))
+    contributions = hit.contributions or {}
+    order = heaviest_terms({tid: c for tid, (_w, c) in contributions.items()})
     return [
-        {"token": tokenizer.id_to_token(tid), "weight": float(w), "contribution": float(c)}
-        for tid, (w, c) in items
+        {
+            "token": tokenizer.id_to_token(tid),
+            "weight": float(contributions[tid][0]),
+            "contribution": float(c),
+        }
+        for tid, c in order
     ]
 
 
-def hit_to_result(hit: Hit, tokenizer: QueryTokenizer, explain: bool) -> dict[str, Any]:
-    image_url, thumbnail_url = image_urls(hit.id, hit.metadata)
-    out: dict[str, Any] = {
-        "id": hit.id,
-        "score": float(hit.score),
-        "metadata": dict(hit.metadata),
-        "image_url": image_url,
-        "thumbnail_url": thumbnail_url,
-    }
-    if explain:
+def matched_words(terms: Sequence[Mapping[str, Any]], words: Sequence[Word]) -> list[dict[str, Any]]:
+    """A hit's matched tokens as the query's words, with their summed contributions."""
+    grouped = group_by_word(((t["token"], t["contribution"]) for t in terms), words)
+    return [{"word": g["word"], "contribution": g["value"], "tokens": g["tokens"]} for g in grouped]
+
+
+def hit_to_result(
+    hit: Hit,
+    tokenizer: QueryTokenizer,
+    view: ResultView,
+    *,
+    has_file: bool,
+    words: Sequence[Word] = (),
+) -> dict[str, Any]:
+    """One result; with ``view.explain`` its matched tokens and the query ``words`` they form."""
+    out: dict[str, Any] = {"id": hit.id, "score": float(hit.score)}
+    out.update(image_fields(hit.id, hit.metadata, has_file, view))
+    if view.explain:
         out["terms"] = explain_terms(hit, tokenizer)
+        out["words"] = matched_words(out["terms"], words)
     return out
 
 
 def top_terms(terms: Mapping[int, float], tokenizer: QueryTokenizer, n: int) -> list[dict[str, Any]]:
     """The ``n`` heaviest terms of a document as ``{token, weight}``, heaviest first."""
-    items = sorted(terms.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
-    return [{"token": tokenizer.id_to_token(tid), "weight": float(w)} for tid, w in items]
+    return [{"token": tokenizer.id_to_token(tid), "weight": float(w)} for tid, w in heaviest_terms(terms, n)]
 
 
 def query_from_text(text: str, tokenizer: QueryTokenizer) -> tuple[dict[int, float], list[str]]:
@@ -59,3 +121,19 @@ def query_from_text(text: str, tokenizer: QueryTokenizer) -> tuple[dict[int, flo
     for i in ids:
         weights[i] = weights.get(i, 0.0) + 1.0
     return weights, [tokenizer.id_to_token(i) for i in ids]
+
+
+def caption_words(metadata: Mapping[str, Any], tokenizer: QueryTokenizer) -> list[Word]:
+    """The words of an image's captions, to name its heaviest tokens as whole words."""
+    words: list[Word] = []
+    for caption in captions_of(metadata):
+        words.extend(words_of([tokenizer.id_to_token(i) for i in tokenizer.tokenize(caption)]))
+    return words
+
+
+def similar_words(
+    terms: Sequence[tuple[int, float]], metadata: Mapping[str, Any], tokenizer: QueryTokenizer
+) -> list[str]:
+    """The words a "more like this" query stands for: its heaviest tokens, named by the captions."""
+    scored = [(tokenizer.id_to_token(t), w) for t, w in terms]
+    return [g["word"] for g in group_by_word(scored, caption_words(metadata, tokenizer))]

@@ -6,6 +6,7 @@ string annotations could not name.
 """
 
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,9 +18,20 @@ from fastapi.responses import FileResponse, HTMLResponse, Response
 
 from service.deps import EngineDep, MetricsDep, SettingsDep, ThumbnailerDep, TokenizerDep
 from service.images import resolve_image
-from service.results import hit_to_result, image_urls, query_from_text, top_terms
+from service.results import (
+    ResultView,
+    caption_words,
+    hit_to_result,
+    image_fields,
+    query_from_text,
+    similar_words,
+    top_terms,
+)
 from service.schemas import (
+    FIELDS_DESCRIPTION,
+    MAX_FIELDS,
     SEARCH_EXAMPLES,
+    FieldName,
     Health,
     ImageDetail,
     Message,
@@ -28,6 +40,8 @@ from service.schemas import (
     search_request_model,
 )
 from service.settings import ServiceSettings
+from service.words import words_of
+from termindex import Hit, heaviest_terms
 from termindex.base import MAX_ID_LENGTH
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -38,12 +52,37 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": Message, "description": "No image with that id."}
 }
+_TOO_BIG: dict[int | str, dict[str, Any]] = {
+    413: {"model": Message, "description": "Request body larger than the configured limit."}
+}
+_NO_FILE: dict[int | str, dict[str, Any]] = {
+    404: {"model": Message, "description": "No image with that id, or no readable file for it."}
+}
+_VOCABULARY_422: dict[str, Any] = {
+    "description": "Invalid body: the schema's rules, and also tokens that are not in the model's "
+    "vocabulary or a text with no word in it (the schema cannot list the vocabulary).",
+    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/HTTPValidationError"}}},
+}
 
-DocId = Annotated[str, PathParam(min_length=1, max_length=MAX_ID_LENGTH, description="Image id.")]
+# Ids never hold control characters (``termindex.base.validate_id``): the schema says so.
+DocId = Annotated[
+    str,
+    PathParam(
+        min_length=1,
+        max_length=MAX_ID_LENGTH,
+        pattern=r"^[^\x00-\x1f\x7f]+$",
+        description="Image id: 1 to 512 characters, no control characters.",
+    ),
+]
+Fields = Annotated[list[FieldName] | None, Query(max_length=MAX_FIELDS, description=FIELDS_DESCRIPTION)]
 
 
 def _invalid(loc: tuple[str | int, ...], msg: str) -> RequestValidationError:
     return RequestValidationError([{"loc": loc, "msg": msg, "type": "value_error"}])
+
+
+def _elapsed_ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 3)
 
 
 def build_router(settings: ServiceSettings) -> APIRouter:
@@ -51,12 +90,28 @@ def build_router(settings: ServiceSettings) -> APIRouter:
     router = APIRouter()
     sizes = settings.thumbnail_sizes
     default_size = sizes[len(sizes) // 2]
+    roots = settings.image_roots
+
+    async def have_files(metadata: Sequence[Any], view: ResultView) -> list[bool]:
+        """Which images have a file to serve (URLs are offered only for those); off the event loop."""
+        if not (view.wants("image_url") or view.wants("thumbnail_url")):
+            return [False] * len(metadata)
+        return await anyio.to_thread.run_sync(lambda: [resolve_image(m, roots) is not None for m in metadata])
+
+    async def results_of(
+        hits: list[Hit], tokenizer: Any, view: ResultView, words: Sequence[Any]
+    ) -> list[dict[str, Any]]:
+        files = await have_files([h.metadata for h in hits], view)
+        return [
+            hit_to_result(h, tokenizer, view, has_file=f, words=words)
+            for h, f in zip(hits, files, strict=True)
+        ]
 
     @router.post(
         "/search",
         response_model=SearchResponse,
         response_model_exclude_unset=True,
-        responses=_ERRORS,
+        responses={**_ERRORS, **_TOO_BIG, 422: _VOCABULARY_422},
         tags=["search"],
         summary="Search images by text or weighted tokens",
     )
@@ -68,6 +123,7 @@ def build_router(settings: ServiceSettings) -> APIRouter:
     ) -> dict[str, Any]:
         """Rank images by the sum over query tokens of log(1 + weight of the token in the image)."""
         start = time.perf_counter()
+        view = ResultView.of(body.explain, body.fields)
         with metrics.stage("total"):
             with metrics.stage("tokenize"):
                 if body.query is not None:
@@ -91,13 +147,15 @@ def build_router(settings: ServiceSettings) -> APIRouter:
                         )
                     query = tokenizer.terms_to_ids(body.terms)
                     tokens = list(body.terms)
+                words = words_of(tokens)
             with metrics.stage("engine"):
                 hits = await engine.search(query, k=body.k, explain=body.explain)
-            results = [hit_to_result(h, tokenizer, body.explain) for h in hits]
+            results = await results_of(hits, tokenizer, view, words)
         return {
             "results": results,
             "query_tokens": tokens,
-            "took_ms": round((time.perf_counter() - start) * 1000, 3),
+            "query_words": [w.text for w in words],
+            "took_ms": _elapsed_ms(start),
         }
 
     @router.get(
@@ -115,22 +173,27 @@ def build_router(settings: ServiceSettings) -> APIRouter:
         metrics: MetricsDep,
         k: Annotated[int, Query(ge=1, le=settings.max_k)] = settings.default_k,
         explain: bool = False,
+        fields: Fields = None,
     ) -> dict[str, Any]:
+        """The image's heaviest terms as the query (``TermIndex.similar``), the image itself left out."""
         start = time.perf_counter()
+        view = ResultView.of(explain, fields)
         with metrics.stage("engine"):
-            doc = await engine.get(doc_id)
-            top = sorted(doc.terms.items(), key=lambda kv: (-kv[1], kv[0]))[: settings.similar_terms]
-            hits = await engine.search(dict(top), k=k + 1, explain=explain)
-        results = [hit_to_result(h, tokenizer, explain) for h in hits if h.id != doc_id][:k]
+            doc = await engine.get_image(doc_id)
+            hits = await engine.similar(doc_id, k=k, n_terms=settings.similar_terms, explain=explain)
+        top = heaviest_terms(doc.terms, settings.similar_terms)
+        (has_file,) = await have_files([doc.metadata], view)
         return {
-            "results": results,
+            "results": await results_of(hits, tokenizer, view, caption_words(doc.metadata, tokenizer)),
             "query_tokens": [tokenizer.id_to_token(t) for t, _ in top],
-            "took_ms": round((time.perf_counter() - start) * 1000, 3),
+            "query_words": similar_words(top, doc.metadata, tokenizer),
+            "similar_to": {"id": doc.id, **image_fields(doc.id, doc.metadata, has_file, view)},
+            "took_ms": _elapsed_ms(start),
         }
 
     async def _image_path(doc_id: str, engine: Any) -> Path:
-        doc = await engine.get(doc_id)
-        path = resolve_image(doc.metadata, settings.image_roots)
+        doc = await engine.get_image(doc_id)
+        path = await anyio.to_thread.run_sync(resolve_image, doc.metadata, roots)
         if path is None:
             raise HTTPException(404, "no image file for this id under the configured image roots")
         return path
@@ -138,7 +201,7 @@ def build_router(settings: ServiceSettings) -> APIRouter:
     @router.get(
         "/images/{doc_id:path}/file",
         response_class=FileResponse,
-        responses={**_ERRORS, **_NOT_FOUND, 200: {"content": {"image/*": {}}, "description": "The image."}},
+        responses={**_ERRORS, **_NO_FILE, 200: {"content": {"image/*": {}}, "description": "The image."}},
         tags=["images"],
         summary="The original image file",
     )
@@ -153,7 +216,7 @@ def build_router(settings: ServiceSettings) -> APIRouter:
         response_class=FileResponse,
         responses={
             **_ERRORS,
-            **_NOT_FOUND,
+            **_NO_FILE,
             200: {"content": {"image/jpeg": {}}, "description": "JPEG thumbnail."},
         },
         tags=["images"],
@@ -190,13 +253,11 @@ def build_router(settings: ServiceSettings) -> APIRouter:
         tokenizer: TokenizerDep,
         top: Annotated[int, Query(ge=1, le=settings.top_terms)] = settings.top_terms,
     ) -> dict[str, Any]:
-        doc = await engine.get(doc_id)
-        image_url, thumbnail_url = image_urls(doc.id, doc.metadata)
+        doc = await engine.get_image(doc_id)
+        (has_file,) = await have_files([doc.metadata], ResultView())
         return {
             "id": doc.id,
-            "metadata": dict(doc.metadata),
-            "image_url": image_url,
-            "thumbnail_url": thumbnail_url,
+            **image_fields(doc.id, doc.metadata, has_file, ResultView()),
             "terms": top_terms(doc.terms, tokenizer, top),
         }
 

@@ -1,4 +1,4 @@
-"""Request and response bodies of the HTTP API (DESIGN.md section 3).
+"""Request and response bodies of the HTTP API (docs/architecture.md section 3).
 
 The search request's limits (query length, k, number of terms) come from the settings, so its
 model is built per app by ``search_request_model``; the OpenAPI schema then shows the real bounds.
@@ -6,30 +6,67 @@ model is built per app by ``search_request_model``; the OpenAPI schema then show
 
 from __future__ import annotations
 
-import math
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
 from service.settings import ServiceSettings
+from termindex.base import MAX_QUERY_WEIGHT
 
 SEARCH_EXAMPLES: dict[str, dict[str, Any]] = {
     "text": {
         "summary": "Text query",
         "description": "Tokenized with the model's WordPiece tokenizer; no network runs at query time.",
-        "value": {"query": "a red cube next to a blue sphere", "k": 10},
+        "value": {"query": "a red circle left of a blue square", "k": 10},
     },
     "explain": {
-        "summary": "Text query with explanations",
-        "description": "Each result lists its matched tokens, their weights and their share of the score.",
-        "value": {"query": "red cube", "k": 5, "explain": True},
+        "summary": "Text query with explanations, captions only",
+        "description": "Each result lists its matched tokens and words, their weights and their share "
+        "of the score; `fields` keeps only the caption from each result's metadata.",
+        "value": {"query": "green triangle", "k": 5, "explain": True, "fields": ["metadata.caption"]},
     },
     "terms": {
         "summary": "Explicit weighted tokens",
-        "description": "Tokens must be in the model's vocabulary; weights are the clause boosts.",
-        "value": {"terms": {"red": 1.0, "cube": 2.0}, "k": 10},
+        "description": "Tokens must be in the model's vocabulary; weights are the clause boosts "
+        f"(finite, > 0, at most {MAX_QUERY_WEIGHT:g}).",
+        "value": {"terms": {"red": 1.0, "circle": 2.0}, "k": 10},
     },
 }
+
+# Metadata keys that hold server-side file paths: never sent to clients (they get URLs instead).
+SERVER_ONLY_METADATA = frozenset({"image", "image_root"})
+
+# What ``fields`` may name: a whole result part, or one metadata key as ``metadata.KEY``.
+FIELD_NAMES = ("metadata", "image_url", "thumbnail_url")
+FIELDS_DESCRIPTION = (
+    "Result parts to return besides `id` and `score` (and `terms`/`words` with `explain`): "
+    "`metadata` (all of it), `metadata.KEY` (one key, e.g. `metadata.caption`), `image_url`, "
+    "`thumbnail_url`. Omitted: all of them. `[]`: only ids and scores."
+)
+FIELD_ITEM_SCHEMA: dict[str, Any] = {
+    "anyOf": [{"enum": list(FIELD_NAMES)}, {"type": "string", "pattern": "^metadata\\.", "minLength": 10}]
+}
+MAX_FIELDS = 32
+
+
+def check_field(name: str) -> str:
+    """One ``fields`` entry: a known part or ``metadata.KEY`` with a non-empty key."""
+    if name in FIELD_NAMES or (name.startswith("metadata.") and len(name) > len("metadata.")):
+        return name
+    raise ValueError(f"unknown field {name!r}: use one of {', '.join(FIELD_NAMES)} or metadata.KEY")
+
+
+FieldName = Annotated[str, AfterValidator(check_field), WithJsonSchema(FIELD_ITEM_SCHEMA)]
 
 
 class _Out(BaseModel):
@@ -42,21 +79,47 @@ class MatchedTerm(_Out):
     contribution: float = Field(description="This token's part of the score: boost * log(1 + weight).")
 
 
+class MatchedWord(_Out):
+    word: str = Field(description="A whole query word (word-pieces merged, punctuation left out).")
+    contribution: float = Field(description="Sum of its matched tokens' contributions.")
+    tokens: list[str] = Field(description="The matched word-pieces it is made of.")
+
+
+_IMAGE_URL = "The original image; present only when its file is under the image roots."
+_THUMB_URL = "A JPEG thumbnail (add `?size=` in pixels); present only when the image file exists."
+_METADATA = "The image's metadata as indexed, without server file paths; as chosen by `fields`."
+
+
 class SearchResult(_Out):
     id: str
     score: float
-    metadata: dict[str, Any]
-    image_url: str | None = Field(description="The original image, served from the image roots.")
-    thumbnail_url: str | None = Field(description="A JPEG thumbnail; add `?size=` (pixels).")
+    metadata: dict[str, Any] | None = Field(None, description=_METADATA)
+    image_url: str | None = Field(None, description=_IMAGE_URL)
+    thumbnail_url: str | None = Field(None, description=_THUMB_URL)
     terms: list[MatchedTerm] | None = Field(
-        None, description="With `explain`: matched tokens, largest first."
+        None, description="With `explain`: matched tokens, largest contribution first."
     )
+    words: list[MatchedWord] | None = Field(
+        None, description="With `explain`: the matched tokens as whole query words, largest first."
+    )
+
+
+class ImageRef(_Out):
+    id: str
+    metadata: dict[str, Any] | None = Field(None, description=_METADATA)
+    image_url: str | None = Field(None, description=_IMAGE_URL)
+    thumbnail_url: str | None = Field(None, description=_THUMB_URL)
 
 
 class SearchResponse(_Out):
     results: list[SearchResult]
     query_tokens: list[str] = Field(description="The tokens searched for, in query order.")
-    took_ms: float
+    query_words: list[str] = Field(
+        description="What was searched for as words a person reads: the query's words, or, for "
+        "more like this, the image's heaviest words."
+    )
+    similar_to: ImageRef | None = Field(None, description="More like this: the image the results are like.")
+    took_ms: float = Field(ge=0, description="Time spent in the handler, milliseconds.")
 
     model_config = ConfigDict(
         json_schema_extra={
@@ -66,13 +129,15 @@ class SearchResponse(_Out):
                         {
                             "id": "scene-00042",
                             "score": 3.21,
-                            "metadata": {"image": "images/scene-00042.png"},
+                            "metadata": {"caption": "a red circle left of a blue square"},
                             "image_url": "/images/scene-00042/file",
                             "thumbnail_url": "/images/scene-00042/thumbnail",
-                            "terms": [{"token": "cube", "weight": 4.1, "contribution": 1.63}],
+                            "terms": [{"token": "circle", "weight": 4.1, "contribution": 1.63}],
+                            "words": [{"word": "circle", "contribution": 1.63, "tokens": ["circle"]}],
                         }
                     ],
-                    "query_tokens": ["red", "cube"],
+                    "query_tokens": ["red", "circle"],
+                    "query_words": ["red", "circle"],
                     "took_ms": 1.8,
                 }
             ]
@@ -87,9 +152,9 @@ class ImageTerm(_Out):
 
 class ImageDetail(_Out):
     id: str
-    metadata: dict[str, Any]
-    image_url: str | None
-    thumbnail_url: str | None
+    metadata: dict[str, Any] = Field(description=_METADATA)
+    image_url: str | None = Field(description=_IMAGE_URL)
+    thumbnail_url: str | None = Field(description=_THUMB_URL)
     terms: list[ImageTerm] = Field(description="The image's heaviest terms, heaviest first.")
 
 
@@ -106,46 +171,72 @@ class Ready(_Out):
     detail: str
 
 
+def _integral(value: Any) -> Any:
+    """``84.0`` is an integer in JSON (and in the schema's ``integer``); ``84.5`` and ``"84"`` are not."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+JsonInt = Annotated[int, BeforeValidator(_integral)]
+
+QueryWeight = Annotated[
+    float,
+    Field(
+        gt=0,
+        le=MAX_QUERY_WEIGHT,
+        allow_inf_nan=False,
+        description=f"Clause boost: finite, > 0, at most {MAX_QUERY_WEIGHT:g} (engines are exact up to it).",
+    ),
+]
+Token = Annotated[str, StringConstraints(min_length=1)]
+
+
+def _one_of_query_or_terms(schema: dict[str, Any]) -> None:
+    """The schema says what the validator enforces: exactly one of ``query`` and ``terms``, not null."""
+    schema["oneOf"] = [{"required": ["query"]}, {"required": ["terms"]}]
+    for name in ("query", "terms"):
+        schema["properties"][name].pop("default", None)
+
+
 def search_request_model(settings: ServiceSettings) -> type[BaseModel]:
     """The POST /search body with this app's limits; strict types (no "10" for 10)."""
     max_chars, max_k, max_terms = settings.max_query_chars, settings.max_k, settings.max_terms
 
     class SearchRequest(BaseModel):
-        """Give ``query`` (text) or ``terms`` ({token: weight}), not both."""
+        """Give ``query`` (text) or ``terms`` ({token: weight}), exactly one of them."""
 
         model_config = ConfigDict(
             extra="forbid",
             strict=True,
-            json_schema_extra={"examples": [e["value"] for e in SEARCH_EXAMPLES.values()]},
+            json_schema_extra=lambda schema: _one_of_query_or_terms(schema),
         )
 
-        query: str | None = Field(
-            None, max_length=max_chars, description=f"Free text, at most {max_chars} characters."
+        # Typed without None: an explicit null is refused, as the schema (no null) says.
+        query: str = Field(
+            None,  # type: ignore[assignment]
+            min_length=1,
+            max_length=max_chars,
+            description=f"Free text, 1 to {max_chars} characters, not only whitespace.",
+            json_schema_extra={"pattern": r"\S"},
         )
-        terms: dict[str, float] | None = Field(
-            None,
+        terms: dict[Token, QueryWeight] = Field(
+            None,  # type: ignore[assignment]
             min_length=1,
             max_length=max_terms,
-            description="Explicit {token: weight} instead of a text query; weights > 0.",
+            description="Explicit {token: weight} instead of a text query; tokens of the model vocabulary.",
         )
-        k: int = Field(settings.default_k, ge=1, le=max_k, description="Number of results.")
-        explain: bool = Field(False, description="List matched tokens with weights and contributions.")
+        k: JsonInt = Field(settings.default_k, ge=1, le=max_k, description="Number of results.")
+        explain: bool = Field(False, description="List matched tokens and words with their contributions.")
+        fields: list[FieldName] | None = Field(
+            None, max_length=MAX_FIELDS, description=FIELDS_DESCRIPTION, examples=[["metadata.caption"]]
+        )
 
         @field_validator("query")
         @classmethod
-        def _not_blank(cls, value: str | None) -> str | None:
-            if value is not None and not value.strip():
+        def _not_blank(cls, value: str) -> str:
+            if not value.strip():
                 raise ValueError("query is empty or only whitespace")
-            return value
-
-        @field_validator("terms")
-        @classmethod
-        def _weights_positive(cls, value: dict[str, float] | None) -> dict[str, float] | None:
-            for token, weight in (value or {}).items():
-                if not token:
-                    raise ValueError("terms: empty token")
-                if not math.isfinite(weight) or weight <= 0:
-                    raise ValueError(f"terms: weight of {token!r} must be finite and > 0, got {weight}")
             return value
 
         @model_validator(mode="after")

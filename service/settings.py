@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from termindex import parse_spec
+from termindex import MAX_QUERY_WEIGHT, parse_spec
 
 
 def _split_list(value: Any) -> Any:
@@ -47,7 +47,8 @@ class ServiceSettings(BaseSettings):
         description="Folders images may be served from; a document's `image` is resolved under them.",
     )
     max_query_chars: int = Field(512, ge=1, le=100_000)
-    max_query_tokens: int = Field(64, ge=1, le=4096)
+    # A token repeated n times weighs n: this bound keeps text queries inside MAX_QUERY_WEIGHT.
+    max_query_tokens: int = Field(64, ge=1, le=int(MAX_QUERY_WEIGHT))
     max_terms: int = Field(256, ge=1, le=100_000, description="Most explicit `terms` in one request.")
     max_k: int = Field(100, ge=1, le=10_000)
     default_k: int = Field(10, ge=1)

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from termindex.base import MAX_QUERY_WEIGHT, Hit, TermDocument, TermIndex, heaviest_terms, score
@@ -39,6 +40,8 @@ __all__ = [
     "score",
 ]
 
+_SCHEME = re.compile(r"^[A-Za-z][\w+.-]+:")  # two letters at least: "C:\\index" stays a path
+
 
 def parse_spec(spec: str) -> tuple[str, str, str | None]:
     """Split a backend spec into (engine, location, index name); raise ValueError if malformed."""
@@ -49,6 +52,8 @@ def parse_spec(spec: str) -> tuple[str, str, str | None]:
         if not host or not name or "/" in name:
             raise ValueError(f"Elasticsearch spec must be {scheme}://HOST:PORT/INDEX, got {spec!r}")
         return "elasticsearch", f"{scheme}://{host}", name
+    if _SCHEME.match(spec) and not spec.startswith("embedded:"):  # a typo such as "embeded:" or "es://"
+        raise ValueError(f"unknown backend {spec!r}: use embedded:/path/to/index or http://HOST:PORT/INDEX")
     path = spec[len("embedded:") :] if spec.startswith("embedded:") else spec
     if not path:
         raise ValueError("embedded spec needs a directory: embedded:/path/to/index")

@@ -193,10 +193,10 @@ class TermIndex(ABC):
     def search(self, query: Mapping[int, float], k: int = 10, explain: bool = False) -> list[Hit]:
         """Top-k documents by ``score``, best first; ties broken by id ascending."""
 
-    def similar(self, doc_id: str, k: int = 10, n_terms: int = 32) -> list[Hit]:
+    def similar(self, doc_id: str, k: int = 10, n_terms: int = 32, explain: bool = False) -> list[Hit]:
         """Documents like ``doc_id``: its ``n_terms`` heaviest terms as the query, itself excluded."""
         doc = self.get(doc_id)
-        hits = self.search(dict(heaviest_terms(doc.terms, n_terms)), k=k + 1)
+        hits = self.search(dict(heaviest_terms(doc.terms, n_terms)), k=k + 1, explain=explain)
         return [h for h in hits if h.id != doc_id][:k]
 
     def close(self) -> None:  # noqa: B027 - optional hook

@@ -148,8 +148,8 @@ class ElasticsearchIndex(TermIndex):
         with errors("open"):
             if not self._client.indices.exists(index=self.alias):
                 raise IndexNotFound(
-                    f"no Elasticsearch index or alias {self.alias!r} at {self.url} "
-                    "(create it with create=True)"
+                    f"no Elasticsearch index or alias {self.alias!r} at {self.url}; build one with "
+                    f"`vsparta index IMAGES --backend {self.url}/{self.alias}`"
                 )
 
     def _ensure_alias(self) -> None:
@@ -580,9 +580,9 @@ class AsyncElasticsearchIndex:
             raise DocumentNotFound(doc_id)
         return parse_doc(resp)
 
-    async def similar(self, doc_id: str, k: int = 10, n_terms: int = 32) -> list[Hit]:
+    async def similar(self, doc_id: str, k: int = 10, n_terms: int = 32, explain: bool = False) -> list[Hit]:
         doc = await self.get(doc_id)
-        hits = await self.search(similar_query(doc, n_terms), k=k + 1)
+        hits = await self.search(similar_query(doc, n_terms), k=k + 1, explain=explain)
         return [h for h in hits if h.id != doc_id][:k]
 
     async def count(self) -> int:

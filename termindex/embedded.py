@@ -9,19 +9,19 @@ Design (format details in ``embedded_format``):
   re-read the manifest under the lock, so writers in several processes interleave safely.
 - Readers hold an immutable snapshot (manifest + mapped segments). With ``auto_refresh`` (the
   default) each call ``stat``s the manifest (one syscall) and reloads only when it changed.
-- Weights are stored as half floats (``oracle.round_like_embedded``); scores are exact for the
+- Weights are stored as half floats (``embedded_weights.round_like_embedded``); scores are exact for the
   stored weights. Candidates come from summing 8-bit quantized upper bounds of log1p(w) in
   float32 (1 byte per document for frequent terms); every document that could still be in the
   top k by a proven margin is rescored in float64 (ascending term id, ``numpy.log1p``, as the
   oracle does), ties broken by id ascending. Call ``warmup()`` at service start: the kernels
-  compile on first use (cached on disk by numba afterwards).
+  compile on first use (cached on disk by numba afterwards). Search: ``embedded_search``.
+- Merges follow a tiered policy (``embedded_policy``): write amplification ~ log10(N).
 - ``get`` rebuilds a document's terms from the postings (no forward index: keeps 4 bytes per
   stored term), so it returns the stored, rounded weights.
 """
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import math
 import os
@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,13 @@ from termindex.base import (
     validate_weights,
 )
 from termindex.embedded_batches import Batch, batch_from_arrays, batch_from_documents
-from termindex.embedded_policy import MERGE_FACTOR, MergePolicy, TieredMergePolicy, plan_final_merge
+from termindex.embedded_policy import (
+    MERGE_FACTOR,
+    MergePolicy,
+    TieredMergePolicy,
+    live_sizes,
+    plan_final_merge,
+)
 from termindex.embedded_search import search_segments
 from termindex.embedded_weights import half_bits
 from termindex.embedded_writer import build_segment, merge_segments
@@ -69,12 +75,14 @@ class _Snapshot:
         return int(self.manifest["generation"])
 
 
-def _stat_key(root: Path) -> tuple[int, int, int]:
-    st = os.stat(root / fmt.MANIFEST)
+def _stat_key(manifest_path: str) -> tuple[int, int, int]:
+    st = os.stat(manifest_path)
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def _check_k(k: Any) -> int:
+    if type(k) is int and 1 <= k <= MAX_K:  # the common case, without the slower checks below
+        return k
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= MAX_K:
         raise InvalidQuery(f"k must be an integer in [1, {MAX_K}], got {k!r}")
     return int(k)
@@ -109,6 +117,7 @@ class EmbeddedIndex(TermIndex):
         if vocab_size is not None and (isinstance(vocab_size, bool) or int(vocab_size) < 1):
             raise ValueError(f"vocab_size must be a positive integer or None, got {vocab_size!r}")
         self.root = Path(path)
+        self._manifest_path = str(self.root / fmt.MANIFEST)  # stat'ed by every call: no Path math
         self.merge_policy = merge_policy or TieredMergePolicy(merge_factor, max_segments)
         self.auto_refresh = auto_refresh
         self.lock_timeout = lock_timeout
@@ -118,7 +127,7 @@ class EmbeddedIndex(TermIndex):
             if not create:
                 raise IndexNotFound(fmt.missing_index_message(self.root))
             self.root.mkdir(parents=True, exist_ok=True)
-            with self._write_lock():
+            with fmt.write_lock(self.root, self.lock_timeout):
                 if not (self.root / fmt.MANIFEST).exists():
                     fmt.write_manifest(self.root, fmt.new_manifest(block_size, vocab_size))
         self._snap = self._load()
@@ -132,7 +141,7 @@ class EmbeddedIndex(TermIndex):
         """Read the current manifest and map its segments (retry if a writer removed files)."""
         for attempt in range(20):
             try:
-                key = _stat_key(self.root)
+                key = _stat_key(self._manifest_path)
                 manifest = fmt.read_manifest(self.root)
                 segments = []
                 for entry in manifest["segments"]:
@@ -149,7 +158,7 @@ class EmbeddedIndex(TermIndex):
     def refresh(self) -> bool:
         """Pick up the latest committed generation; True if it changed. Costs one stat otherwise."""
         with self._mutex:
-            if _stat_key(self.root) == self._snap.stat_key:
+            if _stat_key(self._manifest_path) == self._snap.stat_key:
                 return False
             self._snap = self._load()
             return True
@@ -200,13 +209,7 @@ class EmbeddedIndex(TermIndex):
         if found is None:
             raise DocumentNotFound(doc_id)
         seg, local = found
-        terms, bits = seg.terms_of(local)
-        weights = bits.view(np.float16).astype(np.float64)
-        return TermDocument(
-            id=doc_id,
-            terms={int(t): float(w) for t, w in zip(terms, weights, strict=True)},
-            metadata=seg.metadata(local),
-        )
+        return seg.document(local)
 
     def warmup(self) -> None:
         """Compile (or load from numba's cache) the query kernels and touch the index once, so a
@@ -222,14 +225,8 @@ class EmbeddedIndex(TermIndex):
         """Every live document (slow: rebuilds terms from postings; for export and tests)."""
         snap = self._snapshot()
         for seg in snap.segments:
-            for local in seg.live_locals():
-                terms, bits = seg.terms_of(int(local))
-                weights = bits.view(np.float16).astype(np.float64)
-                yield TermDocument(
-                    id=seg.doc_id(int(local)),
-                    terms={int(t): float(w) for t, w in zip(terms, weights, strict=True)},
-                    metadata=seg.metadata(int(local)),
-                )
+            for local in seg.live_locals().tolist():
+                yield seg.document(local)
 
     def search(self, query: Mapping[int, float], k: int = 10, explain: bool = False) -> list[Hit]:
         k = _check_k(k)
@@ -243,29 +240,9 @@ class EmbeddedIndex(TermIndex):
     # ------------------------------------------------------------------ writes
 
     @contextmanager
-    def _write_lock(self) -> Iterator[None]:
-        fd = os.open(self.root / fmt.LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            if self.lock_timeout is None:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-            else:
-                deadline = time.monotonic() + self.lock_timeout
-                while True:
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                        break
-                    except BlockingIOError:
-                        if time.monotonic() > deadline:
-                            raise TermIndexError(f"another writer holds {self.root / fmt.LOCK}") from None
-                        time.sleep(0.01)
-            yield
-        finally:
-            os.close(fd)  # releases the flock
-
-    @contextmanager
     def _writing(self) -> Iterator[dict[str, Any]]:
         """Lock, start from the latest manifest, clean up dead writers' leftovers."""
-        with self._write_lock():
+        with fmt.write_lock(self.root, self.lock_timeout):
             manifest = fmt.read_manifest(self.root)
             fmt.remove_unreferenced(self.root, manifest)
             yield manifest
@@ -308,7 +285,7 @@ class EmbeddedIndex(TermIndex):
             fname = f"deletes-g{gen:08d}.u8"
             fmt.write_file(seg.path / fname, deleted)
             manifest["bytes_written"] = manifest.get("bytes_written", 0) + len(deleted)
-            segments[n] = fmt.Segment(**{**seg.__dict__, "deleted": deleted, "deletes_file": fname})
+            segments[n] = replace(seg, deleted=deleted, deletes_file=fname)
         return existed
 
     def _new_name(self, manifest: dict[str, Any]) -> str:
@@ -350,8 +327,8 @@ class EmbeddedIndex(TermIndex):
             nbytes = build_segment(
                 self.root, name, shift, ids, batch.terms, doc_of, wbits, batch.metadata_json
             )
-            _count(manifest, "ingested", len(ids), nbytes)
-            _count(manifest, "written", len(ids), nbytes)
+            fmt.count_write(manifest, "ingested", len(ids), nbytes)
+            fmt.count_write(manifest, "written", len(ids), nbytes)
             segments.append(fmt.Segment.open(self.root, name).with_deletes(None))
             self._commit(manifest, segments)
             self._settle(manifest)
@@ -361,7 +338,7 @@ class EmbeddedIndex(TermIndex):
         """Merge while the policy asks (each merge its own crash-safe commit)."""
         while True:
             segments = self._open_segments(manifest)
-            chosen = self.merge_policy.plan(_live_sizes(manifest))
+            chosen = self.merge_policy.plan(live_sizes(manifest))
             if len(chosen) < 2:
                 return
             self._merge(manifest, segments, chosen)
@@ -376,7 +353,7 @@ class EmbeddedIndex(TermIndex):
         yield self
         with self._writing() as manifest:
             loaded = int(manifest.get("docs_ingested", 0)) - start
-            chosen = plan_final_merge(_live_sizes(manifest), loaded)
+            chosen = plan_final_merge(live_sizes(manifest), loaded)
             if chosen:
                 self._merge(manifest, self._open_segments(manifest), chosen)
 
@@ -405,7 +382,7 @@ class EmbeddedIndex(TermIndex):
         shift = int(manifest["block_size"]).bit_length() - 1
         picked = set(chosen)
         nbytes = merge_segments(self.root, name, shift, [segments[i] for i in chosen])
-        _count(
+        fmt.count_write(
             manifest,
             "written",
             sum(segments[i].n_docs - int(segments[i].deleted.sum()) for i in chosen),
@@ -430,24 +407,9 @@ class EmbeddedIndex(TermIndex):
             "bytes_per_posting": disk / postings if postings else math.nan,
             "generation": snap.generation,
             **{key: int(snap.manifest.get(key, 0)) for key in fmt.WRITE_COUNTERS},
-            "write_amplification": _ratio(snap.manifest, "bytes"),
-            "doc_write_amplification": _ratio(snap.manifest, "docs"),
+            "write_amplification": fmt.write_ratio(snap.manifest, "bytes"),
+            "doc_write_amplification": fmt.write_ratio(snap.manifest, "docs"),
         }
 
     def close(self) -> None:
         self._cache = {}
-
-
-def _count(manifest: dict[str, Any], what: str, docs: int, nbytes: int) -> None:
-    manifest[f"docs_{what}"] = int(manifest.get(f"docs_{what}", 0)) + docs
-    manifest[f"bytes_{what}"] = int(manifest.get(f"bytes_{what}", 0)) + nbytes
-
-
-def _ratio(manifest: dict[str, Any], unit: str) -> float:
-    ingested = int(manifest.get(f"{unit}_ingested", 0))
-    return int(manifest.get(f"{unit}_written", 0)) / ingested if ingested else math.nan
-
-
-def _live_sizes(manifest: dict[str, Any]) -> list[int]:
-    """Live documents of each segment, in manifest order: what merge policies decide on."""
-    return [int(s["n_docs"]) - int(s.get("n_deleted", 0)) for s in manifest["segments"]]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 MERGE_FACTOR = 10
 
@@ -65,6 +65,11 @@ class TieredMergePolicy:
             n = len(sizes) - self.max_segments + 1
             return sorted(sorted(range(len(sizes)), key=lambda i: (sizes[i], i))[:n])
         return []
+
+
+def live_sizes(manifest: dict[str, Any]) -> list[int]:
+    """Live documents of each segment, in manifest order: what merge policies decide on."""
+    return [int(s["n_docs"]) - int(s.get("n_deleted", 0)) for s in manifest["segments"]]
 
 
 def plan_final_merge(sizes: Sequence[int], loaded: int) -> list[int]:

@@ -194,16 +194,17 @@ def search_segment(
     k,
     theta,
     margin,
-    kth_floor,
+    step_slack,
 ):
     """Candidates of one segment for an exact top-k: (bound sums, local ids, new threshold).
 
-    Each document gets A = sum of boost * q (quantized upper bounds, see QUANT_STEP) in float32:
+    Each document gets A = sum of boost * q (quantized upper bounds, see
+    ``embedded_weights.quant_step``) in float32:
     dense runs stream 1 byte per document, sparse runs map weights through ``qlut``.
     ``theta`` is the k-th largest A so far (-inf at first, then carried across segments).
     Every matched document with A >= theta - ``margin`` is returned: the caller chose
     ``margin`` so that no document of the exact top k (in float64) is left out, and rescores
-    them. ``kth_floor(theta)`` = QUANT_STEP * (theta - slack) is a lower bound of the k-th true
+    them. ``step_slack`` = [step, slack]: step * theta - slack is a lower bound of the k-th true
     score: blocks whose true upper bound (``blockmax`` through ``lut``) is below it are skipped.
     ``qterms`` must all be < the segment's ``n_terms``.
     """
@@ -220,8 +221,8 @@ def search_segment(
     cand_s = np.empty(cap, dtype=np.float32)
     cand_l = np.empty(cap, dtype=np.int64)
     n = 0
-    step = kth_floor[0]
-    slack = kth_floor[1]
+    step = step_slack[0]
+    slack = step_slack[1]
     for oi in range(n_blocks):
         b = order[oi]
         if ub[b] <= 0 or ub[b] < step * theta - slack:
@@ -289,3 +290,56 @@ def search_segment(
         if n >= k:
             theta = max(theta, _kth_largest(cand_s, n, k))
     return cand_s[:n].copy(), cand_l[:n].copy(), theta
+
+
+@njit(cache=True, nogil=True)
+def bound_range(a32, bounds):
+    """Float64 (lower, upper) bounds of the true scores of candidates with bound sums ``a32``;
+    ``bounds`` = [step, Q + eps_q, eps_q, s] (see ``embedded_search``)."""
+    lo = np.empty(a32.shape[0], dtype=np.float64)
+    hi = np.empty(a32.shape[0], dtype=np.float64)
+    for i in range(a32.shape[0]):
+        a = np.float64(a32[i])
+        lo[i] = bounds[0] * (a - bounds[1]) - bounds[3]
+        hi[i] = bounds[0] * (a + bounds[2]) + bounds[3]
+    return lo, hi
+
+
+@njit(cache=True, nogil=True)
+def top_rows(scores, k):
+    """Rows whose exact score reaches the k-th best (the top k and every tie with it)."""
+    n = scores.shape[0]
+    if n <= k:
+        return np.arange(n)
+    kth = np.partition(scores, n - k)[n - k]
+    return np.flatnonzero(scores >= kth)
+
+
+@njit(cache=True, nogil=True)
+def search_one_segment(
+    qterms, qboosts32, boosts, doffsets, woffsets, boffsets, hoffsets, ids, hdir, hend, wbits, quant,
+    blockmax, lut, qlut, log1p64, deleted, n_docs, n_terms, n_blocks, block_shift, k, margin,
+    step_slack, bounds,
+):  # fmt: skip
+    """The whole search of a one-segment index in one call (a compacted index: the common case):
+    candidates, the cut, exact rescoring and the top rows, with no Python between the steps
+    (the fixed cost that dominated small indexes). ``qterms``/``qboosts32`` are the terms the
+    segment has; ``boosts`` (float64) go with the full ``qterms`` list used to rescore.
+    Returns (local ids, exact scores, weight bits) of the top k and its ties."""
+    present = qterms < n_terms
+    a32, locs, _ = search_segment(
+        qterms[present], qboosts32[present], doffsets, woffsets, boffsets, hoffsets, ids, hdir, hend,
+        wbits, quant, blockmax, lut, qlut, deleted, n_docs, n_blocks, block_shift, k, np.float32(-np.inf),
+        margin, step_slack,
+    )  # fmt: skip
+    if a32.shape[0] > k:
+        lo, hi = bound_range(a32, bounds)
+        kth_lo = np.partition(lo, lo.shape[0] - k)[lo.shape[0] - k]
+        locs = locs[hi >= kth_lo]
+    bits = gather_weights(
+        qterms, doffsets, woffsets, boffsets, hoffsets, ids, hdir, hend, wbits, n_terms, n_blocks,
+        block_shift, locs,
+    )  # fmt: skip
+    scores = rescore(bits, boosts, log1p64)
+    rows = top_rows(scores, k)
+    return locs[rows], scores[rows], bits[rows]

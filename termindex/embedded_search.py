@@ -4,97 +4,156 @@ Candidates come from summing 8-bit quantized upper bounds of log1p(w) in float32
 document for frequent terms, ``embedded_scoring.search_segment``); every document that could
 still be in the top k by a proven margin is rescored in float64 (ascending term id, numpy's
 log1p, as the oracle does), ties broken by id ascending.
+
+The bounds. A segment quantizes with its own step S: q = floor(log1p(w) / S) + 1, so
+(q - 1) * S <= log1p(w) < q * S. With A = sum of boost * q over the query's terms and
+Q = sum of boosts:
+
+    S * (A - Q) - s  <=  score  <=  S * A + s
+
+where s covers float64 rounding of log1p and of the quantization. A is summed in float32: eps_q
+bounds its error (each product ~3 * 2**-24 relative, the sum m * 2**-24 of the total, doubled),
+eps_t that of the float32 block upper bounds. The k-th best lower bound seen so far is carried
+across segments as a score (each segment converts it to its own A units), and a candidate is
+rescored only if its upper bound reaches the k-th best lower bound of all candidates.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
 
 from termindex.base import Hit
 from termindex.embedded_format import Segment
-from termindex.embedded_scoring import gather_weights, rescore, search_segment
-from termindex.embedded_weights import QUANT_STEP, log1p_table, log1p_table64, quant_tables
+from termindex.embedded_scoring import (
+    bound_range,
+    gather_weights,
+    rescore,
+    search_one_segment,
+    search_segment,
+)
+from termindex.embedded_weights import log1p_table, log1p_table64, quant_tables
+
+
+class _Query:
+    """The query's arrays and error terms, computed once for all segments."""
+
+    __slots__ = ("boosts", "boosts32", "eps_q", "eps_t", "qterms", "slack", "total")
+
+    def __init__(self, q: dict[int, float]) -> None:
+        terms = sorted(q)
+        self.qterms = np.array(terms, dtype=np.int64)
+        self.boosts = np.array([q[t] for t in terms], dtype=np.float64)
+        self.boosts32 = self.boosts.astype(np.float32)
+        self.total = total = math.fsum(q.values())
+        m = len(terms)
+        self.eps_q = (m + 4) * 2.0**-23 * 255.0 * total
+        self.eps_t = (m + 4) * 2.0**-23 * 12.0 * total
+        self.slack = 1e-12 * (1.0 + 12.0 * total)
+
+    def segment_params(self, step: float) -> tuple[np.float32, np.ndarray, np.ndarray]:
+        """(margin in A units, [step, slack] for block skipping, bounds for ``bound_range``)."""
+        margin = np.float32(self.total + 2 * self.eps_q + 2 * self.slack / step + 1e-6)
+        step_slack = np.array(
+            [step, step * (self.total + self.eps_q) + self.slack + self.eps_t], dtype=np.float32
+        )
+        bounds = np.array([step, self.total + self.eps_q, self.eps_q, self.slack], dtype=np.float64)
+        return margin, step_slack, bounds
+
+    def theta_for(self, kth_lower: float, step: float) -> np.float32:
+        """A threshold in a segment's A units that no more than ``kth_lower`` implies (rounded down)."""
+        if kth_lower == -math.inf:
+            return np.float32(-np.inf)
+        theta = (kth_lower + self.slack) / step + self.total + self.eps_q
+        return np.float32(theta - 1e-6 * (1.0 + abs(theta)))
+
+    def lower_of(self, theta: float, step: float) -> float:
+        """The k-th score lower bound that k documents with A >= ``theta`` prove."""
+        if theta == -math.inf:
+            return -math.inf
+        return step * (float(theta) - self.total - self.eps_q) - self.slack
 
 
 def search_segments(segments: Sequence[Segment], q: dict[int, float], k: int, explain: bool) -> list[Hit]:
     """Top ``k`` of a validated query ``q`` (term ids checked against the vocabulary)."""
-    qterms = np.array(sorted(q), dtype=np.int64)
-    boosts = np.array([q[t] for t in qterms], dtype=np.float64)
-    boosts32 = boosts.astype(np.float32)
+    query = _Query(q)
     lut = log1p_table()
     log1p64 = log1p_table64()
-    qlut = quant_tables()[0]
-    # Candidates come from A = sum of boost * q, q a quantized upper bound of log1p(w) with
-    # (q - 1) * STEP <= log1p(w) < q * STEP (kernels.QUANT_STEP). With Q = sum of boosts:
-    #   score <= STEP * A_exact + s   and   score >= STEP * (A_exact - Q) - s,
-    # so the k-th score is >= STEP * (theta - Q - eps_q) - s when k documents have A >= theta,
-    # and a document can only reach it if A >= theta - margin. eps_q and eps_t bound float32
-    # error (each product ~3 * 2**-24 relative, the sum m * 2**-24 of the total, doubled);
-    # s covers float64 rounding of log1p and of the quantization.
-    step = QUANT_STEP
-    total = float(boosts.sum())
-    m = len(qterms)
-    eps_q = (m + 4) * 2.0**-23 * 255.0 * total
-    eps_t = (m + 4) * 2.0**-23 * 12.0 * total
-    slack = 1e-12 * (1.0 + 12.0 * total)
-    margin = np.float32(total + 2 * eps_q + 2 * slack / step + 1e-6)
-    kth_floor = np.array([step, step * (total + eps_q) + slack + eps_t], dtype=np.float32)
-    theta = np.float32(-np.inf)
-    found: list[tuple[int, np.ndarray, np.ndarray]] = []
-    for si, seg in enumerate(segments):
-        present = qterms < seg.n_terms
-        if not seg.n_docs or not present.any():
-            continue
-        a32, locs, theta = search_segment(
-            qterms[present], boosts32[present], *seg.postings, seg.quant, seg.blockmax, lut, qlut,
-            seg.deleted, seg.n_docs, seg.n_blocks, seg.block_shift, k, theta, margin, kth_floor,
+    live = [si for si, seg in enumerate(segments) if seg.n_docs]
+    if len(live) == 1:
+        si = live[0]
+        seg = segments[si]
+        margin, step_slack, bounds = query.segment_params(seg.quant_step)
+        locs, scores, bits = search_one_segment(
+            query.qterms, query.boosts32, query.boosts, *seg.postings, seg.quant, seg.blockmax, lut,
+            quant_tables(seg.quant_step), log1p64, seg.deleted, seg.n_docs, seg.n_terms, seg.n_blocks,
+            seg.block_shift, k, margin, step_slack, bounds,
         )  # fmt: skip
-        theta = np.float32(theta)
-        if len(locs):
-            found.append((si, a32, locs))
-    if not found:
-        return []
-    all_a = np.concatenate([f[1] for f in found])
-    if len(all_a) > k:
-        cut = np.partition(all_a, len(all_a) - k)[len(all_a) - k] - margin
+        parts = [(si, locs, scores, bits)]
     else:
-        cut = -np.inf
-    parts = []  # (segment, local ids, exact scores, weights) of the candidates
-    for si, a32, locs in found:
-        seg = segments[si]
-        locs = locs[a32 >= cut]
-        if not len(locs):
-            continue
-        bits = gather_weights(
-            qterms,
-            *seg.postings,
-            seg.n_terms,
-            seg.n_blocks,
-            seg.block_shift,
-            locs,
-        )
-        scores = rescore(bits, boosts, log1p64)
-        parts.append((si, locs, scores, bits))
-    all_scores = np.concatenate([p[2] for p in parts])
-    kth_score = -np.inf if len(all_scores) <= k else np.partition(all_scores, len(all_scores) - k)[-k]
-    rows: list[tuple[float, str, int, int, np.ndarray]] = []
-    for si, locs, scores, bits in parts:  # ids are decoded only for the top k and its ties
-        seg = segments[si]
-        for r in np.flatnonzero(scores >= kth_score):
-            rows.append((float(scores[r]), seg.doc_id(int(locs[r])), si, int(locs[r]), bits[r]))
+        parts = _search_many(segments, live, query, k, lut, log1p64)
+    rows: list[tuple[float, str, int, int, int]] = []  # score, id, part, local id, row in part
+    for p, (si, locs, scores, _) in enumerate(parts):  # ids are decoded only for the top k and ties
+        doc_id = segments[si].doc_id
+        for r, (local, score) in enumerate(zip(locs.tolist(), scores.tolist(), strict=True)):
+            rows.append((score, doc_id(local), p, local, r))
     rows.sort(key=lambda row: (-row[0], row[1]))
     hits = []
-    for score, doc_id, si, local, bits in rows[:k]:
+    for score, doc_id, p, local, r in rows[:k]:
+        si = parts[p][0]
         contributions = None
         if explain:
-            weights = bits.view(np.float16).astype(np.float64)
+            wbits = parts[p][3][r]
+            weights = wbits.view(np.float16).astype(np.float64)
             contributions = {
                 int(t): (float(w), float(b * log1p64[wb]))
-                for t, b, w, wb in zip(qterms, boosts, weights, bits, strict=True)
+                for t, b, w, wb in zip(query.qterms, query.boosts, weights, wbits, strict=True)
                 if wb
             }
         hits.append(Hit(id=doc_id, score=score, metadata=segments[si].metadata(local),
                         contributions=contributions))  # fmt: skip
     return hits
+
+
+def _search_many(
+    segments: Sequence[Segment], live: list[int], query: _Query, k: int, lut: np.ndarray, log1p64: np.ndarray
+) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
+    """Several segments: candidates of each (the k-th lower bound carried along as a score), one
+    cut over all of them, then exact rescoring; returns each segment's top rows."""
+    kth_lower = -math.inf
+    found: list[tuple[int, np.ndarray, np.ndarray, np.ndarray]] = []  # (segment, locals, lo, hi)
+    for si in live:
+        seg = segments[si]
+        present = query.qterms < seg.n_terms
+        if not present.any():
+            continue
+        step = seg.quant_step
+        margin, step_slack, bounds = query.segment_params(step)
+        a32, locs, theta = search_segment(
+            query.qterms[present], query.boosts32[present], *seg.postings, seg.quant, seg.blockmax, lut,
+            quant_tables(step), seg.deleted, seg.n_docs, seg.n_blocks, seg.block_shift, k,
+            query.theta_for(kth_lower, step), margin, step_slack,
+        )  # fmt: skip
+        kth_lower = max(kth_lower, query.lower_of(theta, step))
+        if len(locs):
+            lo, hi = bound_range(a32, bounds)
+            found.append((si, locs, lo, hi))
+    if not found:
+        return []
+    all_lo = np.concatenate([f[2] for f in found])
+    cut = np.partition(all_lo, len(all_lo) - k)[len(all_lo) - k] if len(all_lo) > k else -np.inf
+    scored = []
+    for si, locs, _, hi in found:
+        seg = segments[si]
+        locs = locs[hi >= cut]
+        if not len(locs):
+            continue
+        bits = gather_weights(query.qterms, *seg.postings, seg.n_terms, seg.n_blocks, seg.block_shift, locs)
+        scored.append((si, locs, rescore(bits, query.boosts, log1p64), bits))
+    all_scores = np.concatenate([p[2] for p in scored])
+    kth = (
+        np.partition(all_scores, len(all_scores) - k)[len(all_scores) - k] if len(all_scores) > k else -np.inf
+    )
+    return [(si, locs[s >= kth], s[s >= kth], b[s >= kth]) for si, locs, s, b in scored]

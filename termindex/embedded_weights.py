@@ -64,19 +64,30 @@ def log1p_table64() -> np.ndarray:
     return table
 
 
-# Upper-bound quantization of a contribution c = log1p(w): q = floor(c / QUANT_STEP) + 1 for a
-# stored weight, 0 for an absent one, so (q - 1) * STEP <= c < q * STEP and q > 0 marks a match.
-QUANT_STEP = float(np.log1p(np.float64(65504.0)) / 254.0)  # q <= 255 for every half float
+# Upper-bound quantization of a contribution c = log1p(w): q = floor(c / step) + 1 for a stored
+# weight, 0 for an absent one, so (q - 1) * step <= c < q * step and q > 0 marks a match. The
+# step is per segment, from its largest stored weight (``quant_step``): trained weights stay
+# under ~5, and a step spanning the whole half-float range (``QUANT_STEP``, what segments written
+# before the per-segment step use) left ~40 of the 255 levels in use and twice the documents to
+# rescore. q <= 255 either way.
+QUANT_STEP = float(np.log1p(np.float64(65504.0)) / 254.0)
 
 
-@lru_cache(maxsize=1)
-def quant_tables() -> tuple[np.ndarray, np.ndarray]:
-    """(uint8, float32) quantized log1p of every half-float bit pattern (see QUANT_STEP)."""
+def quant_step(max_bits: int) -> float:
+    """The step for a segment whose largest stored weight has half-float bits ``max_bits``
+    (slightly above c_max / 254, so every stored weight gets q <= 255)."""
+    if max_bits <= 0 or max_bits >= 0x7C00:  # empty, or not a finite positive half float
+        return QUANT_STEP
+    c_max = float(log1p_table64()[max_bits])
+    return float(np.nextafter(c_max / 254.0, np.inf))
+
+
+@lru_cache(maxsize=64)
+def quant_tables(step: float = QUANT_STEP) -> np.ndarray:
+    """uint8 quantized upper bound of log1p(w) for every half-float bit pattern (see above)."""
     values, ok = _half_values()
     q = np.zeros(65536, dtype=np.int64)
-    q[ok] = np.floor(np.log1p(values[ok]) / QUANT_STEP).astype(np.int64) + 1
-    q8 = np.minimum(q, 255).astype(np.uint8)
-    q32 = q8.astype(np.float32)
+    q[ok] = np.floor(np.log1p(values[ok]) / step).astype(np.int64) + 1
+    q8 = np.minimum(q, 255).astype(np.uint8)  # only weights above the segment's maximum are cut
     q8.setflags(write=False)
-    q32.setflags(write=False)
-    return q8, q32
+    return q8

@@ -26,7 +26,7 @@ from termindex.embedded_build import (
     run_maxima,
 )
 from termindex.embedded_format import Segment, id_hash
-from termindex.embedded_weights import quant_tables
+from termindex.embedded_weights import QUANT_STEP, quant_step, quant_tables
 
 
 def _finish_segment(
@@ -59,8 +59,9 @@ def _finish_segment(
     hend = _alloc(tmp, "hend.u16", int(hoffsets[-1]))
     wbits = _alloc(tmp, "weights.u16", int(woffsets[-1]))
     quant = _alloc(tmp, "quant.u8", int(woffsets[-1] - doffsets[-1]), dtype="u1")
+    step = quant_step(int(out_wbits.max())) if len(out_wbits) else QUANT_STEP
     if len(out_wbits):
-        qtab = quant_tables()[0]
+        qtab = quant_tables(step)
         densify(
             offsets, out_docs, out_wbits, doffsets, woffsets, boffsets, hoffsets, qtab,
             ids, hdir, hend, wbits, quant,
@@ -92,6 +93,7 @@ def _finish_segment(
     fmt.write_file(tmp / "meta.bin", meta_bytes)
     fmt.write_file(tmp / "meta.i64", meta_offsets.astype("<i8"))
     info = {
+        "quant_step": step,
         "n_docs": n_docs,
         "n_terms": n_terms,
         "n_blocks": n_blocks,

@@ -1,14 +1,23 @@
-"""The demo rebuilds an embedded index that an older version left in an older on-disk format."""
+"""The demo: rebuilds an index in an older on-disk format, resumes only what it started, and gives
+its address only once the server answers."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import logging
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
+
+import pytest
 
 from termindex.base import TermDocument
 from termindex.embedded import EmbeddedIndex
 from termindex.embedded_format import FORMAT_VERSION, MANIFEST
-from vsparta.demo import _drop_outdated_index
+from vsparta.demo import _announce_when_ready, _drop_outdated_index, _train_argv, add_arguments
 
 
 def test_index_in_an_older_format_is_removed_a_current_one_kept(tmp_path: Path) -> None:
@@ -24,3 +33,55 @@ def test_index_in_an_older_format_is_removed_a_current_one_kept(tmp_path: Path) 
     assert not old.exists()
     with EmbeddedIndex(current) as index:
         assert index.count() == 1
+
+
+def _demo_args(**overrides: object) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return argparse.Namespace(**vars(parser.parse_args([])) | overrides)
+
+
+def test_a_fresh_demo_trains_without_resume_a_rerun_resumes(tmp_path: Path) -> None:
+    model_dir = tmp_path / "model"
+    argv = _train_argv(_demo_args(), tmp_path / "scenes", model_dir)
+    assert "--resume" not in argv and "--no-progress" not in argv  # no "no checkpoint" warning
+    from model.train import TRAINER_STATE
+
+    (model_dir / "checkpoint-epoch-2").mkdir(parents=True)
+    (model_dir / "checkpoint-epoch-2" / TRAINER_STATE).write_bytes(b"")  # what train() looks for
+    argv = _train_argv(_demo_args(progress=False), tmp_path / "scenes", model_dir)
+    assert argv[-2:] == ["--resume", "--no-progress"]
+
+
+class _Health(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        self.send_response(200 if self.path == "/health" else 404)
+        self.end_headers()
+        self.wfile.write(b'{"status":"ok"}')
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_the_address_is_announced_only_once_health_answers(caplog: pytest.LogCaptureFixture) -> None:
+    with socket.socket() as s:  # a free port, nothing listening yet
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/"
+    stop = threading.Event()
+    caplog.set_level(logging.INFO, logger="vsparta.demo")
+    announcer = threading.Thread(target=_announce_when_ready, args=(url, stop, 30.0))
+    announcer.start()
+    time.sleep(1.0)
+    assert not [r for r in caplog.records if "serving on" in r.getMessage()]  # server not up yet
+    server = HTTPServer(("127.0.0.1", port), _Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        announcer.join(timeout=10)
+        assert not announcer.is_alive()
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()
+    [record] = [r for r in caplog.records if "serving on" in r.getMessage()]
+    assert url in record.getMessage()

@@ -1,15 +1,28 @@
 """The `vsparta` console script.
 
-Each subcommand lives next to the code it drives (``model/cli.py``, ``indexer/cli.py`` ...) and is
-imported only when chosen, so that ``vsparta serve`` never imports torch and ``--help`` is instant.
+Each subcommand lives next to the code it drives (model/cli_train.py, indexer/cli.py ...) and is
+imported only when chosen, so that `vsparta serve` never imports torch and `--help` is instant.
+Mistakes a user can fix (a wrong path, a missing index, a model folder that is not one) end in one
+plain sentence and exit code 2, never a traceback; tracebacks are for bugs.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
+import os
 import sys
+from collections.abc import Iterator
+from typing import NoReturn
+
+DESCRIPTION = (
+    "VisualSparta text-to-image search. Images become weighted bags of word-pieces offline (train, "
+    "index); text queries are looked up in an inverted index, embedded on disk or in Elasticsearch "
+    "(search, serve). `vsparta demo` runs the whole chain on generated scenes."
+)
+EPILOG = "Run `vsparta COMMAND --help` for a command's options."
 
 # subcommand -> (module with `add_arguments(parser)` and `run(args) -> int`, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -20,20 +33,80 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("service.cli", "Run the HTTP query service and web page."),
     "search": ("service.cli_search", "Query an index from the command line."),
     "eval": ("model.cli_eval", "Recall@K, NDCG@25 and the top-n trade-off on a held-out split."),
-    "bench": ("bench.cli", "Benchmarks: engines vs peers, indexing throughput."),
+    "bench": ("bench.cli", "Benchmarks: engines vs peers, the top-n trade-off, indexing throughput."),
+}
+
+USER_ERROR_EXIT = 2
+_OS_ERRORS = {
+    errno.ENOENT: "{path}: no such file or folder",
+    errno.EEXIST: "{path} exists and is a file, not a folder",
+    errno.ENOTDIR: "{path}: part of this path is a file, not a folder",
+    errno.EISDIR: "{path} is a folder, not a file",
+    errno.EACCES: "{path}: permission denied",
+    errno.EPERM: "{path}: operation not permitted",
+    errno.ENOSPC: "{path}: no space left on the device",
+    errno.EROFS: "{path}: read-only file system",
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, minus the usage block before a mistake: the one sentence is what the user needs."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USER_ERROR_EXIT, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser(argv: list[str]) -> tuple[argparse.ArgumentParser, str | None]:
-    parser = argparse.ArgumentParser(prog="vsparta", description=__doc__.splitlines()[0])
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser = _Parser(prog="vsparta", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="debug logging; tracebacks for every error"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     chosen = next((a for a in argv if a in SUBCOMMANDS), None)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         if name == chosen:
             importlib.import_module(module_name).add_arguments(p)
     return parser, chosen
+
+
+def iter_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """A parser and all its nested subcommand parsers (for checking every --help)."""
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                yield from iter_parsers(child)
+
+
+def user_error_message(exc: BaseException) -> str | None:
+    """The one sentence to show for a mistake the user can fix, or None for a bug (traceback)."""
+    from model.resolve import ModelPathError
+
+    if isinstance(exc, ModelPathError):
+        return str(exc)
+    if isinstance(exc, OSError) and exc.filename is not None and exc.errno is not None:
+        # FileNotFoundError, NotADirectoryError, PermissionError ... raised by open()/mkdir() on a
+        # user's path: the path and what is wrong with it is the sentence, the traceback is noise.
+        return _OS_ERRORS.get(exc.errno, "{path}: " + (exc.strerror or "error").lower()).format(
+            path=exc.filename
+        )
+    if isinstance(exc, FileNotFoundError | NotADirectoryError | IsADirectoryError):
+        return str(exc)
+    termindex_errors = sys.modules.get("termindex.errors")
+    if termindex_errors is not None and isinstance(exc, termindex_errors.IndexNotFound):
+        return str(exc)
+    return None
+
+
+def _quiet_transformers() -> None:
+    """Per-file "Loading weights" bars are noise beside each command's own progress; a user can
+    still ask for them with HF_HUB_DISABLE_PROGRESS_BARS=0. Read by huggingface_hub on import."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if "transformers" in sys.modules:  # imported already (an in-process caller, e.g. tests)
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,9 +119,19 @@ def main(argv: list[str] | None = None) -> int:
     )
     if chosen is None or args.command is None:
         parser.print_help()
-        return 2
+        return USER_ERROR_EXIT
+    _quiet_transformers()
+    if not args.verbose:  # the client logs every request, and a traceback per failed connection
+        logging.getLogger("elasticsearch").setLevel(logging.ERROR)
     module = importlib.import_module(SUBCOMMANDS[chosen][0])
-    return int(module.run(args) or 0)
+    try:
+        return int(module.run(args) or 0)
+    except Exception as exc:
+        message = user_error_message(exc)
+        if message is None or args.verbose:
+            raise
+        sys.stderr.write(f"vsparta {chosen}: error: {message}\n")
+        return USER_ERROR_EXIT
 
 
 if __name__ == "__main__":

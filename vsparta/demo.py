@@ -9,9 +9,15 @@ already indexed.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
+import os
 import shutil
+import threading
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -24,18 +30,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--train-images", type=int, default=2000, help="generated training scenes")
     parser.add_argument("--test-images", type=int, default=300, help="generated scenes to index and search")
     parser.add_argument("--size", type=int, default=96, help="scene image side in pixels")
-    parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--config", default="tiny", help="model preset or JSON (see `vsparta train --help`)")
-    parser.add_argument("--lr", type=float, default=5e-3)
+    parser.add_argument("--epochs", type=int, default=10, help="training epochs")
+    parser.add_argument("--config", default="tiny", help="model preset or JSON (see vsparta train --help)")
+    parser.add_argument("--lr", type=float, default=5e-3, help="learning rate")
     parser.add_argument(
         "--sparsity-weight",
         type=float,
         help="learned-sparsity weight (default: the preset's; 0 = the paper's recipe, no regularizer)",
     )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--seed", type=int, default=0, help="same seed, same scenes and model")
+    parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default: %(default)s)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
     parser.add_argument("--no-serve", action="store_true", help="stop after indexing (and evaluation)")
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="progress bars of each step (default: on; a plain line per interval in a redirected log)",
+    )
 
 
 def _step(title: str, argv: list[str]) -> None:
@@ -63,8 +75,49 @@ def _drop_outdated_index(index_dir: Path) -> None:
         shutil.rmtree(index_dir)
 
 
+def _announce_when_ready(url: str, stop: threading.Event, timeout_s: float = 300.0) -> None:
+    """Say where to look only once the server answers: printed before start-up, the address was
+    a dead link for the ~10 s the service takes to load."""
+    deadline = time.monotonic() + timeout_s
+    while not stop.is_set() and time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url + "health", timeout=2) as resp:
+                if resp.status == 200:
+                    log.info(
+                        "demo: serving on %s  (web page; API docs at %sdocs). Try a query such as "
+                        "'a red circle left of a blue square'. Ctrl-C stops it.",
+                        url,
+                        url,
+                    )
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        stop.wait(0.25)
+
+
+def _train_argv(args: argparse.Namespace, scenes: Path, model_dir: Path) -> list[str]:
+    """Resume only when an earlier run left a checkpoint: on a fresh run `--resume` only warns."""
+    from model.train import latest_checkpoint
+
+    argv = ["train", "--manifest", str(scenes / "train.jsonl"), "--out", str(model_dir),
+            "--config", args.config, "--epochs", str(args.epochs), "--lr", str(args.lr),
+            "--seed", str(args.seed)]  # fmt: skip
+    if args.sparsity_weight is not None:
+        argv += ["--sparsity-weight", str(args.sparsity_weight)]
+    if model_dir.is_dir() and latest_checkpoint(model_dir) is not None:
+        argv.append("--resume")
+    return argv + _no_progress(args)
+
+
+def _no_progress(args: argparse.Namespace) -> list[str]:
+    """Each step picks a bar or plain lines from where stderr goes; the demo only passes an "off"."""
+    return [] if args.progress else ["--no-progress"]
+
+
 def run(args: argparse.Namespace) -> int:
     out: Path = args.out.resolve()
+    if out.exists() and not out.is_dir():
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(args.out))
     scenes, model_dir, index_dir = out / "scenes", out / "model", out / "index"
     final = model_dir / "final"
 
@@ -72,21 +125,16 @@ def run(args: argparse.Namespace) -> int:
         _step(
             "generate scenes",
             ["scenes", "--out", str(scenes), "--train", str(args.train_images), "--val", "100",
-             "--test", str(args.test_images), "--size", str(args.size), "--seed", str(args.seed)],
+             "--test", str(args.test_images), "--size", str(args.size), "--seed", str(args.seed),
+             *_no_progress(args)],
         )  # fmt: skip
     if not (final / "config.json").exists():
-        _step(
-            "train a small VisualSparta model on CPU",
-            ["train", "--manifest", str(scenes / "train.jsonl"), "--out", str(model_dir),
-             "--config", args.config, "--epochs", str(args.epochs), "--lr", str(args.lr),
-             "--seed", str(args.seed), "--resume"]
-            + ([] if args.sparsity_weight is None else ["--sparsity-weight", str(args.sparsity_weight)]),
-        )  # fmt: skip
+        _step("train a small VisualSparta model on CPU", _train_argv(args, scenes, model_dir))
     _drop_outdated_index(index_dir)
     _step(
         "index the test scenes into the embedded engine",
         ["index", str(scenes / "test.jsonl"), "--backend", f"embedded:{index_dir}", "--model", str(final),
-         "--resume", "--failures", str(out / "index-failures.jsonl")],
+         "--resume", "--failures", str(out / "index-failures.jsonl"), *_no_progress(args)],
     )  # fmt: skip
     _step(
         "evaluate on the test scenes",
@@ -95,15 +143,18 @@ def run(args: argparse.Namespace) -> int:
     )  # fmt: skip
     if args.no_serve:
         return 0
-    log.info(
-        "demo: serving on http://%s:%d/  (web page; API docs at /docs). Try a query such as "
-        "'a red circle left of a blue square'. Ctrl-C stops it.",
-        args.host,
-        args.port,
+    local_host = "127.0.0.1" if args.host in {"0.0.0.0", "::", ""} else args.host
+    stop = threading.Event()
+    announcer = threading.Thread(
+        target=_announce_when_ready, args=(f"http://{local_host}:{args.port}/", stop), daemon=True
     )
-    _step(
-        "serve search",
-        ["serve", "--backend", f"embedded:{index_dir}", "--model", str(final), "--image-root", str(scenes),
-         "--host", args.host, "--port", str(args.port)],
-    )  # fmt: skip
+    announcer.start()
+    try:
+        _step(
+            "serve search",
+            ["serve", "--backend", f"embedded:{index_dir}", "--model", str(final), "--image-root",
+             str(scenes), "--host", args.host, "--port", str(args.port)],
+        )  # fmt: skip
+    finally:
+        stop.set()
     return 0

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from vsparta.scenes import (
+from vsparta.scene_captions import (
     COLOUR_WORDS,
     NUMBERS,
     PLURALS,

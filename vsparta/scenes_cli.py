@@ -24,6 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--test", type=_non_negative, default=500, help="test images (default 500)")
     parser.add_argument("--size", type=int, default=96, help="image side in pixels, 32-1024 (default 96)")
     parser.add_argument("--seed", type=_non_negative, default=0, help="same seed, same bytes (default 0)")
+    parser.add_argument(
+        "--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bar (default: on)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
             n_test=args.test,
             image_size=args.size,
             seed=args.seed,
+            progress=args.progress,
         )
     except ValueError as exc:
         log.error("%s", exc)

@@ -9,6 +9,9 @@ const statusBox = document.getElementById("status");
 const grid = document.getElementById("results");
 const context = document.getElementById("context");
 const contextText = document.getElementById("context-text");
+const contextWords = document.getElementById("context-words");
+const contextImage = document.getElementById("context-image");
+const backButton = document.getElementById("back-button");
 const template = document.getElementById("card-template");
 
 const MAX_RETRIES = 5;
@@ -59,26 +62,39 @@ async function callApi(url, options, gen, attempt = 0) {
   return body;
 }
 
-function renderTerms(list, terms, maxC) {
+// Matched words, not word-pieces: the API merges "bus" + "##es" into "buses" and leaves out
+// punctuation (`words`); each chip's tooltip names the tokens behind it.
+const MAX_CHIPS = 10; // "more like this" queries with ~32 terms: the strongest words say enough
+
+function renderWords(list, words, maxC) {
   list.replaceChildren();
-  if (!terms || terms.length === 0) return;
-  for (const t of terms) {
-    const share = Math.min(1, t.contribution / maxC); // 0..1 relative to the strongest word on the page
+  if (!words || words.length === 0) return;
+  for (const w of words.slice(0, MAX_CHIPS)) {
+    const share = Math.min(1, w.contribution / maxC); // 0..1 relative to the strongest word on the page
     const li = document.createElement("li");
     li.className = "term";
     li.style.fontSize = `${(0.78 + 0.5 * share).toFixed(2)}rem`;
     li.style.background = `rgba(var(--chip), ${(0.12 + 0.6 * share).toFixed(2)})`;
     li.style.color = share > 0.7 ? "#fff" : "var(--ink)"; // keep contrast on light chips
-    li.title = `weight ${t.weight.toFixed(3)}, contributes ${t.contribution.toFixed(3)} to the score`;
-    li.setAttribute("aria-label", `${t.token}: weight ${t.weight.toFixed(2)}, contribution ${t.contribution.toFixed(2)}`);
+    li.title = `contributes ${w.contribution.toFixed(3)} to the score (tokens: ${w.tokens.join(" ")})`;
+    li.setAttribute("aria-label", `${w.word}: contribution ${w.contribution.toFixed(2)}`);
     const word = document.createElement("span");
-    word.textContent = t.token;
+    word.textContent = w.word;
     const weight = document.createElement("span");
     weight.className = "w";
-    weight.textContent = t.weight.toFixed(2);
+    weight.textContent = w.contribution.toFixed(2);
     li.append(word, weight);
     list.append(li);
   }
+}
+
+// Only what the page shows: a k=100 page need not carry every image's full metadata.
+const FIELDS = ["metadata.caption", "metadata.captions", "image_url", "thumbnail_url"];
+let lastTextQuery = ""; // what "Back to text search" returns to
+
+function captionOf(image) {
+  const m = image.metadata || {};
+  return m.caption || (m.captions || [])[0] || "";
 }
 
 function renderResults(body, emptyText) {
@@ -88,12 +104,12 @@ function renderResults(body, emptyText) {
     return;
   }
   // One scale for the whole page, so chips compare across results (like the paper's Figure 3).
-  const contributions = body.results.flatMap((r) => (r.terms || []).map((t) => t.contribution));
+  const contributions = body.results.flatMap((r) => (r.words || []).map((w) => w.contribution));
   const maxC = Math.max(...contributions, 1e-9);
   body.results.forEach((r, i) => {
     const card = template.content.firstElementChild.cloneNode(true);
     card.dataset.id = r.id;
-    const caption = (r.metadata && (r.metadata.caption || (r.metadata.captions || [])[0])) || "";
+    const caption = captionOf(r);
     const img = card.querySelector(".thumb");
     if (r.thumbnail_url) {
       img.src = `${r.thumbnail_url}?size=256`;
@@ -106,7 +122,7 @@ function renderResults(body, emptyText) {
     card.querySelector(".doc-id").textContent = r.id;
     card.querySelector(".score").textContent = r.score.toFixed(3);
     card.querySelector(".caption").textContent = caption;
-    renderTerms(card.querySelector(".terms"), r.terms, maxC);
+    renderWords(card.querySelector(".terms"), r.words, maxC);
     const more = card.querySelector(".more-like-this");
     more.setAttribute("aria-label", `More images like ${r.id}`);
     more.addEventListener("click", () => moreLikeThis(r.id));
@@ -117,6 +133,8 @@ function renderResults(body, emptyText) {
 
 async function search(query) {
   const gen = ++generation;
+  lastTextQuery = query;
+  input.value = query;
   context.hidden = true;
   button.disabled = true;
   setStatus("Searching…");
@@ -126,7 +144,7 @@ async function search(query) {
       {
         method: "POST",
         headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ query, k: Number(kSelect.value), explain: true }),
+        body: JSON.stringify({ query, k: Number(kSelect.value), explain: true, fields: FIELDS }),
       },
       gen,
     );
@@ -140,14 +158,29 @@ async function search(query) {
 async function moreLikeThis(id) {
   const gen = ++generation;
   setStatus(`Finding images like ${id}…`);
-  const url = `/images/${encodeURIComponent(id)}/similar?k=${Number(kSelect.value)}&explain=true`;
+  const fields = FIELDS.map((f) => `&fields=${encodeURIComponent(f)}`).join("");
+  const url = `/images/${encodeURIComponent(id)}/similar?k=${Number(kSelect.value)}&explain=true${fields}`;
   const body = await callApi(url, {}, gen);
   if (!body) return;
-  contextText.textContent = `Images like ${id} (shared words: ${body.query_tokens.slice(0, 8).join(", ")})`;
-  context.hidden = false;
+  input.value = ""; // the results no longer answer the text in the box
+  showSimilarTo(body.similar_to || { id }, body.query_words);
   renderResults(body, `No other images share words with ${id}.`);
   history.replaceState(null, "", `?like=${encodeURIComponent(id)}`);
   window.scrollTo({ top: 0, behavior: "smooth" });
+}
+
+// "Images like [thumbnail] caption", and the words the similarity is built from.
+function showSimilarTo(image, words) {
+  const caption = captionOf(image);
+  contextImage.hidden = !image.thumbnail_url;
+  if (image.thumbnail_url) {
+    contextImage.src = `${image.thumbnail_url}?size=128`;
+    contextImage.alt = caption ? `Image ${image.id}: ${caption}` : `Image ${image.id}`;
+  }
+  contextText.textContent = caption ? `Images like ${image.id}: “${caption}”` : `Images like ${image.id}`;
+  contextWords.textContent = words && words.length ? `Similar in: ${words.slice(0, 8).join(", ")}` : "";
+  backButton.hidden = !lastTextQuery;
+  context.hidden = false;
 }
 
 form.addEventListener("submit", (event) => {
@@ -161,8 +194,8 @@ form.addEventListener("submit", (event) => {
   search(query);
 });
 
-document.getElementById("back-button").addEventListener("click", () => {
-  const query = input.value.trim();
+backButton.addEventListener("click", () => {
+  const query = lastTextQuery;
   if (query) search(query);
   else {
     context.hidden = true;

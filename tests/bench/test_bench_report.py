@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from bench import report
-from bench.cli import parse_engine_budget, parse_engines, parse_size
 from bench.hardware import describe
+from bench.options import parse_engine_budget, parse_engines, parse_size
 
 ROWS = [
     {
@@ -65,10 +66,17 @@ def test_markdown_has_table_paper_hardware_and_skips(tmp_path, meta):
     assert "Seismic at 5K: build too slow" in text
 
 
-def test_plot_is_a_png(tmp_path, meta):
+def test_plot_is_a_png_of_the_figure_size_with_a_drawn_chart(tmp_path, meta):
+    from PIL import Image
+
     path = tmp_path / "benchmarks.png"
     report.write_plot(ROWS, meta, path)
-    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 10_000
+    with Image.open(path) as image:
+        assert image.format == "PNG"
+        assert image.size == (990, 660)  # figsize 9 x 6 inches at 110 dpi
+        pixels = np.asarray(image.convert("RGB")).reshape(-1, 3)
+    colours = {tuple(c) for c in pixels[:: max(1, len(pixels) // 20_000)]}
+    assert len(colours) > 20  # axes, labels and coloured series, not an empty canvas
 
 
 def test_json_keeps_raw_rows_with_ratios(tmp_path, meta):
@@ -79,10 +87,20 @@ def test_json_keeps_raw_rows_with_ratios(tmp_path, meta):
     assert data["paper"]["paper: dense baseline (CPU)"]["1000000"] == 0.3
 
 
-def test_print_table_runs(capsys, meta):
+def test_print_table_shows_each_row_its_ratio_the_paper_and_skips(capsys, meta):
     report.print_table(ROWS, meta)
-    out = capsys.readouterr().out
-    assert "PISA" in out and "[1] Seismic at 5K: build too slow" in out
+    lines = capsys.readouterr().out.splitlines()
+
+    def row(*start: str) -> list[str]:
+        found = [ln for ln in lines if [c.strip() for c in ln.split("│")[1 : 1 + len(start)]] == list(start)]
+        assert len(found) == 1, start
+        return [c.strip() for c in found[0].split("│")[1:-1]]
+
+    assert row("PISA (maxscore, 8-bit)", "exact, 8-bit impacts", "1K")[3:6] == ["1,000", "0.50x", "1,900"]
+    assert row("scipy (exhaustive)", "exact (oracle)", "5K")[3:5] == ["500", "1.00x"]
+    assert row("Seismic", "approximate", "5K")[3] == "skipped [1]"
+    assert row("paper: VisualSparta (top-1000)", "10-core CPU", "5K")[5] == "390"
+    assert "[1] Seismic at 5K: build too slow" in lines
 
 
 def test_cli_parsers():
@@ -107,8 +125,6 @@ def test_engine_budget_parser_and_its_use_in_skipping():
     for bad in ("lucene=10", "elasticsearch=soon", "elasticsearch=-1"):
         with pytest.raises(argparse.ArgumentTypeError):
             parse_engine_budget(bad)
-    import numpy as np
-
     big = Corpus(np.array([0, 10_000]), np.zeros(10_000, np.int32), np.ones(10_000, np.float32), 10)
     hist = _History(n_postings=1000, build_s=100.0, peak_bytes=0)  # 10x the postings: ~1000 s
     assert "over the 600 s budget" in _skip_by_history(hist, big, 600.0)

@@ -177,10 +177,10 @@ def test_engine_errors_stop_the_job_with_the_engine_error(
 
 
 def test_cli_unreachable_engine_is_a_clear_error(
-    image_folder: Path, caplog: pytest.LogCaptureFixture
+    image_folder: Path, tiny_model: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     from vsparta.cli import main
 
-    rc = main(["index", str(image_folder), "--model", "/nonexistent", "--backend", "http://127.0.0.1:9/x"])
+    rc = main(["index", str(image_folder), "--model", str(tiny_model), "--backend", "http://127.0.0.1:9/x"])
     assert rc == 1
     assert "could not be written" in caplog.text

@@ -15,16 +15,10 @@ from model.images import load_image
 from model.manifest import ManifestRecord, read_manifest
 from model.metrics import recall_at_k
 from vsparta.cli import main
+from vsparta.scene_captions import COLOUR_WORDS, PLURALS, SHAPE_WORDS
+from vsparta.scene_objects import COLOURS, POSITIONS, SHAPES
 from vsparta.scene_oracle import ATTRIBUTES, SceneIndex, oracle_scores, parse_caption
-from vsparta.scenes import (
-    COLOUR_WORDS,
-    COLOURS,
-    PLURALS,
-    POSITIONS,
-    SHAPE_WORDS,
-    SHAPES,
-    generate_scenes,
-)
+from vsparta.scenes import generate_scenes
 
 ARGS = {"n_train": 30, "n_val": 10, "n_test": 120, "image_size": 64, "seed": 0}
 

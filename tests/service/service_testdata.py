@@ -110,6 +110,11 @@ def expected_ranking(corpus: Corpus, query: dict[int, float], k: int) -> list[tu
     return sorted([x for x in scored if x[1] > 0], key=lambda x: (-x[1], x[0]))[:k]
 
 
+def serve_args(corpus: Corpus, backend: str) -> list[str]:
+    """`vsparta serve` flags for ``backend`` over the test corpus (model and image root)."""
+    return ["--backend", backend, "--model", str(corpus.model_dir), "--image-root", str(corpus.image_root)]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

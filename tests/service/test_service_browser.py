@@ -1,7 +1,8 @@
 """The web page in headless Chromium (Debian's /usr/bin/chromium driven by Playwright).
 
 A real `vsparta serve` process over a real embedded index: type a query, see result cards with
-their matched words, click "More like this"; and the message shown when the backend is down.
+their matched words, click "More like this"; the message shown when the backend is down; and
+the API docs (Swagger UI, ReDoc) rendering the OpenAPI 3.1 document and running a search.
 Set VSPARTA_TEST_SCREENSHOT=/path.png to keep a screenshot of the results page.
 """
 
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from service_testdata import Corpus, running_server
+from service_testdata import Corpus, running_server, serve_args
 
 CHROMIUM = "/usr/bin/chromium"
 LAUNCH_ARGS = [
@@ -31,7 +32,9 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def browser(need_service: Callable[[bool, str, str], None]) -> Iterator[Any]:
-    need_service(Path(CHROMIUM).exists(), f"Chromium at {CHROMIUM}", "run `bash scripts/install-chromium.sh`")
+    need_service(
+        Path(CHROMIUM).exists(), f"Chromium at {CHROMIUM}", "run `bash scripts/install-system-deps.sh`"
+    )
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -40,14 +43,10 @@ def browser(need_service: Callable[[bool, str, str], None]) -> Iterator[Any]:
         b.close()
 
 
-def _serve_args(corpus: Corpus, backend: str) -> list[str]:
-    return ["--backend", backend, "--model", str(corpus.model_dir), "--image-root", str(corpus.image_root)]
-
-
 def test_search_page_shows_results_and_more_like_this(
     browser: Any, corpus: Corpus, embedded_spec: str, tmp_path: Path
 ) -> None:
-    with running_server(_serve_args(corpus, embedded_spec)) as (url, _proc):
+    with running_server(serve_args(corpus, embedded_spec)) as (url, _proc):
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -76,7 +75,11 @@ def test_search_page_shows_results_and_more_like_this(
 
         page.get_by_role("button", name="More images like red-cube").click()
         page.locator("#context").wait_for(state="visible", timeout=15_000)
-        assert "Images like red-cube" in page.locator("#context-text").inner_text()
+        # what the results are like: the image, its caption and whole words; the old text is gone
+        assert page.locator("#context-text").inner_text() == "Images like red-cube: “a large red cube”"
+        assert page.locator("#context-words").inner_text() == "Similar in: cube, red, large, object"
+        assert page.locator("#context-image").is_visible()
+        assert box.input_value() == ""
         page.wait_for_function(
             "() => document.querySelector('#results .card') && "
             "![...document.querySelectorAll('#results .card')].some(c => c.dataset.id === 'red-cube')",
@@ -85,6 +88,11 @@ def test_search_page_shows_results_and_more_like_this(
         similar_ids = page.locator("#results .card").evaluate_all("cs => cs.map(c => c.dataset.id)")
         assert similar_ids and "red-cube" not in similar_ids
         assert "like=red-cube" in page.url
+        chips = page.locator("#results .terms .term > span:first-child").all_inner_texts()
+        assert chips and all(c.isalpha() for c in chips)  # words, never "##s" or "."
+        page.get_by_role("button", name="Back to text search").click()
+        page.locator("#results .card[data-id='red-cube']").wait_for(timeout=15_000)
+        assert box.input_value() == "red cube" and page.locator("#context").is_hidden()
 
         box.fill("zebra")
         page.get_by_role("button", name="Search", exact=True).click()
@@ -95,7 +103,7 @@ def test_search_page_shows_results_and_more_like_this(
 
 def test_page_says_backend_unavailable_and_retries(browser: Any, corpus: Corpus, tmp_path: Path) -> None:
     missing = f"embedded:{tmp_path / 'no-index-yet'}"
-    with running_server(_serve_args(corpus, missing)) as (url, _proc):
+    with running_server(serve_args(corpus, missing)) as (url, _proc):
         page = browser.new_page()
         page.goto(url + "/?q=red+cube")
         status = page.locator("#status")
@@ -109,3 +117,41 @@ def test_page_says_backend_unavailable_and_retries(browser: Any, corpus: Corpus,
         index.close()
         page.locator("#results .card").first.wait_for(timeout=20_000)
         assert page.locator("#results .card").first.get_attribute("data-id") == "red-cube"
+
+
+def test_swagger_ui_renders_and_try_it_out_runs_a_search(
+    browser: Any, corpus: Corpus, embedded_spec: str
+) -> None:
+    with running_server(serve_args(corpus, embedded_spec)) as (url, _proc):
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(url + "/docs")
+        op = page.locator(".opblock-post:has(.opblock-summary-path[data-path='/search'])")
+        op.wait_for(timeout=20_000)
+        assert "Unable to render" not in page.content()
+        paths = page.locator(".opblock-summary-path").all_inner_texts()
+        assert "/search" in paths and "/images/{doc_id}/similar" in paths
+        assert op.locator(".opblock-summary-method").inner_text() == "POST"
+
+        op.locator(".opblock-summary").first.click()
+        op.get_by_role("button", name="Try it out").click()
+        body = op.locator(".body-param textarea")
+        body.fill('{"query": "red cube", "k": 3, "fields": ["metadata.caption"]}')
+        op.get_by_role("button", name="Execute").click()
+        live = op.locator(".live-responses-table")
+        status = live.locator("tbody .response-col_status").first
+        status.wait_for(timeout=20_000)
+        assert status.inner_text().strip() == "200"
+        shown = live.locator("tbody .response-col_description pre").first.inner_text()
+        assert '"id": "red-cube"' in shown and '"caption": "a large red cube"' in shown
+        assert str(corpus.image_root) not in shown  # ids and URLs, never server paths
+        assert errors == []
+
+
+def test_redoc_renders_the_api(browser: Any, corpus: Corpus, embedded_spec: str) -> None:
+    with running_server(serve_args(corpus, embedded_spec)) as (url, _proc):
+        page = browser.new_page()
+        page.goto(url + "/redoc")
+        page.get_by_role("heading", name="Search images by text or weighted tokens").wait_for(timeout=20_000)
+        assert "/search" in page.content()

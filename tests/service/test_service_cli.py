@@ -10,7 +10,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from service_testdata import Corpus, running_server
+from service_testdata import Corpus, running_server, serve_args
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -46,6 +46,7 @@ def test_search_cli_explain_and_json(corpus: Corpus, embedded_spec: str) -> None
     assert body["query_tokens"] == ["blue", "sphere"]
     assert body["results"][0]["id"] == "blue-sphere"
     assert {t["token"] for t in body["results"][0]["terms"]} == {"blue", "sphere"}
+    assert "image" not in body["results"][0]["metadata"]  # the same JSON as POST /search: no paths
 
 
 def test_search_cli_errors(corpus: Corpus, embedded_spec: str, tmp_path: Path) -> None:
@@ -53,22 +54,15 @@ def test_search_cli_errors(corpus: Corpus, embedded_spec: str, tmp_path: Path) -
     assert _cli("search", "  ", "--backend", embedded_spec, "--model", model).returncode == 2
     assert _cli("search", "red", "--backend", embedded_spec, "--model", model, "-k", "0").returncode == 2
     missing = _cli("search", "red", "--backend", f"embedded:{tmp_path / 'none'}", "--model", model)
-    assert missing.returncode == 3
-    assert "unavailable" in missing.stderr
+    assert missing.returncode == 2  # a wrong path is the user's mistake, not an outage (3)
+    assert "build one with `vsparta index IMAGES --backend" in missing.stderr
     no_model = _cli("search", "red", "--backend", embedded_spec)
     assert no_model.returncode == 2
     assert "VSPARTA_MODEL_PATH" in no_model.stderr
 
 
 def test_serve_runs_the_app_and_flags_override_env(corpus: Corpus, embedded_spec: str) -> None:
-    args = [
-        "--backend",
-        embedded_spec,
-        "--model",
-        str(corpus.model_dir),
-        "--image-root",
-        str(corpus.image_root),
-    ]
+    args = serve_args(corpus, embedded_spec)
     env = {"VSPARTA_BACKEND": "embedded:/nonexistent", "VSPARTA_MAX_K": "5"}
     with running_server([*args, "--max-k", "7"], env_extra=env) as (url, _proc):
         with urllib.request.urlopen(f"{url}/ready", timeout=10) as r:
@@ -95,4 +89,4 @@ def test_serve_runs_the_app_and_flags_override_env(corpus: Corpus, embedded_spec
 def test_serve_refuses_a_missing_model(tmp_path: Path) -> None:
     proc = _cli("serve", "--backend", "embedded:x", "--model", str(tmp_path / "nope"))
     assert proc.returncode == 2
-    assert "does not exist" in proc.stderr
+    assert f"--model {tmp_path / 'nope'}: no such folder" in proc.stderr

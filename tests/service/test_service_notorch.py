@@ -1,4 +1,4 @@
-"""The query path never imports torch or transformers (DESIGN.md: no network at query time).
+"""The query path never imports torch or transformers (docs/architecture.md section 1).
 
 Checked twice: in a fresh interpreter that builds the app and answers every kind of request,
 and in a real `vsparta serve` process run under ``python -X importtime`` (which logs every
@@ -14,7 +14,7 @@ import textwrap
 import urllib.request
 from pathlib import Path
 
-from service_testdata import Corpus, running_server
+from service_testdata import Corpus, running_server, serve_args
 
 REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("torch", "transformers")
@@ -73,14 +73,7 @@ def _imported_top_level(log_text: str) -> set[str]:
 
 
 def test_serve_process_does_not_import_torch(corpus: Corpus, embedded_spec: str) -> None:
-    args = [
-        "--backend",
-        embedded_spec,
-        "--model",
-        str(corpus.model_dir),
-        "--image-root",
-        str(corpus.image_root),
-    ]
+    args = serve_args(corpus, embedded_spec)
     with running_server(args, importtime=True) as (url, proc):
         req = urllib.request.Request(
             f"{url}/search",

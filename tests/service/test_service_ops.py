@@ -10,7 +10,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.app import create_app
+from service.docs import swagger_ui_version
 from service.settings import ServiceSettings
+from termindex import MAX_QUERY_WEIGHT
 
 
 def _sample(text: str, name: str, **labels: str) -> float:
@@ -83,6 +85,42 @@ def test_openapi_lists_every_route_with_examples(embedded_client: TestClient) ->
         assert asset in docs.text
         got = embedded_client.get(asset)
         assert got.status_code == 200 and len(got.content) > 10_000
+    assert spec["openapi"].startswith("3.1")
+    assert swagger_ui_version().split(".")[0] == "5"  # Swagger UI 4 cannot render OpenAPI 3.1
+    redoc = embedded_client.get("/redoc")
+    assert redoc.status_code == 200 and "/docs-assets/redoc.standalone.js" in redoc.text
+    assert "cdn" not in redoc.text and "fonts.googleapis" not in redoc.text
+    assert embedded_client.get("/docs-assets/redoc.standalone.js").status_code == 200
+    icon = embedded_client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.headers["content-type"] == "image/x-icon"
+    assert icon.content[:4] == b"\x00\x00\x01\x00"  # an ICO file
+
+
+def test_openapi_says_what_the_server_does(embedded_client: TestClient) -> None:
+    c = embedded_client
+    spec = c.get("/openapi.json").json()
+    request = spec["components"]["schemas"]["SearchRequest"]
+    assert request["oneOf"] == [{"required": ["query"]}, {"required": ["terms"]}]
+    weight = request["properties"]["terms"]["additionalProperties"]
+    assert weight["maximum"] == MAX_QUERY_WEIGHT and weight["exclusiveMinimum"] == 0
+    search = spec["paths"]["/search"]["post"]["responses"]
+    assert {"200", "413", "422", "503"} <= set(search)
+    for path, methods in spec["paths"].items():
+        for method, op in methods.items():
+            for status, answer in op["responses"].items():
+                assert "content" in answer or status == "204", (method, path, status)  # a declared body
+    schema_422 = search["422"]["content"]["application/json"]["schema"]["$ref"]
+    assert schema_422 == "#/components/schemas/HTTPValidationError"
+    # ids with control characters: refused by the schema, and the 422 has the declared shape
+    doc_id = next(p for p in spec["paths"]["/images/{doc_id}"]["get"]["parameters"] if p["name"] == "doc_id")
+    assert doc_id["schema"]["pattern"] == "^[^\\x00-\\x1f\\x7f]+$"
+    for path in ("/images/a%01b", "/images/a%01b/file", "/images/a%7Fb/similar", "/images/a%1Fb/thumbnail"):
+        r = c.get(path)
+        assert r.status_code == 422, path
+        assert isinstance(r.json()["detail"], list) and r.json()["detail"][0]["loc"][:2] == ["path", "doc_id"]
+    # a body that is not UTF-8 is invalid JSON like any other: 422, not an undocumented 400
+    r = c.post("/search", content=b'{"query": "\xff\xfe"}', headers={"content-type": "application/json"})
+    assert r.status_code == 422 and r.json()["detail"][0]["type"] == "json_invalid"
 
 
 def test_ready_is_503_until_the_index_exists(corpus, make_settings, tmp_path: Path) -> None:  # noqa: ANN001
@@ -94,10 +132,14 @@ def test_ready_is_503_until_the_index_exists(corpus, make_settings, tmp_path: Pa
         r = c.get("/ready")
         assert r.status_code == 503
         assert r.headers["retry-after"] == "5"
-        assert r.json()["status"] == "not ready"
+        assert r.json() == {
+            "status": "not ready",
+            "detail": "search index not found: nothing indexed yet, or wrong index name",
+        }
         s = c.post("/search", json={"query": "red"})
         assert s.status_code == 503
         assert "index not found" in s.json()["detail"]
+        assert str(tmp_path) not in r.text + s.text  # the log names the folder, clients do not
         index = open_index(spec, create=True)
         index.upsert(corpus.docs[:2])
         index.close()
@@ -159,6 +201,7 @@ def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
         ("max_k", "0", "greater than or equal to 1"),
         ("thumbnail_sizes", "8", "thumbnail_sizes"),
         ("default_k", "500", "default_k"),
+        ("max_query_tokens", "1001", "less than or equal to 1000"),  # repeats must stay in bound
     ],
 )
 def test_bad_settings_are_clear_errors(

@@ -219,3 +219,26 @@ def test_parity_at_the_query_weight_bound(tmp_path, docs, queries):
     bound += [{t: MAX_QUERY_WEIGHT for t in range(i, i + 12)} for i in range(0, 40, 5)]
     _assert_parity(index, oracle, bound)
     _assert_parity(index, oracle, bound[:20], k=1)
+
+
+def test_parity_across_segments_with_different_quantization_steps(tmp_path, docs, queries):
+    """Each segment quantizes with a step from its own largest weight; the k-th bound carried
+    between segments is converted from one step to the next, so results stay exact, in one
+    segment or several."""
+    scaled = [
+        TermDocument(f"big{i}", {t: w * 3000.0 for t, w in d.terms.items()}) for i, d in enumerate(docs[:800])
+    ]
+    small = [
+        TermDocument(f"small{i}", {t: w * 0.01 for t, w in d.terms.items()})
+        for i, d in enumerate(docs[800:1600])
+    ]
+    index = EmbeddedIndex(tmp_path / "idx", create=True, block_size=256)
+    index.upsert(docs[1600:])
+    index.upsert(scaled)
+    index.upsert(small)
+    steps = [s.quant_step for s in index._snap.segments]
+    assert len(set(steps)) == 3 and max(steps) > 20 * min(steps), steps
+    oracle = BruteForceOracle(docs[1600:] + scaled + small, round_weights=round_like_embedded)
+    _assert_parity(index, oracle, queries[:100])
+    index.compact()
+    _assert_parity(index, oracle, queries[100:160], k=25)

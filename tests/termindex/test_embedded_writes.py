@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from termindex.base import TermDocument
+from termindex.base import TermDocument, heaviest_terms
 from termindex.embedded import EmbeddedIndex
 from termindex.errors import DocumentNotFound, IndexNotFound, InvalidDocument
 from termindex.oracle import BruteForceOracle, random_documents, round_like_embedded
@@ -129,7 +129,7 @@ def test_get_returns_stored_weights_and_similar(tmp_path):
     assert got.metadata == d.metadata
     similar = index.similar(d.id, k=5, n_terms=8)
     assert len(similar) == 5 and d.id not in {h.id for h in similar}
-    top = dict(sorted(got.terms.items(), key=lambda kv: (-kv[1], kv[0]))[:8])
+    top = dict(heaviest_terms(got.terms, 8))
     oracle = BruteForceOracle(docs, round_weights=round_like_embedded)
     want = [(h.id, h.score) for h in oracle.search(top, k=6) if h.id != d.id][:5]
     assert [(h.id, h.score) for h in similar] == want

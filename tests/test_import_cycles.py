@@ -1,0 +1,100 @@
+"""No import cycles between the project's modules (issue 15: bench/cli.py <-> bench/topn.py).
+
+Static: every `import` and `from ... import` in a module, at any depth (lazy imports inside
+functions count: a cycle through them still ties two modules together), and
+`importlib.import_module("literal")`.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("vsparta", "model", "indexer", "termindex", "service", "bench")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, modules: set[str]) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            names = [node.args[0].value]
+        found |= {n for n in names if n in modules}
+    return found
+
+
+def _graph() -> dict[str, set[str]]:
+    files = {_module_name(p): p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+    modules = set(files)
+    graph = {name: _imports(path, modules) for name, path in files.items()}
+    for name, deps in graph.items():  # a package's __init__ is not an edge back to its own modules
+        deps.discard(name)
+        deps -= {d for d in deps if name.startswith(d + ".") and files[d].name == "__init__.py"}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def test_the_checker_sees_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_bench_cli_and_topn_no_longer_import_each_other() -> None:
+    graph = _graph()
+    assert "bench.topn" in graph["bench.cli"]  # the CLI wires the benchmark in ...
+    assert "bench.cli" not in graph["bench.topn"]  # ... which takes its options from bench.options
+    assert "bench.options" in graph["bench.topn"]
+
+
+def test_no_import_cycles() -> None:
+    assert _cycles(_graph()) == []
