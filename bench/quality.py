@@ -182,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     from bench import hardware
-    from bench.cli import command_line
+    from bench.options import command_line
     from model.dense import load_model
     from model.encode import resolve_device
     from model.evaluate import TOP_N, evaluate
