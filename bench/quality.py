@@ -69,17 +69,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lrs", type=_floats, help="VisualSparta learning-rate sweep (comma list)")
     parser.add_argument("--dense-lrs", type=_floats, help="dense baseline learning-rate sweep")
     parser.add_argument("--weights", type=_floats, help="sparsity weights, one VisualSparta line each")
-    parser.add_argument("--sparsity-loss", choices=["flops", "l1"], default="flops")
+    parser.add_argument("--sparsity-loss", choices=["flops", "l1"], default="flops", help="FLOPS or L1")
     parser.add_argument("--sparsity-images", type=int, help="images per batch the regularizer sees")
     parser.add_argument("--sparsity-vocab", type=int, help="vocabulary ids sampled per regularizer step")
     parser.add_argument("--sparsity-target", type=float, help="steer towards this many positive terms/img")
     parser.add_argument("--term-bias", action="store_true", help="VisualSparta with a per-term bias")
     parser.add_argument("--no-dense", action="store_true", help="skip the dense baseline")
     parser.add_argument("--patience", type=int, default=3, help="early stopping: epochs without gain")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--device", default="auto")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the scenes and the trainings")
+    parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda ...")
     parser.add_argument("--threads", type=int, help="torch CPU threads")
-    parser.add_argument("--cache-dir", type=Path, default=Path(".cache/bench/quality"))
+    parser.add_argument(
+        "--cache-dir", type=Path, default=Path(".cache/bench/quality"), help="scenes and trained models"
+    )
     parser.add_argument("--out-dir", type=Path, default=Path("docs"), help="quality.md/.png/.json go here")
     parser.add_argument("--no-write", action="store_true", help="print only")
 
