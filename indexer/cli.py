@@ -6,6 +6,8 @@ Examples::
     vsparta index data/manifest.jsonl --model runs/model --backend http://127.0.0.1:9200/images \\
         --shard 0 --num-shards 4 --resume --failures failed.jsonl
     vsparta index export/ --tokenizer runs/model --backend embedded:index2/   # no model needed
+    vsparta index photos/ --model runs/model --backend http://127.0.0.1:9200/images --new-version
+    vsparta index rollback --backend http://127.0.0.1:9200/images   # alias back to the previous version
 
 Ids: a manifest's ``id``; for a folder, sha1 of each file's path relative to the folder.
 """
@@ -35,6 +37,13 @@ def _top_n(value: str) -> int | None:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _input(value: str) -> object:
+    """An existing input path, or the word ``rollback`` (``vsparta index rollback --backend URL``)."""
+    if value == "rollback" and not Path(value).exists():
+        return value
+    return existing_path(value)
+
+
 def _default_workers() -> int:
     return max(1, min(8, (os.cpu_count() or 2) - 1))
 
@@ -43,13 +52,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = __doc__.split("\n", 2)[2]
     parser.add_argument(
-        "input", type=existing_path, help="image folder, manifest JSONL, .npz folder, or term-document JSONL"
+        "input",
+        type=_input,
+        help="image folder, manifest JSONL, .npz folder, term-document JSONL, or `rollback`",
     )
     parser.add_argument(
         "--format", dest="input_format", choices=INPUT_FORMATS, default="auto", help="input kind"
     )
     out = parser.add_argument_group("outputs")
     out.add_argument("--backend", help="embedded:PATH or http://HOST:9200/ALIAS")
+    es = parser.add_argument_group("Elasticsearch")
+    es.add_argument("--shards", type=int, help="primary shards of a new index (default: one per data node)")
+    es.add_argument("--replicas", type=int, help="replicas after the load (default: 1 on a cluster, else 0)")
+    es.add_argument(
+        "--new-version",
+        action="store_true",
+        help="load into a new version of the index; the alias moves to it when the load completes",
+    )
     out.add_argument(
         "--export-jsonl", type=Path, metavar="DIR", help="also write numbered term-document JSONL"
     )
@@ -91,11 +110,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     job.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None, help="progress bar")
 
 
+def _es_options(args: argparse.Namespace) -> dict[str, object]:
+    opts: dict[str, object] = {"shards": args.shards, "replicas": args.replicas}
+    if args.new_version:
+        if args.resume or args.num_shards > 1:
+            raise ValueError("--new-version writes one new version in one job: drop --resume/--num-shards")
+        opts["new_version"] = True
+    opts = {k: v for k, v in opts.items() if v is not None}
+    if opts and not (args.backend or "").startswith(("http://", "https://")):
+        raise ValueError("--shards, --replicas and --new-version need an Elasticsearch --backend")
+    return opts
+
+
+def _rollback(backend: str | None) -> int:
+    """`vsparta index rollback --backend URL`: point the alias back at the previous version."""
+    from termindex import open_index
+
+    if not backend or not backend.startswith(("http://", "https://")):
+        log.error("rollback needs an Elasticsearch --backend http://HOST:9200/ALIAS")
+        return 2
+    try:
+        with open_index(backend) as index:
+            version = index.rollback()  # type: ignore[attr-defined]
+    except TermIndexError as exc:
+        log.error("could not roll back: %s", exc)
+        return 1
+    log.info("%s now points at %s", backend, version)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     if not getattr(args, "verbose", False):
         logging.getLogger("elasticsearch").setLevel(
             logging.ERROR
         )  # a line per request, a traceback per retry
+    if str(args.input) == "rollback" and not Path(args.input).exists():
+        return _rollback(args.backend)
+    try:
+        backend_options = _es_options(args)
+    except ValueError as exc:
+        log.error("%s", exc)
+        return 2
     # Resolved before any engine is opened: a mistyped --model leaves no empty index folder behind.
     model = Path(resolve_model_path(args.model)) if args.model else None
     tokenizer = None
@@ -124,6 +179,7 @@ def run(args: argparse.Namespace) -> int:
         ignore_regions=args.ignore_regions,
         commit_interval=args.commit_interval,
         progress=args.progress,
+        backend_options=backend_options,
     )
     try:
         summary = run_index(config)

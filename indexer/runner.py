@@ -59,6 +59,7 @@ class IndexConfig:
     ignore_regions: bool = False
     commit_interval: float = 1.0  # seconds a document may wait to share an engine write
     progress: bool | None = None  # None: only on a terminal
+    backend_options: dict[str, Any] = field(default_factory=dict)  # engine options (--shards ...)
 
     def validate(self) -> None:
         if self.backend is None and self.export_jsonl is None:
@@ -94,6 +95,7 @@ class IndexSummary:
     encode_seconds: float = 0.0
     write_seconds: float = 0.0
     interrupted_by: str | None = None
+    engine_notes: list[str] = field(default_factory=list)  # e.g. the force-merge after a full load
 
     @staticmethod
     def _rate(n: int, seconds: float) -> float:
@@ -123,6 +125,7 @@ class IndexSummary:
             out.append(f"failures: {reasons}")
         if self.interrupted_by:
             out.append(f"interrupted by {self.interrupted_by}: rerun with --resume to finish")
+        out.extend(f"engine: {note}" for note in self.engine_notes)
         return out
 
 
@@ -173,6 +176,7 @@ def open_backend(
     num_shards: int,
     stop: threading.Event | None = None,
     wait: float = SHARD_WAIT_SECONDS,
+    **options: Any,
 ) -> TermIndex:
     """Open the target; with several shards only shard 0 creates it, the others wait for it.
 
@@ -180,12 +184,12 @@ def open_backend(
     its own version behind the alias); one creator makes the result the same as one job's.
     """
     if num_shards == 1 or shard == 0:
-        return open_index(spec, create=True)
+        return open_index(spec, create=True, **options)
     deadline = time.monotonic() + wait
     logged = 0.0
     while True:
         try:
-            return open_index(spec)
+            return open_index(spec, **options)
         except IndexNotFound:
             now = time.monotonic()
             if now > deadline or (stop is not None and stop.is_set()):
@@ -224,7 +228,7 @@ class IndexJob:
             index = self._index
             if index is None and cfg.backend is not None:
                 index = resources.enter_context(
-                    open_backend(cfg.backend, cfg.shard, cfg.num_shards, self.stop)
+                    open_backend(cfg.backend, cfg.shard, cfg.num_shards, self.stop, **cfg.backend_options)
                 )
             mapper, id_to_token, preprocess = self._mapper(fmt)
             target = IndexTarget(index) if index is not None else None
@@ -269,6 +273,10 @@ class IndexJob:
                 )
                 self._encode_loop(stream, mapper, writer, report, bar)
             writer.raise_if_failed()
+            if index is not None and not caught and not self.stop.is_set():
+                note = index.finish_load()  # complete: force-merge, swap a new version in
+                if note:
+                    self.summary.engine_notes.append(note)
         s = self.summary
         s.indexed = writer.written
         s.write_seconds = writer.seconds

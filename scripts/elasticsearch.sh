@@ -1,14 +1,24 @@
 #!/usr/bin/env bash
-# A real single-node Elasticsearch for tests, CI and users without Docker (docs/architecture.md section 4).
+# A real local Elasticsearch for tests, CI and users without Docker (docs/architecture.md section
+# 4): one node (the default) or a cluster of N nodes of the same distribution on one machine.
 #
-#   bash scripts/elasticsearch.sh start|stop|status|logs [N]|restart
+#   bash scripts/elasticsearch.sh start|stop|status|logs [N]|restart|pids [--nodes N] [--base-port P]
+#
+# --nodes N (or VSPARTA_ES_NODES): N > 1 starts a cluster: node i answers HTTP on P+i and talks to
+# the others on transport port P+100+i (seed hosts list them all); each node has its own config,
+# data and logs under <work dir>/cluster-P/node-<port>. `start` starts the nodes that do not answer
+# (so it also brings back a killed one) and waits for green with all N nodes joined; `stop`,
+# `status`, `logs` cover every node; `pids` prints "port pid" per node (tests kill nodes by pid).
+# --base-port P (or VSPARTA_ES_PORT): the first HTTP port (default 9200), so a test cluster can run
+# beside the shared node on 9200/9300.
 #
 # Elastic publishes no Debian/PyPI package, but Maven Central holds its own artifacts: the 7.17
 # integ-test-zip (server + transport module) and the mapper-extras jar (rank_feature/rank_features),
 # which this script installs as a module. Both are fetched with Maven's own client and cached.
 #
 # Environment (all optional):
-#   VSPARTA_ES_PORT      HTTP port on 127.0.0.1 (default 9200)
+#   VSPARTA_ES_PORT      HTTP port on 127.0.0.1 (default 9200); the first node's with --nodes
+#   VSPARTA_ES_NODES     nodes to run (default 1)
 #   VSPARTA_ES_HOME      work dir: unpacked distribution, config, data, logs, pid file
 #                        (default <repo>/.es; /var/tmp/vsparta-elasticsearch when the node's user
 #                        cannot reach the repo, e.g. a checkout under /root)
@@ -22,7 +32,9 @@
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-PORT=${VSPARTA_ES_PORT:-9200}
+BASE_PORT=${VSPARTA_ES_PORT:-9200}
+NODES=${VSPARTA_ES_NODES:-1}
+PORT=$BASE_PORT
 VERSION=${VSPARTA_ES_VERSION:-7.17.29}
 HEAP=${VSPARTA_ES_HEAP:-512m}
 TIMEOUT=${VSPARTA_ES_TIMEOUT:-180}
@@ -81,9 +93,25 @@ pick_home() {
     die "$ES_HOME_DIR is not reachable by user $ES_USER (every parent needs o+x): pick another VSPARTA_ES_HOME"
   fi
   DIST=$ES_HOME_DIR/dist/elasticsearch-$VERSION
-  NODE=$ES_HOME_DIR/node-$PORT
+  select_node 0
+}
+
+# Point PORT, URL, NODE, PIDFILE at node $1 (0-based). One node keeps today's layout (node-PORT);
+# a cluster's nodes live under cluster-BASE so a cluster never reuses a single node's data.
+select_node() {
+  local i=$1
+  PORT=$((BASE_PORT + i))
+  URL="http://127.0.0.1:${PORT}"
+  if [ "$NODES" = 1 ]; then
+    NODE=$ES_HOME_DIR/node-$PORT
+  else
+    NODE=$ES_HOME_DIR/cluster-$BASE_PORT/node-$PORT
+  fi
   PIDFILE=$NODE/es.pid
 }
+
+# Transport port of node $1 in a cluster (exact, so the seed hosts can name every node).
+transport_port() { echo $((BASE_PORT + 100 + $1)); }
 
 # Debian's OpenJDK 17: 7.17 runs on it; newer JDKs (24+) dropped the security manager it needs.
 scan_java17() {
@@ -170,24 +198,38 @@ EOF
   touch "$DIST/.vsparta-installed"
 }
 
-write_config() {
-  # Transport (node-to-node) ports near the HTTP port, so nodes on different ports don't collide.
-  local TRANSPORT_PORTS=9300-9400
-  if [ "$PORT" != 9200 ] && [ "$PORT" -le 65000 ]; then
-    TRANSPORT_PORTS="$((PORT + 100))-$((PORT + 200))"
+# The discovery part of elasticsearch.yml: one node discovers nothing; a cluster's nodes seed from
+# each other's exact transport ports and bootstrap once from the same list of master-eligible names.
+discovery_config() {
+  if [ "$NODES" = 1 ]; then
+    # Transport (node-to-node) ports near the HTTP port, so nodes on different ports don't collide.
+    local TRANSPORT_PORTS=9300-9400
+    if [ "$PORT" != 9200 ] && [ "$PORT" -le 65000 ]; then
+      TRANSPORT_PORTS="$((PORT + 100))-$((PORT + 200))"
+    fi
+    printf 'cluster.name: vsparta\ntransport.port: %s\ndiscovery.type: single-node\n' "$TRANSPORT_PORTS"
+    return
   fi
+  local seeds="" names="" i
+  for i in $(seq 0 $((NODES - 1))); do
+    seeds+="${seeds:+, }\"127.0.0.1:$(transport_port "$i")\""
+    names+="${names:+, }vsparta-$((BASE_PORT + i))"
+  done
+  printf 'cluster.name: vsparta-cluster-%s\ntransport.port: %s\n' "$BASE_PORT" "$((PORT + 100))"
+  printf 'discovery.seed_hosts: [%s]\ncluster.initial_master_nodes: [%s]\n' "$seeds" "$names"
+}
+
+write_config() {
   mkdir -p "$NODE/config" "$NODE/data" "$NODE/logs" "$NODE/tmp"
   cp "$DIST/config/log4j2.properties" "$NODE/config/"
   cat >"$NODE/config/elasticsearch.yml" <<EOF
-# Written by scripts/elasticsearch.sh: a single local node for tests and development.
-cluster.name: vsparta
+# Written by scripts/elasticsearch.sh: a local node ($NODES in all) for tests and development.
 node.name: vsparta-$PORT
 path.data: $NODE/data
 path.logs: $NODE/logs
 network.host: 127.0.0.1
 http.port: $PORT
-transport.port: $TRANSPORT_PORTS
-discovery.type: single-node
+$(discovery_config)
 # The integ-test-zip carries x-pack core/security; a local test node runs without security.
 xpack.security.enabled: false
 # A shared development disk must not flip indices read-only.
@@ -203,6 +245,7 @@ EOF
 EOF
   if is_root; then
     chown -R "$ES_USER:" "$NODE"
+    [ "$NODES" = 1 ] || chmod a+rx "$(dirname "$NODE")"
   fi
 }
 
@@ -229,7 +272,7 @@ proc_running() {
 
 log_tail() {
   local n=${1:-60}
-  for f in "$NODE/logs/vsparta.log" "$NODE/logs/stdout.log"; do
+  for f in "$NODE"/logs/vsparta*.log "$NODE/logs/stdout.log"; do
     if [ -f "$f" ]; then
       echo "==> $f <=="
       tail -n "$n" "$f"
@@ -237,75 +280,100 @@ log_tail() {
   done
 }
 
-cmd_start() {
+# Launch the selected node unless it answers or is still starting; sets START_T0 when it launched.
+start_node() {
   if answers; then
+    log "already running at $URL"
+    return 0
+  fi
+  if pid_alive; then
+    log "a node (pid $(cat "$PIDFILE")) is starting or hung; waiting for it"
+    return 0
+  fi
+  find_java
+  install_dist
+  write_config
+  rm -f "$PIDFILE"
+  log "starting Elasticsearch $VERSION on $URL (heap $HEAP, work dir $NODE)"
+  as_es env ES_JAVA_HOME="$JAVA_DIR" ES_PATH_CONF="$NODE/config" ES_TMPDIR="$NODE/tmp" \
+    ES_JAVA_OPTS="-Xms$HEAP -Xmx$HEAP ${ES_JAVA_OPTS:-}" JAVA_HOME= \
+    "$DIST/bin/elasticsearch" -d -p "$PIDFILE" >"$NODE/logs/stdout.log" 2>&1 </dev/null ||
+    {
+      log_tail 80 >&2
+      die "Elasticsearch failed to start (log tail above)"
+    }
+  START_T0=${START_T0:-$T0}
+}
+
+cmd_start() {
+  T0=$SECONDS
+  START_T0=""
+  if [ "$NODES" = 1 ] && answers; then
     log "already running at $URL"
     return 0
   fi
   ensure_user
   pick_home
-  if pid_alive; then
-    log "a node (pid $(cat "$PIDFILE")) is starting or hung; waiting for it"
-  else
-    find_java
-    install_dist
-    write_config
-    rm -f "$PIDFILE"
-    local t0=$SECONDS
-    log "starting Elasticsearch $VERSION on $URL (heap $HEAP, work dir $NODE)"
-    as_es env ES_JAVA_HOME="$JAVA_DIR" ES_PATH_CONF="$NODE/config" ES_TMPDIR="$NODE/tmp" \
-      ES_JAVA_OPTS="-Xms$HEAP -Xmx$HEAP ${ES_JAVA_OPTS:-}" JAVA_HOME= \
-      "$DIST/bin/elasticsearch" -d -p "$PIDFILE" >"$NODE/logs/stdout.log" 2>&1 </dev/null ||
-      {
-        log_tail 80 >&2
-        die "Elasticsearch failed to start (log tail above)"
-      }
-    START_T0=$t0
-  fi
+  local i
+  for i in $(seq 0 $((NODES - 1))); do
+    select_node "$i"
+    start_node
+  done
   wait_green
 }
 
+# Every node answers, then (through node 0) all of them joined and the cluster is green.
 wait_green() {
-  local deadline=$((SECONDS + TIMEOUT)) t0=${START_T0:-$SECONDS}
-  until answers; do
-    if [ -f "$PIDFILE" ] && ! pid_alive; then
-      log_tail 80 >&2
-      die "Elasticsearch exited during startup (log tail above)"
-    fi
-    if [ $SECONDS -ge $deadline ]; then
-      log_tail 80 >&2
-      die "Elasticsearch did not answer on $URL within ${TIMEOUT}s (log tail above)"
-    fi
-    sleep 1
+  local deadline=$((SECONDS + TIMEOUT)) t0=${START_T0:-$SECONDS} i
+  for i in $(seq 0 $((NODES - 1))); do
+    select_node "$i"
+    until answers; do
+      if [ -f "$PIDFILE" ] && ! pid_alive; then
+        log_tail 80 >&2
+        die "Elasticsearch exited during startup (log tail above)"
+      fi
+      if [ $SECONDS -ge $deadline ]; then
+        log_tail 80 >&2
+        die "Elasticsearch did not answer on $URL within ${TIMEOUT}s (log tail above)"
+      fi
+      sleep 1
+    done
   done
-  # One node: replicas could never be assigned, so every new index gets none and stays green.
-  curl -fsS --max-time 10 -X PUT "$URL/_template/vsparta-single-node" -H 'Content-Type: application/json' \
-    -d '{"index_patterns": ["*"], "order": -1000, "settings": {"number_of_replicas": 0}}' >/dev/null ||
-    log "warning: could not install the zero-replica template"
+  select_node 0
+  if [ "$NODES" = 1 ]; then
+    # One node: replicas could never be assigned, so every new index gets none and stays green.
+    curl -fsS --max-time 10 -X PUT "$URL/_template/vsparta-single-node" -H 'Content-Type: application/json' \
+      -d '{"index_patterns": ["*"], "order": -1000, "settings": {"number_of_replicas": 0}}' >/dev/null ||
+      log "warning: could not install the zero-replica template"
+  fi
   local left=$((deadline - SECONDS))
   [ $left -gt 0 ] || left=1
   local health
-  health=$(curl -sS --max-time $((left + 5)) "$URL/_cluster/health?wait_for_status=green&timeout=${left}s" || true)
-  if [[ $health != *'"status":"green"'* ]]; then
+  health=$(curl -sS --max-time $((left + 5)) \
+    "$URL/_cluster/health?wait_for_status=green&wait_for_nodes=$NODES&timeout=${left}s" || true)
+  if [[ $health != *'"status":"green"'* ]] || [[ $health == *'"timed_out":true'* ]]; then
     log_tail 40 >&2
-    die "cluster at $URL is not green within ${TIMEOUT}s: $(curl -sS "$URL/_cluster/health" || true)"
+    die "cluster at $URL is not green with $NODES node(s) within ${TIMEOUT}s: $(curl -sS "$URL/_cluster/health" || true)"
   fi
-  log "green at $URL after $((SECONDS - t0))s"
+  if [ "$NODES" = 1 ]; then
+    log "green at $URL after $((SECONDS - t0))s"
+  else
+    log "green at $URL with $NODES nodes (HTTP $BASE_PORT-$((BASE_PORT + NODES - 1))) after $((SECONDS - t0))s"
+  fi
 }
 
-cmd_stop() {
-  pick_home
+stop_node() {
   if ! pid_alive; then
     rm -f "$PIDFILE"
     if answers; then
       die "a node answers on $URL but its pid file is not in $NODE (started from another work dir?)"
     fi
-    log "not running"
+    log "not running at $URL"
     return 0
   fi
   local pid
   pid=$(cat "$PIDFILE")
-  log "stopping pid $pid"
+  log "stopping pid $pid ($URL)"
   kill -TERM "$pid" 2>/dev/null || true
   for _ in $(seq 1 60); do
     proc_running "$pid" || break
@@ -323,17 +391,109 @@ cmd_stop() {
   log "stopped"
 }
 
-cmd_status() {
-  if answers; then
-    curl -fsS --max-time 3 "$URL/_cluster/health"
-    echo
-    return 0
+# Nodes stop in parallel: a cluster losing its master one node at a time re-elects in between.
+cmd_stop() {
+  pick_home
+  if [ "$NODES" = 1 ]; then
+    stop_node
+    return
   fi
-  echo "not running at $URL" >&2
-  return 1
+  local i pids=()
+  for i in $(seq 0 $((NODES - 1))); do
+    select_node "$i"
+    stop_node &
+    pids+=($!)
+  done
+  local rc=0
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  return $rc
 }
 
-case "${1:-}" in
+cmd_status() {
+  if [ "$NODES" = 1 ]; then
+    if answers; then
+      curl -fsS --max-time 3 "$URL/_cluster/health"
+      echo
+      return 0
+    fi
+    echo "not running at $URL" >&2
+    return 1
+  fi
+  # A cluster: health from the first node that answers, then one line per node that does not.
+  pick_home
+  local i down=0 shown=0
+  for i in $(seq 0 $((NODES - 1))); do
+    select_node "$i"
+    if answers; then
+      if [ $shown = 0 ]; then
+        curl -fsS --max-time 3 "$URL/_cluster/health"
+        echo
+        shown=1
+      fi
+    else
+      echo "not running at $URL" >&2
+      down=$((down + 1))
+    fi
+  done
+  [ $down = 0 ]
+}
+
+cmd_pids() {
+  pick_home
+  local i
+  for i in $(seq 0 $((NODES - 1))); do
+    select_node "$i"
+    if pid_alive; then
+      echo "$PORT $(cat "$PIDFILE")"
+    else
+      echo "$PORT -"
+    fi
+  done
+}
+
+cmd_logs() {
+  pick_home
+  local i
+  for i in $(seq 0 $((NODES - 1))); do
+    select_node "$i"
+    log_tail "$1"
+  done
+}
+
+usage() {
+  echo "usage: $0 start|stop|restart|status|logs [N]|pids [--nodes N] [--base-port P]" >&2
+  exit 2
+}
+
+COMMAND=${1:-}
+[ $# -gt 0 ] && shift
+LOG_LINES=60
+while [ $# -gt 0 ]; do
+  case "$1" in
+  --nodes)
+    [ $# -ge 2 ] || usage
+    NODES=$2
+    shift 2
+    ;;
+  --base-port)
+    [ $# -ge 2 ] || usage
+    BASE_PORT=$2
+    shift 2
+    ;;
+  [0-9]*)
+    LOG_LINES=$1
+    shift
+    ;;
+  *) usage ;;
+  esac
+done
+[[ $NODES =~ ^[1-9][0-9]?$ ]] || die "--nodes must be a number from 1 to 99, got '$NODES'"
+[[ $BASE_PORT =~ ^[0-9]+$ ]] && [ "$BASE_PORT" -ge 1024 ] && [ $((BASE_PORT + 100 + NODES)) -le 65535 ] ||
+  die "--base-port must be a port from 1024 to $((65435 - NODES)), got '$BASE_PORT'"
+PORT=$BASE_PORT
+URL="http://127.0.0.1:${PORT}"
+
+case "$COMMAND" in
 start) cmd_start ;;
 stop) cmd_stop ;;
 restart)
@@ -341,12 +501,7 @@ restart)
   cmd_start
   ;;
 status) cmd_status ;;
-logs)
-  pick_home
-  log_tail "${2:-60}"
-  ;;
-*)
-  echo "usage: $0 start|stop|restart|status|logs [N]" >&2
-  exit 2
-  ;;
+logs) cmd_logs "$LOG_LINES" ;;
+pids) cmd_pids ;;
+*) usage ;;
 esac

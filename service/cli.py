@@ -58,6 +58,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--thumbnail-cache", dest="thumbnail_cache_dir", metavar="DIR", help="thumbnail folder"
     )
+    parser.add_argument(
+        "--wait-for-index",
+        action="store_true",
+        help="start even if the embedded index does not exist yet (answers 503 until an indexing job "
+        "creates it); without this flag a missing index folder is reported as a typo",
+    )
 
 
 SETTING_FLAGS = ("backend", "model_path", "image_roots", "max_k", "engine_timeout_s", "cors_origins")
@@ -119,7 +125,8 @@ def run(args: argparse.Namespace) -> int:
         log.error("invalid settings: %s", explain_settings_error(exc))
         return 2
     checked_model_path(args, settings)  # one sentence (vsparta prints it) instead of a failed start-up
-    if parse_spec(settings.backend)[0] == "embedded":  # a missing folder is a typo, not an outage (503s)
+    embedded = parse_spec(settings.backend)[0] == "embedded"
+    if embedded and not getattr(args, "wait_for_index", False):  # a missing folder is a typo, not an outage
         open_index(settings.backend).close()
     missing = [str(root) for root in settings.image_roots if not root.is_dir()]
     if missing:

@@ -209,6 +209,17 @@ class AsyncIndexEngine(ServiceEngine):
     async def count(self) -> int:
         return await self._bounded(lambda: self._client.count(), "count")
 
+    async def ready(self) -> tuple[bool, str]:
+        """Also the cluster's health: red (a shard without any copy) is not ready."""
+        ok, detail = await super().ready()
+        if not ok or not hasattr(self._client, "health"):
+            return ok, detail
+        try:
+            status = await self._bounded(lambda: self._client.health(), "health")
+        except TermIndexError as exc:
+            return False, f"engine unavailable: {exc}"
+        return status != "red", f"{detail}, cluster {status}"
+
     async def close(self) -> None:
         await self._client.close()
 

@@ -160,6 +160,11 @@ class TermIndex(ABC):
         restored after). Default: nothing to change."""
         yield self
 
+    def finish_load(self) -> str | None:
+        """After a complete (not interrupted) load: engine housekeeping that pays off only then
+        (Elasticsearch: force-merge, swap a new version in). Returns a line for the job summary."""
+        return None
+
     @abstractmethod
     def delete(self, ids: Iterable[str]) -> int:
         """Delete documents by id; returns how many existed."""

@@ -1,59 +1,61 @@
-"""Elasticsearch engine: ``rank_features`` documents behind an alias, versioned for re-indexing.
+"""Elasticsearch engine: ``rank_features`` documents behind an alias, for one node or a cluster.
 
-``name`` is an alias. Each build of the index is a concrete index ``<name>-v<N>``; a re-index
-writes ``v<N+1>`` while searches keep hitting ``v<N>``, then one ``_aliases`` call moves the
-alias (remove + add, atomic), so a search sees either the old or the new version, never a mix.
-Old versions stay for ``rollback()`` (the newest ``keep_versions`` are kept).
+``name`` is an alias over versioned concrete indices (``termindex.elastic_versions``). Writes go
+through ``termindex.elastic_bulk``: bodies built from arrays, several connections, chunks cut by
+bytes, 429s and lost connections retried with backoff; ``_id`` is the document id, so a
+repeated or resumed load overwrites instead of duplicating.
 
-Bulk loads stream documents in chunks (by count and bytes), retry 429 rejections and connection
-failures with exponential backoff, and run with ``refresh_interval: -1`` and no replicas,
-restored afterwards. ``_id`` is the document id, so a repeated load overwrites.
+A cluster: new indices get one primary shard per data node and one replica when there is more
+than one node (``shards``/``replicas`` override). A bulk load runs with refreshes off, no
+replicas and rare translog flushes, all restored afterwards; ``finish_load`` after a complete
+load force-merges to few segments (smaller, faster to search).
 
-``AsyncElasticsearchIndex`` (read side, for the service) shares the request bodies and
-response parsing in ``termindex.elastic_common``.
+``AsyncElasticsearchIndex`` (read side, for the service) is in ``termindex.elastic_async``.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from elasticsearch import AsyncElasticsearch, Elasticsearch
-from elasticsearch import exceptions as es_errors
-from elasticsearch.helpers import streaming_bulk
+from elasticsearch import Elasticsearch
 
 from termindex.base import Hit, TermDocument, TermIndex
+from termindex.elastic_async import AsyncElasticsearchIndex
+from termindex.elastic_bulk import (
+    Action,
+    BulkOptions,
+    BulkSender,
+    array_actions,
+    chunks,
+    delete_actions,
+    doc_actions,
+)
 from termindex.elastic_common import (
     MAPPING,
     METADATA_FIELD,
     check_es_id,
     client_options,
-    doc_source,
     errors,
     fill_metadata,
-    index_body,
     mget_metadata_body,
     parse_doc,
     parse_hits,
     pop_track_total_hits,
     search_body,
-    similar_query,
-    translate,
     validate_alias,
     without_metadata,
 )
+from termindex.elastic_versions import IndexVersion, Reindex, VersionedAlias
 from termindex.errors import (
     DocumentNotFound,
     EngineUnavailable,
     IndexNotFound,
     InvalidDocument,
-    InvalidQuery,
     TermIndexError,
 )
 
@@ -61,42 +63,37 @@ __all__ = ["AsyncElasticsearchIndex", "ElasticsearchIndex", "IndexVersion", "Rei
 
 log = logging.getLogger(__name__)
 
-
-@dataclass(frozen=True)
-class IndexVersion:
-    """One concrete index behind the alias."""
-
-    name: str
-    number: int
-    docs: int
-    active: bool
-
-
-@dataclass(frozen=True)
-class _BulkOptions:
-    chunk_size: int = 500
-    max_chunk_bytes: int = 10 * 1024 * 1024
-    max_retries: int = 5
-    initial_backoff: float = 0.5
-    max_backoff: float = 30.0
-    bulk_timeout: float = 120.0
-
-    def __post_init__(self) -> None:
-        if self.chunk_size < 1 or self.max_chunk_bytes < 1024:
-            raise ValueError("chunk_size must be >= 1 and max_chunk_bytes >= 1024")
-        if self.max_retries < 0 or self.initial_backoff < 0 or self.max_backoff < 0:
-            raise ValueError("max_retries, initial_backoff and max_backoff must be >= 0")
-
-    def backoff(self, attempt: int) -> float:
-        return min(self.max_backoff, self.initial_backoff * 2**attempt)
+# Settings a bulk load changes, and what they are during it. Restored afterwards to what they were
+# (None = the default); replicas to the serving count. The translog stays durable per request
+# (an acknowledged document survives a killed node, which --resume relies on); a larger flush
+# threshold means fewer Lucene commits while loading.
+LOAD_SETTINGS: dict[str, Any] = {
+    "index.refresh_interval": "-1",
+    "index.number_of_replicas": 0,
+    "index.translog.flush_threshold_size": "1gb",
+}
 
 
-class ElasticsearchIndex(TermIndex):
+# One query searches the shards of an index in parallel, one thread each. Two per node were not
+# faster on the shared 2-core machine at 10K images (docs/elasticsearch.md).
+SHARDS_PER_NODE = 1
+# Stored fields (the ~1,000-term _source) with DEFLATE: ~10 instead of ~15 bytes per term. A top-10
+# search pays ~2 ms more (10 hits' stored metadata decompressed): a constant, while scoring grows
+# with the index (docs/elasticsearch.md).
+DEFAULT_CODEC = "best_compression"
+
+
+class ElasticsearchIndex(VersionedAlias, TermIndex):
     """A versioned ``rank_features`` index behind the alias ``name``.
 
-    Options: ``request_timeout`` (s, default 10), ``shards`` (1), ``replicas`` (0),
-    ``keep_versions`` (2), ``track_total_hits`` (True; False = block-max WAND, see
-    ``elastic_common.search_body``), bulk: ``chunk_size`` (500 docs), ``max_chunk_bytes`` (10 MiB),
+    Options: ``request_timeout`` (s, default 10), ``shards`` (default: ``SHARDS_PER_NODE`` per data node),
+    ``replicas`` (default: 1 on a cluster, 0 on one node), ``keep_versions`` (2),
+    ``new_version`` (False: write a new version, aliased by ``finish_load``), ``merge_segments``
+    (segments per shard after a full load, default 1; 0 = no force-merge), ``codec`` of new
+    versions (``best_compression``, the default, or ``default``: LZ4), ``track_total_hits``
+    (True; False = block-max WAND, see ``elastic_common.search_body``), bulk: ``chunk_size``
+    (500 docs), ``max_chunk_bytes`` (8 MiB), ``connections`` (2 requests in flight),
+    ``shard_timeout`` (how long a bulk request waits for an unavailable shard, "1m"),
     ``max_retries`` (5), ``initial_backoff`` (0.5 s, doubling), ``max_backoff`` (30 s),
     ``bulk_timeout`` (120 s); client: ``http_auth``, ``api_key``, ``verify_certs``, ``ca_certs``.
     """
@@ -105,29 +102,48 @@ class ElasticsearchIndex(TermIndex):
         self.url = url
         self.alias = validate_alias(name)
         client_kwargs, rest = client_options(options)
-        self._shards = int(rest.pop("shards", 1))
-        self._replicas = int(rest.pop("replicas", 0))
+        shards, replicas = rest.pop("shards", None), rest.pop("replicas", None)
         self._keep = int(rest.pop("keep_versions", 2))
+        self._merge_segments = int(rest.pop("merge_segments", 1))
+        self._codec = str(rest.pop("codec", DEFAULT_CODEC))
+        new_version = bool(rest.pop("new_version", False))
         self._track_total_hits = pop_track_total_hits(rest)
-        if self._shards < 1 or self._replicas < 0 or self._keep < 1:
-            raise ValueError("shards and keep_versions must be >= 1, replicas >= 0")
-        self._bulk = _BulkOptions(**{k: rest.pop(k) for k in list(rest) if k in _BulkOptions.__annotations__})
+        if (shards is not None and int(shards) < 1) or (replicas is not None and int(replicas) < 0):
+            raise ValueError("shards must be >= 1 and replicas >= 0")
+        if self._keep < 1 or self._merge_segments < 0:
+            raise ValueError("keep_versions must be >= 1 and merge_segments >= 0")
+        bulk = {k: rest.pop(k) for k in list(rest) if k in BulkOptions.__annotations__}
+        self._bulk = BulkOptions(**bulk)
         if rest:
             raise ValueError(f"unknown Elasticsearch options: {sorted(rest)}")
         self._client = Elasticsearch([url], **client_kwargs)
         self._owns_client = True
-        # Reads and writes go to the alias; a Reindex writes to its concrete version instead.
+        self._sender = BulkSender(self._client, self._bulk)
+        self._replicas_set = replicas is not None
+        # Reads and writes go to the alias; a Reindex or a new version writes to its own index.
         self._target = self.alias
         self._load_depth = 0
+        self._loaded = 0  # documents written through this handle (what finish_load judges)
+        self._reindex: Reindex | None = None
         self._mapping_checked: str | None = None  # target whose mapping has our current fields
         try:
+            nodes = self._data_nodes() if create and (shards is None or replicas is None) else 1
+            self._shards = int(shards) if shards is not None else SHARDS_PER_NODE * nodes
+            self._replicas = int(replicas) if replicas is not None else min(1, nodes - 1)
             if create:
-                self._ensure_alias()
+                created = self._ensure_alias()
+                if new_version and not created:
+                    self._reindex = self.begin_reindex()
+                    self._target = self._reindex.version
             else:
                 self._check_exists()
         except BaseException:
             self._client.close()
             raise
+
+    def _data_nodes(self) -> int:
+        with errors("cluster health"):
+            return max(1, int(self._client.cluster.health()["number_of_data_nodes"]))
 
     @classmethod
     def _bound_to(cls, parent: ElasticsearchIndex, target: str) -> ElasticsearchIndex:
@@ -137,151 +153,14 @@ class ElasticsearchIndex(TermIndex):
         view._target = target
         view._owns_client = False
         view._load_depth = 0
+        view._loaded = 0
+        view._reindex = None
         return view
 
-    # -- versions and the alias ------------------------------------------------------------
-
-    def _version_re(self) -> re.Pattern[str]:
-        return re.compile(rf"^{re.escape(self.alias)}-v(\d+)$")
-
-    def _check_exists(self) -> None:
-        with errors("open"):
-            if not self._client.indices.exists(index=self.alias):
-                raise IndexNotFound(
-                    f"no Elasticsearch index or alias {self.alias!r} at {self.url}; build one with "
-                    f"`vsparta index IMAGES --backend {self.url}/{self.alias}`"
-                )
-
-    def _ensure_alias(self) -> None:
-        with errors("create"):
-            if self._client.indices.exists_alias(name=self.alias):
-                return
-            if self._client.indices.exists(index=self.alias):
-                raise TermIndexError(
-                    f"{self.alias!r} is a concrete index, not an alias: this engine needs the name free "
-                    f"for an alias over versioned indices ({self.alias}-v1, ...)"
-                )
-        if not self._version_names() and self._create_first_version():
-            return
-        version = self._create_version()
-        self._swap_alias(version, current=[])
-        self._finish_version(version)
-
-    def _create_first_version(self) -> bool:
-        """Create ``<alias>-v1`` and the alias in one request, so that jobs starting together
-        (shards) cannot each put their own version behind the alias. True when the alias exists
-        afterwards, whoever created it."""
-        name = f"{self.alias}-v1"
-        body = index_body(self._shards, 0)
-        body["aliases"] = {self.alias: {}}
-        try:
-            with errors("create version"):
-                self._client.indices.create(index=name, **body)
-        except InvalidQuery as exc:
-            if "resource_already_exists" not in str(exc):
-                raise
-            with errors("create"):
-                return bool(self._client.indices.exists_alias(name=self.alias))
-        self._finish_version(name)
-        log.info("alias %s -> %s (new)", self.alias, name)
-        return True
-
-    def _active(self) -> list[str]:
-        with errors("read alias"):
-            try:
-                return sorted(self._client.indices.get_alias(name=self.alias))
-            except es_errors.NotFoundError:
-                return []
-
-    def _version_names(self) -> dict[str, int]:
-        pattern = self._version_re()
-        with errors("list versions"):
-            names = self._client.indices.get(index=f"{self.alias}-v*", ignore_unavailable=True)
-        return {n: int(m.group(1)) for n in names if (m := pattern.match(n))}
-
-    def _create_version(self) -> str:
-        """Create ``<alias>-v<N+1>`` (retrying the number if a concurrent writer took it)."""
-        for _ in range(5):
-            number = max(self._version_names().values(), default=0) + 1
-            name = f"{self.alias}-v{number}"
-            try:
-                with errors("create version"):
-                    self._client.indices.create(index=name, **index_body(self._shards, 0))
-                return name
-            except InvalidQuery as exc:
-                if "resource_already_exists" not in str(exc):
-                    raise
-        raise TermIndexError(f"could not allocate a new version of {self.alias!r}")
-
-    def _swap_alias(self, version: str, current: list[str]) -> None:
-        """One ``_aliases`` call: removing the old and adding the new happen atomically."""
-        actions: list[dict[str, Any]] = [{"remove": {"index": c, "alias": self.alias}} for c in current]
-        actions.append({"add": {"index": version, "alias": self.alias}})
-        with errors("swap alias"):
-            self._client.indices.update_aliases(body={"actions": actions})
-        log.info("alias %s -> %s (was %s)", self.alias, version, ", ".join(current) or "nothing")
-
-    def list_versions(self) -> list[IndexVersion]:
-        """Every ``<alias>-v<N>`` index, oldest first, with its document count."""
-        versions = self._version_names()
-        if not versions:
-            return []
-        active = set(self._active())
-        with errors("list versions"):
-            rows = self._client.cat.indices(index=f"{self.alias}-v*", format="json", h="index,docs.count")
-        counts = {r["index"]: int(r.get("docs.count") or 0) for r in rows}
-        return [
-            IndexVersion(name=n, number=v, docs=counts.get(n, 0), active=n in active)
-            for n, v in sorted(versions.items(), key=lambda kv: kv[1])
-        ]
-
-    def begin_reindex(self) -> Reindex:
-        """Start writing a new version; searches keep using the current one until ``commit``."""
-        return Reindex(self, self._create_version())
-
-    def activate(self, version: str) -> None:
-        """Point the alias at ``version`` (an existing ``<alias>-v<N>``), atomically."""
-        if version not in self._version_names():
-            raise IndexNotFound(f"{version!r} is not a version of {self.alias!r}")
-        current = self._active()
-        if current != [version]:
-            self._swap_alias(version, [c for c in current if c != version] if version in current else current)
-
-    def rollback(self, version: str | None = None) -> str:
-        """Point the alias back at ``version`` or, by default, the newest one older than the active."""
-        if version is None:
-            versions = self._version_names()
-            active = [versions[a] for a in self._active() if a in versions]
-            if not active:
-                raise IndexNotFound(f"alias {self.alias!r} points at no version")
-            older = [n for n, v in versions.items() if v < min(active)]
-            if not older:
-                raise TermIndexError(
-                    f"no version of {self.alias!r} older than the active one to roll back to"
-                )
-            version = max(older, key=versions.__getitem__)
-        self.activate(version)
-        return version
-
-    def prune(self, keep: int | None = None) -> list[str]:
-        """Delete all but the newest ``keep`` versions (never the active one); returns deleted names."""
-        keep = self._keep if keep is None else keep
-        if keep < 1:
-            raise ValueError("keep must be >= 1")
-        versions = sorted(self._version_names().items(), key=lambda kv: kv[1])
-        active = set(self._active())
-        doomed = [n for n, _ in versions[: max(0, len(versions) - keep)] if n not in active]
-        for name in doomed:
-            with errors("delete old version"):
-                self._client.indices.delete(index=name)
-        return doomed
-
-    def drop(self) -> None:
-        """Delete the alias and every version (tests, ``--recreate``)."""
-        names = list(self._version_names())
-        with errors("drop"):
-            for name in names:
-                self._client.indices.delete(index=name)
+    @property
+    def target(self) -> str:
+        """Where writes go: the alias, or the new version being written."""
+        return self._target
 
     # -- bulk loading ----------------------------------------------------------------------
 
@@ -293,32 +172,28 @@ class ElasticsearchIndex(TermIndex):
             raise IndexNotFound(f"alias {self.alias!r} points at no index")
         return active
 
-    def _set_load_settings(self, index: str, loading: bool, saved: Mapping[str, Any] | None = None) -> None:
-        if loading:
-            body: dict[str, Any] = {"index": {"refresh_interval": "-1", "number_of_replicas": 0}}
-        else:
-            saved = saved or {}
-            refresh = saved.get("refresh_interval")
-            if refresh in ("-1", -1):
-                refresh = None  # left by a load that crashed: never keep refreshes off for good
-            body = {
-                "index": {
-                    "refresh_interval": refresh,  # None = back to the default
-                    "number_of_replicas": saved.get("number_of_replicas", self._replicas),
-                }
-            }
+    def _serving_settings(self, saved: Mapping[str, Any]) -> dict[str, Any]:
+        """What a load's settings go back to: as before the load, except what a crashed load left."""
+        body: dict[str, Any] = {k: saved.get(k) for k in LOAD_SETTINGS}  # None = the default
+        crashed = saved.get("index.refresh_interval") in ("-1", -1)
+        if crashed:  # never keep refreshes off for good
+            body["index.refresh_interval"] = None
+        if self._replicas_set or crashed or saved.get("index.number_of_replicas") is None:
+            body["index.number_of_replicas"] = self._replicas
+        return body
+
+    def _put_settings(self, index: str, body: Mapping[str, Any]) -> None:
         with errors("update settings"):
-            self._client.indices.put_settings(index=index, body=body)
+            self._client.indices.put_settings(index=index, body=dict(body))
 
     def _finish_version(self, index: str) -> None:
-        """A new version's load settings back to serving ones (refresh, replicas, durable translog)."""
-        self._set_load_settings(index, loading=False)
-        with errors("update settings"):
-            self._client.indices.put_settings(index=index, body={"index": {"translog.durability": None}})
+        """A new version's load settings back to serving ones (refresh, replicas, durable translog:
+        a new version is created with an async one, since a crashed new version is loaded again)."""
+        self._put_settings(index, self._serving_settings({}) | {"index.translog.durability": None})
 
     @contextmanager
     def bulk_load(self) -> Iterator[ElasticsearchIndex]:
-        """Within the block: no refreshes, no replicas; restored and refreshed at the end."""
+        """Within the block: no refreshes, no replicas, rare flushes; restored and refreshed after."""
         if self._load_depth:
             self._load_depth += 1
             try:
@@ -329,53 +204,88 @@ class ElasticsearchIndex(TermIndex):
         indices = self._concrete()
         with errors("read settings"):
             current = self._client.indices.get_settings(
-                index=",".join(indices), name="index.refresh_interval,index.number_of_replicas"
+                index=",".join(indices), name=",".join(LOAD_SETTINGS), flat_settings=True
             )
-        saved = {n: current.get(n, {}).get("settings", {}).get("index", {}) for n in indices}
+        saved = {n: current.get(n, {}).get("settings", {}) for n in indices}
         for n in indices:
-            self._set_load_settings(n, loading=True)
+            self._put_settings(n, LOAD_SETTINGS)
         self._load_depth = 1
         try:
             yield self
-        finally:
+        except BaseException:
+            # The load failed (e.g. a node lost): restore what can be restored, but never let a
+            # second failure (a refresh timing out on a red index) hide the first.
             self._load_depth = 0
-            for n in indices:
-                self._set_load_settings(n, loading=False, saved=saved[n])
-            self.refresh()
+            try:
+                self._end_load(indices, saved)
+            except TermIndexError as exc:
+                log.warning("could not restore serving settings after a failed load: %s", exc)
+            raise
+        self._load_depth = 0
+        self._end_load(indices, saved)
+
+    def _end_load(self, indices: list[str], saved: Mapping[str, Mapping[str, Any]]) -> None:
+        for n in indices:
+            self._put_settings(n, self._serving_settings(saved[n]))
+        self.refresh()
+
+    def finish_load(self) -> str:
+        """After a complete load: force-merge to ``merge_segments`` per shard when this handle
+        wrote at least half of the index, then (``new_version``) swap the alias to the new
+        version. Returns a line for the job summary."""
+        notes = []
+        total = self.count()
+        if self._merge_segments and 2 * self._loaded >= total:
+            notes.append(self.force_merge(self._merge_segments))
+        elif self._merge_segments:  # a small top-up: merging the whole index would cost more than it saves
+            notes.append(f"no force-merge ({self._loaded} of {total} documents written by this load)")
+        if self._reindex is not None:
+            version = self._reindex.commit()
+            self._reindex = None
+            self._target = self.alias
+            notes.append(f"alias {self.alias} -> {version}")
+        return "; ".join(notes) or "nothing to finish"
+
+    def segments(self) -> int:
+        """Live segments over the primaries of the write target."""
+        with errors("segment stats"):
+            stats = self._client.indices.stats(index=self._target, metric="segments")
+        return int(stats["_all"]["primaries"]["segments"]["count"])
+
+    def force_merge(self, max_segments: int = 1) -> str:
+        """Merge each shard down to ``max_segments`` (fewer, larger segments: smaller on disk and
+        faster to search; worth it once a load is complete, not while documents still arrive)."""
+        before = self.segments()
+        t0 = time.perf_counter()
+        with errors("force merge"):
+            self._client.indices.forcemerge(
+                index=self._target, max_num_segments=max_segments, request_timeout=24 * 3600
+            )
+        self.refresh()
+        after = self.segments()
+        line = f"force-merged {before} -> {after} segments in {time.perf_counter() - t0:.1f}s"
+        log.info("%s (%s)", line, self._target)
+        return line
 
     def refresh(self) -> None:
         with errors("refresh"):
             self._client.indices.refresh(index=self._target)
 
-    def _send(self, actions: list[dict[str, Any]], what: str) -> list[dict[str, Any]]:
-        """Send one window of actions; retry it whole on connection errors (ops are idempotent)."""
-        opts = self._bulk
-        for attempt in range(opts.max_retries + 1):
-            results: list[dict[str, Any]] = []
-            try:
-                self._ensure_current_mapping()
-                for ok, item in streaming_bulk(
-                    self._client,
-                    actions,
-                    chunk_size=opts.chunk_size,
-                    max_chunk_bytes=opts.max_chunk_bytes,
-                    max_retries=opts.max_retries,  # 429s, per chunk or per item, with backoff
-                    initial_backoff=opts.initial_backoff,
-                    max_backoff=opts.max_backoff,
-                    raise_on_error=False,
-                    raise_on_exception=True,
-                    request_timeout=opts.bulk_timeout,
-                ):
-                    results.append(next(iter(item.values())) | {"_ok": ok})
-                return results
-            except es_errors.TransportError as exc:
-                # 429s were already retried by streaming_bulk; here: connection errors and timeouts.
-                if not isinstance(exc, es_errors.ConnectionError) or attempt == opts.max_retries:
-                    raise translate(exc, what) from exc
-                delay = opts.backoff(attempt)
-                log.warning("bulk %s failed (%s); retry %d in %.1fs", what, exc, attempt + 1, delay)
-                time.sleep(delay)
-        raise AssertionError("unreachable")
+    def _ensure_current_mapping(self) -> None:
+        """Add fields that newer versions of this engine write (``metadata_json``) to an index
+        created by an older one; adding a field to a mapping is allowed and idempotent."""
+        if self._mapping_checked == self._target:
+            return
+        body = {"properties": {METADATA_FIELD: MAPPING["properties"][METADATA_FIELD]}}
+        put = self._client.indices.put_mapping
+        self._sender.call(lambda: put(index=self._target, body=body), "update mapping")
+        self._mapping_checked = self._target
+
+    def _write(self, actions: Iterable[Action], what: str, ok_statuses: set[int]) -> list[dict[str, Any]]:
+        self._ensure_current_mapping()
+        results = self._sender.send(chunks(actions, self._bulk), what)
+        self._check_results(results, what, ok_statuses)
+        return results
 
     def _check_results(self, results: list[dict[str, Any]], what: str, ok_statuses: set[int]) -> None:
         failed = [r for r in results if not r["_ok"] and r.get("status") not in ok_statuses]
@@ -388,53 +298,39 @@ class ElasticsearchIndex(TermIndex):
             f"{len(failed)} of {len(results)} documents failed ({what}); "
             f"first: id {first.get('_id')!r}, {reason}"
         )
-        if any(r.get("status") == 429 for r in failed):
+        if any(r.get("status") in (429, 503) for r in failed):
             raise EngineUnavailable(message + " (still rejected after retries)")
         if all(r.get("status") == 400 for r in failed):
             raise InvalidDocument(message)
         raise TermIndexError(message)
 
-    def _windows(self, actions: Iterable[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
-        it = iter(actions)
-        while window := list(islice(it, self._bulk.chunk_size)):
-            yield window
-
-    def _ensure_current_mapping(self) -> None:
-        """Add fields that newer versions of this engine write (``metadata_json``) to an index
-        created by an older one; adding a field to a mapping is allowed and idempotent."""
-        if self._mapping_checked == self._target:
-            return
-        # Raw client errors on purpose: _send retries connection errors around this call.
-        self._client.indices.put_mapping(
-            index=self._target, body={"properties": {METADATA_FIELD: MAPPING["properties"][METADATA_FIELD]}}
-        )
-        self._mapping_checked = self._target
+    def _written(self, results: list[dict[str, Any]], refresh: bool) -> int:
+        if refresh and not self._load_depth:
+            self.refresh()
+        written = sum(1 for r in results if r["_ok"])
+        self._loaded += written
+        return written
 
     def upsert(self, docs: Iterable[TermDocument], refresh: bool = True) -> int:
         """Index (insert or replace by id) in bulk; visible after return unless inside ``bulk_load``."""
-        target = self._target
+        return self._written(self._write(doc_actions(docs, self._target), "upsert", set()), refresh)
 
-        def actions() -> Iterator[dict[str, Any]]:
-            for doc in docs:
-                yield {"_op_type": "index", "_index": target, "_id": doc.id, "_source": doc_source(doc)}
-
-        written = 0
-        for window in self._windows(actions()):
-            results = self._send(window, "upsert")
-            self._check_results(results, "upsert", set())
-            written += sum(1 for r in results if r["_ok"])
-        if refresh and not self._load_depth:
-            self.refresh()
-        return written
+    def upsert_arrays(
+        self,
+        ids: list[str],
+        indptr: Any,
+        term_ids: Any,
+        weights: Any,
+        metadata: list[Mapping[str, Any]] | None = None,
+        refresh: bool = True,
+    ) -> int:
+        """``upsert`` from CSR arrays, with no Python object per term (see ``elastic_bulk``)."""
+        actions = array_actions(self._target, ids, indptr, term_ids, weights, metadata)
+        return self._written(self._write(actions, "upsert", set()), refresh)
 
     def delete(self, ids: Iterable[str], refresh: bool = True) -> int:
-        target = self._target
-        actions = ({"_op_type": "delete", "_index": target, "_id": check_es_id(i)} for i in ids)
-        existed = 0
-        for window in self._windows(actions):
-            results = self._send(window, "delete")
-            self._check_results(results, "delete", {404})
-            existed += sum(1 for r in results if r["_ok"] and r.get("result") == "deleted")
+        results = self._write(delete_actions(ids, self._target), "delete", {404})
+        existed = sum(1 for r in results if r["_ok"] and r.get("result") == "deleted")
         if refresh and not self._load_depth:
             self.refresh()
         return existed
@@ -487,121 +383,3 @@ class ElasticsearchIndex(TermIndex):
     def close(self) -> None:
         if self._owns_client:
             self._client.close()
-
-
-class Reindex:
-    """A new version being written; ``commit()`` swaps the alias to it, ``abort()`` deletes it.
-
-    As a context manager it commits on success and aborts on an exception::
-
-        with index.begin_reindex() as new:
-            new.upsert(docs)
-    """
-
-    def __init__(self, parent: ElasticsearchIndex, version: str) -> None:
-        self.parent = parent
-        self.version = version
-        self.index = ElasticsearchIndex._bound_to(parent, version)
-        self._done = False
-
-    def upsert(self, docs: Iterable[TermDocument]) -> int:
-        # The version was created with refresh off; one refresh at commit makes it all visible.
-        return self.index.upsert(docs, refresh=False)
-
-    def delete(self, ids: Iterable[str]) -> int:
-        return self.index.delete(ids, refresh=False)
-
-    def count(self) -> int:
-        self.index.refresh()
-        return self.index.count()
-
-    def commit(self) -> str:
-        """Finish the load (settings, refresh), swap the alias atomically, prune old versions."""
-        if self._done:
-            raise TermIndexError(f"reindex into {self.version} already finished")
-        p = self.parent
-        p._finish_version(self.version)
-        self.index.refresh()
-        p._swap_alias(self.version, [c for c in p._active() if c != self.version])
-        self._done = True
-        pruned = p.prune()
-        if pruned:
-            log.info("deleted old versions %s", ", ".join(pruned))
-        return self.version
-
-    def abort(self) -> None:
-        if self._done:
-            return
-        self._done = True
-        with errors("abort reindex"):
-            self.parent._client.indices.delete(index=self.version, ignore_unavailable=True)
-
-    def __enter__(self) -> Reindex:
-        return self
-
-    def __exit__(self, exc_type: object, *rest: object) -> None:
-        if exc_type is None:
-            self.commit()
-        else:
-            self.abort()
-
-
-class AsyncElasticsearchIndex:
-    """Read side for the async service: search, get, similar, count, readiness.
-
-    Constructing it contacts nothing, so the service can start before Elasticsearch does.
-    """
-
-    def __init__(self, url: str, name: str, **options: Any) -> None:
-        self.url = url
-        self.alias = validate_alias(name)
-        client_kwargs, rest = client_options(options)
-        self._track_total_hits = pop_track_total_hits(rest)
-        if rest:
-            raise ValueError(f"unknown Elasticsearch options: {sorted(rest)}")
-        self._client = AsyncElasticsearch([url], **client_kwargs)
-
-    async def search(self, query: Mapping[int, float], k: int = 10, explain: bool = False) -> list[Hit]:
-        body = search_body(query, k, explain, self._track_total_hits)
-        with errors("search"):
-            resp = await self._client.search(index=self.alias, **body)
-        hits = parse_hits(resp, query, explain)
-        if missing := without_metadata(hits):
-            with errors("mget metadata"):
-                resp = await self._client.mget(index=self.alias, **mget_metadata_body(missing))
-            hits = fill_metadata(hits, resp)
-        return hits
-
-    async def get(self, doc_id: str) -> TermDocument:
-        doc_id = check_es_id(doc_id)
-        with errors("get", doc_id=doc_id):
-            resp = await self._client.get(index=self.alias, id=doc_id)
-        if not resp.get("found"):
-            raise DocumentNotFound(doc_id)
-        return parse_doc(resp)
-
-    async def similar(self, doc_id: str, k: int = 10, n_terms: int = 32, explain: bool = False) -> list[Hit]:
-        doc = await self.get(doc_id)
-        hits = await self.search(similar_query(doc, n_terms), k=k + 1, explain=explain)
-        return [h for h in hits if h.id != doc_id][:k]
-
-    async def count(self) -> int:
-        with errors("count"):
-            return int((await self._client.count(index=self.alias))["count"])
-
-    async def ping(self) -> bool:
-        try:
-            return bool(await self._client.ping())
-        except Exception:  # any failure means "not reachable"
-            return False
-
-    async def ready(self) -> bool:
-        """Reachable and the alias exists (what a readiness probe needs)."""
-        try:
-            with errors("ready"):
-                return bool(await self._client.indices.exists(index=self.alias))
-        except TermIndexError:
-            return False
-
-    async def close(self) -> None:
-        await self._client.close()

@@ -27,7 +27,14 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from termindex.base import Hit, TermDocument, validate_document_weights, validate_id, validate_weights
+from termindex.base import (
+    Hit,
+    TermDocument,
+    heaviest_terms,
+    validate_document_weights,
+    validate_id,
+    validate_weights,
+)
 from termindex.errors import (
     DocumentNotFound,
     EngineUnavailable,
@@ -112,11 +119,16 @@ def doc_source(doc: TermDocument) -> dict[str, Any]:
     return source
 
 
-def index_body(shards: int, replicas: int) -> dict[str, Any]:
-    """Settings and mapping of a new version, created ready for a bulk load."""
+def index_body(shards: int, replicas: int, codec: str = "default") -> dict[str, Any]:
+    """Settings and mapping of a new version, created ready for a bulk load.
+
+    ``codec``: ``best_compression`` stores ``_source`` with DEFLATE instead of LZ4 (see
+    docs/benchmarks.md for bytes per term and query time of each).
+    """
     return {
         "settings": {
             "index": {
+                "codec": codec,
                 "number_of_shards": shards,
                 "number_of_replicas": replicas,
                 "refresh_interval": "-1",
@@ -178,7 +190,21 @@ def contributions(query: Mapping[int, float], terms: Mapping[str, Any]) -> dict[
     return out
 
 
+def check_shards(resp: Mapping[str, Any], what: str) -> None:
+    """Refuse a partial answer: with a shard unassigned (a node lost, no replica to promote yet)
+    Elasticsearch answers 200 from the shards it has; a top-k from some shards is a wrong top-k."""
+    shards = resp.get("_shards") or {}
+    failed = int(shards.get("failed", 0) or 0)
+    if failed or int(shards.get("successful", 0) or 0) < int(shards.get("total", 0) or 0):
+        reasons = [str((f.get("reason") or {}).get("type", "")) for f in shards.get("failures") or []]
+        raise EngineUnavailable(
+            f"Elasticsearch answered from {shards.get('successful')} of {shards.get('total')} shards ({what})"
+            + (f": {', '.join(sorted(set(reasons)))}" if any(reasons) else "")
+        )
+
+
 def parse_hits(resp: Mapping[str, Any], query: Mapping[int, float], explain: bool) -> list[Hit]:
+    check_shards(resp, "search")
     q = validate_weights(query, what="query")
     hits = []
     for h in resp["hits"]["hits"]:
@@ -222,7 +248,7 @@ def similar_query(doc: TermDocument, n_terms: int) -> dict[int, float]:
     """The document's ``n_terms`` heaviest terms, ties by id (as ``TermIndex.similar``)."""
     if isinstance(n_terms, bool) or not isinstance(n_terms, int) or n_terms < 1:
         raise InvalidQuery(f"n_terms must be a positive integer, got {n_terms!r}")
-    return dict(sorted(doc.terms.items(), key=lambda kv: (-kv[1], kv[0]))[:n_terms])
+    return dict(heaviest_terms(doc.terms, n_terms))
 
 
 def _error_type(exc: Any) -> str:
@@ -254,6 +280,10 @@ def translate(exc: Exception, what: str, *, doc_id: str | None = None) -> TermIn
 
     if isinstance(exc, TermIndexError):
         return exc
+    if isinstance(exc, es.UnsupportedProductError):  # answers HTTP, but is not Elasticsearch
+        return EngineUnavailable(
+            f"the backend is not an Elasticsearch 7.x server ({what}): {exc}; check the backend URL"
+        )
     if isinstance(exc, es.ConnectionTimeout):
         return EngineUnavailable(f"Elasticsearch timed out ({what}): {exc}")
     if isinstance(exc, es.ConnectionError):  # includes SSL errors and refused connections
@@ -300,8 +330,8 @@ def json_serializer() -> Any:
         _options = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 
         def dumps(self, data: Any) -> str:
-            if isinstance(data, str):
-                return data
+            if isinstance(data, (str, bytes)):
+                return data  # already serialized (bulk bodies)
             try:
                 return orjson.dumps(data, default=self.default, option=self._options).decode()
             except (TypeError, ValueError):

@@ -8,13 +8,12 @@ import logging
 import urllib.error
 import urllib.request
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 from bench.corpus import Corpus
-from bench.engines.base import Adapter, Skip, cpu_count, dir_bytes
+from bench.engines.base import Adapter, Skip, dir_bytes
 
 log = logging.getLogger(__name__)
 
@@ -106,15 +105,16 @@ class ElasticsearchAdapter(Adapter):
 
         self.corpus = corpus
         self.index = ElasticsearchIndex(self.url, self.alias, create=True)
-        bulk = getattr(self.index, "bulk_load", None)
-        with bulk() if callable(bulk) else contextlib.nullcontext():
-            # Concurrent bulk requests: one shard indexes each request on one write thread, so a
-            # single sender leaves the node's other cores idle while Python builds the next chunk.
-            with ThreadPoolExecutor(max(2, cpu_count())) as pool:
-                list(
-                    pool.map(
-                        lambda c: self.index.upsert(corpus.term_documents(*c)), corpus.chunks(LOAD_CHUNK)
-                    )
+        with self.index.bulk_load():
+            # Arrays straight to bulk bodies; the engine keeps several requests in flight (one
+            # shard indexes each request on one write thread) while it builds the next ones.
+            for start, stop in corpus.chunks(10 * LOAD_CHUNK):
+                a, b = int(corpus.indptr[start]), int(corpus.indptr[stop])
+                self.index.upsert_arrays(
+                    [corpus.id_of(i) for i in range(start, stop)],
+                    corpus.indptr[start : stop + 1] - a,
+                    corpus.indices[a:b],
+                    corpus.weights[a:b],
                 )
         es_request(f"{self.url}/{self.alias}/_refresh", "POST")
         if self.index.count() != corpus.n_docs:

@@ -15,6 +15,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -22,7 +23,30 @@ import yaml
 from service.settings import ServiceSettings
 
 REPO = Path(__file__).resolve().parents[2]
-ES_VERSION = "7.17.29"
+
+
+def script_es_version() -> str:
+    """The version scripts/elasticsearch.sh installs: the one the test suite runs against."""
+    text = (REPO / "scripts/elasticsearch.sh").read_text()
+    m = re.search(r"VERSION=\$\{VSPARTA_ES_VERSION:-([0-9.]+)\}", text)
+    assert m, "scripts/elasticsearch.sh names no default version"
+    return m.group(1)
+
+
+def es_services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every Elasticsearch container of the file (single node and cluster nodes), by its image."""
+    return {
+        name: s
+        for name, s in compose["services"].items()
+        if str(s.get("image", "")).startswith("docker.elastic.co/elasticsearch/")
+    }
+
+
+def backend_service(compose: dict[str, Any], api: str) -> tuple[str, dict[str, Any]]:
+    """The compose service an API's VSPARTA_BACKEND points at, which must be reachable on 9200."""
+    url = urlsplit(compose["services"][api]["environment"]["VSPARTA_BACKEND"])
+    assert url.port == 9200, url
+    return url.hostname or "", compose["services"][url.hostname or ""]
 
 
 @pytest.fixture(scope="module")
@@ -67,28 +91,59 @@ def dockerfile_stages() -> dict[str, list[tuple[str, str]]]:
     return stages
 
 
-def test_elasticsearch_is_pinned_healthchecked_and_local(compose: dict[str, Any]) -> None:
-    es = compose["services"]["elasticsearch"]
-    assert es["image"] == f"docker.elastic.co/elasticsearch/elasticsearch:{ES_VERSION}"
-    assert es["environment"]["discovery.type"] == "single-node"
-    assert "_cluster/health" in " ".join(es["healthcheck"]["test"])
-    assert any(v.endswith(":/usr/share/elasticsearch/data") for v in es["volumes"])
-    assert "esdata" in compose["volumes"]
+def test_every_elasticsearch_runs_the_tested_version_keeps_data_and_is_healthchecked(
+    compose: dict[str, Any],
+) -> None:
+    nodes = es_services(compose)
+    assert {"elasticsearch", "es01", "es02", "es03"} <= set(nodes)
+    volumes = []
+    for name, es in nodes.items():
+        assert es["image"].rsplit(":", 1)[1] == script_es_version(), name
+        assert "_cluster/health" in " ".join(es["healthcheck"]["test"]), name
+        data = [v for v in es["volumes"] if v.endswith(":/usr/share/elasticsearch/data")]
+        assert len(data) == 1 and data[0].split(":")[0] in compose["volumes"], name
+        volumes.append(data[0].split(":")[0])
+    assert len(set(volumes)) == len(volumes), "two nodes share a data volume"
+
+
+def test_cluster_profile_nodes_discover_each_other_and_bootstrap_together(compose: dict[str, Any]) -> None:
+    """Every cluster node seeds from all nodes and bootstraps from the same list of node names;
+    the single node stays a single node outside the profile, so plain `up` is unchanged."""
+    nodes = {n: s for n, s in es_services(compose).items() if "cluster" in s.get("profiles", [])}
+    assert len(nodes) == 3
+    names = {s["environment"]["node.name"] for s in nodes.values()}
+    assert names == set(nodes)  # node names are the service (host) names
+    for es in nodes.values():
+        env = es["environment"]
+        assert set(env["discovery.seed_hosts"].split(",")) == set(nodes)
+        assert set(env["cluster.initial_master_nodes"].split(",")) == names
+        assert "discovery.type" not in env
+    assert len({s["environment"]["cluster.name"] for s in nodes.values()}) == 1
+    single = compose["services"]["elasticsearch"]
+    assert "profiles" not in single and single["environment"]["discovery.type"] == "single-node"
+    host, target = backend_service(compose, "api-cluster")
+    assert host in nodes
+    waits = compose["services"]["api-cluster"]["depends_on"]
+    assert set(waits) == set(nodes) and all(w["condition"] == "service_healthy" for w in waits.values())
 
 
 def test_ports_are_published_on_localhost_only(compose: dict[str, Any]) -> None:
     published = [(name, p) for name, s in compose["services"].items() for p in s.get("ports", [])]
-    assert {name for name, _ in published} == {"elasticsearch", "api"}
+    assert published
     for name, port in published:
         assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} beyond localhost"
+    # The default stack and the cluster profile can run side by side: no host port twice.
+    host_ports = [re.sub(r"\$\{[^:}]*:-([^}]*)\}", r"\1", str(p)).split(":")[1] for _, p in published]
+    assert len(set(host_ports)) == len(host_ports), host_ports
 
 
 def test_api_waits_for_healthy_elasticsearch_and_is_healthchecked(compose: dict[str, Any]) -> None:
-    api = compose["services"]["api"]
-    assert api["build"]["target"] == "service"
-    assert api["depends_on"]["elasticsearch"]["condition"] == "service_healthy"
-    assert "/health" in " ".join(api["healthcheck"]["test"])
-    assert api["environment"]["VSPARTA_BACKEND"].startswith("http://elasticsearch:9200/")
+    for name in ("api", "api-cluster"):
+        api = compose["services"][name]
+        assert api["build"]["target"] == "service"
+        host, _ = backend_service(compose, name)  # the backend is a service of this file ...
+        assert api["depends_on"][host]["condition"] == "service_healthy"  # ... and awaited healthy
+        assert "/health" in " ".join(api["healthcheck"]["test"])
 
 
 def test_api_environment_is_valid_service_settings(
@@ -115,9 +170,8 @@ def test_indexer_is_a_gpu_job_under_a_profile(compose: dict[str, Any]) -> None:
     assert devices[0]["driver"] == "nvidia" and "gpu" in devices[0]["capabilities"]
     assert indexer["command"][0] == "index"
     assert any(mount_target(v) == "/data/images" and v.endswith(":ro") for v in indexer["volumes"])
-    for name, service in compose["services"].items():
-        if name != "indexer":
-            assert "profiles" not in service  # `docker compose up` starts them
+    assert "profiles" not in compose["services"]["elasticsearch"]  # `docker compose up` starts them
+    assert "profiles" not in compose["services"]["api"]
 
 
 def test_dockerfile_service_image_has_no_torch_and_indexer_has(compose: dict[str, Any]) -> None:
@@ -155,7 +209,7 @@ def test_docker_compose_config_validates_offline(need_service: Callable[[bool, s
     cmd = _compose_command()
     need_service(cmd is not None, "docker compose", "install Debian's docker-compose or the compose plugin")
     assert cmd is not None
-    for profile in ([], ["--profile", "index"]):
+    for profile in ([], ["--profile", "index"], ["--profile", "cluster"]):
         proc = subprocess.run(
             [*cmd, "-f", str(REPO / "docker-compose.yml"), *profile, "config"],
             capture_output=True,
@@ -165,8 +219,12 @@ def test_docker_compose_config_validates_offline(need_service: Callable[[bool, s
         )
         assert proc.returncode == 0, proc.stderr
         resolved = yaml.safe_load(proc.stdout)
-        expected = {"elasticsearch", "api"} | ({"indexer"} if profile else set())
+        extra = {"index": {"indexer"}, "cluster": {"es01", "es02", "es03", "api-cluster"}}
+        expected = {"elasticsearch", "api"} | (extra[profile[1]] if profile else set())
         assert expected <= set(resolved["services"])
+        for name, services in extra.items():  # profiled services stay out of a plain `up`
+            for service in services:
+                assert resolved["services"][service].get("profiles") == [name], service
         ports = [str(p) for s in resolved["services"].values() for p in s.get("ports", [])]
         assert ports and all("127.0.0.1" in p for p in ports)
 
@@ -174,4 +232,4 @@ def test_docker_compose_config_validates_offline(need_service: Callable[[bool, s
 @pytest.mark.elasticsearch
 def test_compose_pins_the_elasticsearch_version_the_tests_ran_against(es_url: str) -> None:
     with urllib.request.urlopen(es_url, timeout=5) as r:
-        assert json.load(r)["version"]["number"] == ES_VERSION
+        assert json.load(r)["version"]["number"] == script_es_version()

@@ -86,3 +86,18 @@ def test_wand_option_returns_the_same_hits(corpus, es_url: str) -> None:
         wand.close()
     with pytest.raises(ValueError, match="track_total_hits must be true or false"):
         ElasticsearchIndex(es_url, index.alias, track_total_hits="no")
+
+
+def test_top10_matches_oracle_at_the_largest_query_weight(corpus) -> None:
+    """Queries whose every weight is ``MAX_QUERY_WEIGHT`` (the bound the service accepts), or mixes
+    it with small ones: still exact (float32 sums do not overflow or lose the order)."""
+    from termindex.base import MAX_QUERY_WEIGHT
+
+    index, _, oracle = corpus
+    exact_lists = 0
+    queries = random_queries(100, VOCAB, seed=13)
+    for j, q in enumerate(queries):
+        q = {t: MAX_QUERY_WEIGHT if j % 2 or i == 0 else 0.001 for i, t in enumerate(q)}
+        exact, _ = check_es_top_k(index.search(q, k=K), oracle, q, K)
+        exact_lists += exact
+    assert exact_lists >= 0.95 * len(queries), exact_lists

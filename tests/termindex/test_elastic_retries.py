@@ -18,7 +18,8 @@ from termindex.errors import EngineUnavailable
 pytestmark = pytest.mark.elasticsearch
 
 DOCS = [TermDocument(f"r-{i:03d}", {1: 1.0 + i, 2: 0.5}) for i in range(120)]
-FAST = {"initial_backoff": 0.1, "max_backoff": 2.0, "chunk_size": 50}
+# One connection: the backoff of consecutive failures is then measurable as elapsed time.
+FAST = {"initial_backoff": 0.1, "max_backoff": 2.0, "chunk_size": 50, "connections": 1}
 
 
 @pytest.mark.parametrize("mode", ["429", "429-items", "drop"])

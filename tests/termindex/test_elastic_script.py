@@ -85,3 +85,26 @@ def test_full_lifecycle_on_a_spare_port(es_url: str) -> None:
     finally:
         script("stop", port=port, **env)
         shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--nodes", "0"], "--nodes must be a number from 1 to 99"),
+        (["--nodes", "x"], "--nodes must be a number from 1 to 99"),
+        (["--base-port", "80"], "--base-port must be a port from 1024"),
+        (["--bogus"], "usage:"),
+    ],
+)
+def test_bad_cluster_options_are_refused_in_one_line(args: list[str], message: str) -> None:
+    res = script("status", *args, port=free_port(), timeout=15)
+    assert res.returncode != 0 and message in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_status_of_a_cluster_that_is_not_running_names_every_node() -> None:
+    base = free_port()
+    res = script("status", "--nodes", "3", "--base-port", str(base), port=9200, timeout=30)
+    assert res.returncode == 1
+    for i in range(3):
+        assert f"not running at http://127.0.0.1:{base + i}" in res.stderr

@@ -1,0 +1,314 @@
+"""A three-node cluster started by scripts/elasticsearch.sh loses a data node (SIGKILL):
+
+- in the middle of an indexing job: the job finishes or, rerun with ``--resume``, ends with exactly
+  the documents of an uninterrupted run (count and a sample compared, at Elasticsearch's rounding);
+- under a stream of ``POST /search`` requests to the real service app: every answer is 200 or 503
+  with ``Retry-After``, never 500; ``/ready`` reports the cluster's health; once the node is
+  back the cluster is green again and every query answers exactly as before.
+
+Both happen during the same kill (one restart: a node takes most of a minute to rejoin on two
+shared cores).
+
+Figures (requests answered, 503s, seconds back to green) are logged (``-o log_cli=true``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from elastic_testkit import unique_name
+
+from termindex.base import TermDocument
+from termindex.elastic import ElasticsearchIndex
+from termindex.oracle import round_like_elasticsearch
+
+pytestmark = [pytest.mark.elasticsearch, pytest.mark.slow]
+log = logging.getLogger(__name__)
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "elasticsearch.sh"
+NODES = 3
+WORDS = [f"w{i}" for i in range(300)]
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_base_port() -> int:
+    """A base port P with P..P+2 (HTTP) and P+100..P+102 (transport) free, away from 9200/9300."""
+    rng = np.random.default_rng()
+    for _ in range(200):
+        base = int(rng.integers(20000, 40000))
+        if all(_port_free(base + i) and _port_free(base + 100 + i) for i in range(NODES)):
+            return base
+    raise RuntimeError("no free block of ports for a test cluster")
+
+
+@dataclass
+class Cluster:
+    base: int
+    env: dict[str, str]
+    back_to_green_s: list[float] = field(default_factory=list)
+
+    def url(self, i: int = 0) -> str:
+        return f"http://127.0.0.1:{self.base + i}"
+
+    def script(self, *args: str, timeout: float = 420) -> subprocess.CompletedProcess[str]:
+        argv = ["bash", str(SCRIPT), *args, "--nodes", str(NODES), "--base-port", str(self.base)]
+        return subprocess.run(
+            argv, env=os.environ | self.env, capture_output=True, text=True, timeout=timeout
+        )
+
+    def kill(self, i: int) -> None:
+        """SIGKILL node ``i`` (by the pid the script recorded) and wait until it is gone."""
+        pids = dict(line.split() for line in self.script("pids").stdout.splitlines())
+        pid = int(pids[str(self.base + i)])
+        os.kill(pid, signal.SIGKILL)
+        for _ in range(100):
+            try:
+                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+            except OSError:
+                break
+            if state in ("Z", "X"):
+                break
+            time.sleep(0.1)
+        log.info("killed node %d (pid %d)", i, pid)
+
+    def restart(self) -> float:
+        """Start the missing node through the script (which waits for green); seconds taken."""
+        t0 = time.monotonic()
+        res = self.script("start")
+        assert res.returncode == 0, res.stderr
+        took = time.monotonic() - t0
+        self.back_to_green_s.append(took)
+        log.info("node back and cluster green after %.1fs", took)
+        return took
+
+    def primary_holder(self, index: str) -> int:
+        """A node other than node 0 (the one clients talk to) that holds a primary of ``index``."""
+        url = f"{self.url()}/_cat/shards/{index}*?format=json&h=prirep,node,state"
+        with urllib.request.urlopen(url, timeout=10) as r:
+            shards = json.load(r)
+        log.info("shards of %s: %s", index, shards)
+        for i in range(1, NODES):
+            if any(s["prirep"] == "p" and s["node"] == f"vsparta-{self.base + i}" for s in shards):
+                return i
+        raise AssertionError(f"every primary of {index} is on node 0: {shards}")
+
+    def health(self, wait_for: str | None = None) -> dict:
+        """The cluster's health; ``wait_for="green"`` waits up to 2 minutes for that status."""
+        query = f"?wait_for_status={wait_for}&timeout=120s" if wait_for else ""
+        with urllib.request.urlopen(f"{self.url()}/_cluster/health{query}", timeout=130) as r:
+            return json.load(r)
+
+
+@pytest.fixture(scope="module")
+def cluster(es_url: str) -> Iterator[Cluster]:
+    """Three nodes beside the shared node: own ports, own work dir, small heaps."""
+    for name in ("elasticsearch", "elasticsearch.trace"):  # every request (and body) otherwise
+        logging.getLogger(name).setLevel(logging.WARNING)
+    home = Path(tempfile.mkdtemp(prefix="vsparta-es-cluster-", dir="/var/tmp"))
+    home.chmod(0o755)  # the node's own user must reach it
+    c = Cluster(
+        free_base_port(),
+        {"VSPARTA_ES_HOME": str(home), "VSPARTA_ES_HEAP": "384m", "VSPARTA_ES_TIMEOUT": "400"},
+    )
+    try:
+        res = c.script("start")
+        assert res.returncode == 0, res.stderr
+        assert c.health()["number_of_nodes"] == NODES
+        yield c
+    finally:
+        c.script("stop", timeout=120)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_the_script_runs_a_real_cluster(cluster: Cluster) -> None:
+    h = cluster.health()
+    assert h["status"] == "green" and h["number_of_data_nodes"] == NODES
+    status = cluster.script("status")
+    assert status.returncode == 0 and json.loads(status.stdout.splitlines()[0])["number_of_nodes"] == NODES
+    pids = cluster.script("pids").stdout.split()
+    assert len(pids) == 2 * NODES and all(p.isdigit() for p in pids)
+    again = cluster.script("start")  # idempotent: nothing is started twice
+    assert again.returncode == 0 and again.stderr.count("already running") == NODES
+
+
+def _tokenizer(tmp_path: Path) -> Path:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])}
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    out = tmp_path / "model"
+    out.mkdir()
+    tok.save(str(out / "tokenizer.json"))
+    return out
+
+
+def _term_documents(n: int, seed: int) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    docs = []
+    for i in range(n):
+        words = rng.choice(len(WORDS), size=int(rng.integers(20, 60)), replace=False)
+        weights = np.exp(rng.normal(-0.5, 1.0, size=len(words))).astype(np.float32)
+        terms = {WORDS[w]: float(x) for w, x in zip(words, weights, strict=True)}
+        docs.append({"id": f"doc-{i:05d}", "terms": terms, "metadata": {"i": i}})
+    return docs
+
+
+class SearchStream:
+    """POST /search in a loop against the real service app (TestClient), counting statuses."""
+
+    def __init__(self, client: Any, queries: list[str]) -> None:
+        self.client = client
+        self.queries = queries
+        self.statuses: list[int] = []
+        self.missing_retry_after = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run)
+
+    def _run(self) -> None:
+        i = 0
+        while not self.stop.is_set():
+            r = self.client.post("/search", json={"query": self.queries[i % len(self.queries)], "k": 10})
+            self.statuses.append(r.status_code)
+            if r.status_code == 503 and "retry-after" not in r.headers:
+                self.missing_retry_after += 1
+            i += 1
+
+    def answers(self) -> list[list[str]]:
+        out = []
+        for q in self.queries:
+            r = self.client.post("/search", json={"query": q, "k": 10})
+            assert r.status_code == 200, r.text
+            out.append([h["id"] for h in r.json()["results"]])
+        return out
+
+    def counts(self) -> dict[int, int]:
+        return {code: self.statuses.count(code) for code in sorted(set(self.statuses))}
+
+
+def test_losing_a_node_mid_load_and_mid_search_loses_nothing(cluster: Cluster, tmp_path: Path) -> None:
+    """One SIGKILL, two victims: an indexing job writing one index and a search stream reading
+    another (served with a replica on every shard) through the real service app."""
+    from fastapi.testclient import TestClient
+
+    from indexer.runner import IndexConfig, run_index
+    from service.app import create_app
+    from service.settings import ServiceSettings
+
+    tokenizer = _tokenizer(tmp_path)
+    token_id = {w: i + 5 for i, w in enumerate(WORDS)}
+    # The searched index: loaded and served (replicas restored, force-merged) before the kill.
+    served = _term_documents(1500, seed=2)
+    served_name = unique_name("stream")
+    with ElasticsearchIndex(cluster.url(0), served_name, create=True) as index:
+        with index.bulk_load():
+            index.upsert(
+                TermDocument(d["id"], {token_id[w]: x for w, x in d["terms"].items()}) for d in served
+            )
+        index.finish_load()
+    rng = np.random.default_rng(3)
+    queries = [" ".join(rng.choice(WORDS, size=4)) for _ in range(20)]
+    settings = ServiceSettings(
+        backend=f"{cluster.url(0)}/{served_name}", model_path=tokenizer, engine_timeout_s=3, retry_after_s=2
+    )
+    # The loaded index: an indexing job (the CLI's code path) writes it while the node dies.
+    docs = _term_documents(4000, seed=1)
+    export = tmp_path / "docs.jsonl"
+    export.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    loaded_name = unique_name("nodeloss")
+    spec = f"{cluster.url(0)}/{loaded_name}"
+    options = {"shard_timeout": "3s", "max_retries": 2, "initial_backoff": 0.2, "chunk_size": 100}
+
+    def job(resume: bool) -> tuple[Any, BaseException | None]:
+        config = IndexConfig(
+            input=export, backend=spec, tokenizer=tokenizer, workers=0, resume=resume,
+            commit_interval=0.05, backend_options=options,
+        )  # fmt: skip
+        try:
+            return run_index(config), None
+        except Exception as exc:  # noqa: BLE001 - the test inspects it
+            return None, exc
+
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        stream = SearchStream(client, queries)
+        before = stream.answers()
+        ready = client.get("/ready")
+        assert ready.status_code == 200 and ready.json()["detail"].endswith("cluster green"), ready.text
+        outcome: list[tuple[Any, BaseException | None]] = []
+        runner = threading.Thread(target=lambda: outcome.append(job(resume=False)))
+        runner.start()
+        stream.thread.start()
+        deadline = time.monotonic() + 180
+        sample = [d["id"] for d in docs[:: len(docs) // 40]]
+        with ElasticsearchIndex(cluster.url(0), loaded_name, create=True) as probe:
+            while len(probe.existing_ids(sample)) < 8:  # a fifth of the documents are in
+                assert time.monotonic() < deadline and runner.is_alive(), "the load never got going"
+                time.sleep(0.2)
+        victim = cluster.primary_holder(loaded_name)
+        cluster.kill(victim)
+        assert runner.is_alive(), "the job ended before the node was killed: nothing was tested"
+        time.sleep(3)
+        degraded = client.get("/ready")
+        log.info("/ready with a node down: %s %s", degraded.status_code, degraded.text)
+        assert (
+            degraded.status_code == 503 or "cluster yellow" in degraded.text or "cluster red" in degraded.text
+        )
+        runner.join(timeout=300)
+        assert not runner.is_alive()
+        summary, error = outcome[0]
+        log.info("job with a node killed: %s", f"finished, {summary.indexed} indexed" if error is None
+                 else f"failed: {error}")  # fmt: skip
+        took = cluster.restart()
+        time.sleep(1)
+        stream.stop.set()
+        stream.thread.join()
+        assert client.get("/ready").json()["detail"].endswith("cluster green")
+        after = stream.answers()
+    if error is not None or summary.indexed + summary.skipped < len(docs):
+        summary, error = job(resume=True)
+        assert error is None, error
+        log.info("resumed: %d skipped, %d indexed", summary.skipped, summary.indexed)
+    counts = stream.counts()
+    log.info("search stream: %s answers by status; back to green in %.1fs", counts, took)
+    assert set(counts) <= {200, 503}, counts  # never a 500
+    assert counts.get(200, 0) > 0 and stream.missing_retry_after == 0
+    assert after == before  # nothing lost from the served index
+    with ElasticsearchIndex(cluster.url(1), served_name) as index:
+        assert index.count() == len(served)
+        index.drop()
+    with ElasticsearchIndex(cluster.url(1), loaded_name) as index:
+        assert index.count() == len(docs)  # nothing lost, nothing duplicated (ids are unique)
+        assert cluster.health(wait_for="green")["status"] == "green"  # the restored replicas recover
+        (only,) = index._client.indices.get_settings(index=index.alias, flat_settings=True).values()
+        assert only["settings"]["index.number_of_replicas"] == "1"  # restored after the load
+        assert only["settings"]["index.number_of_shards"] == str(NODES)  # one per data node
+        for d in docs[::97]:
+            got = index.get(d["id"])
+            expected = {token_id[w]: float(round_like_elasticsearch(x)) for w, x in d["terms"].items()}
+            assert {t: float(round_like_elasticsearch(w)) for t, w in got.terms.items()} == expected
+            assert got.metadata == d["metadata"]
+        index.drop()
