@@ -103,6 +103,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     topn = sub.add_parser("topn", help="latency and ranking change vs top-n terms per image (Table 3)")
     importlib.import_module("bench.topn").add_arguments(topn)
+    quality = sub.add_parser("quality", help="R@1 vs terms per image, VisualSparta vs dense")
+    importlib.import_module("bench.quality").add_arguments(quality)
     load = sub.add_parser("embedded-load", help="embedded engine: merge policy write amplification")
     importlib.import_module("bench.embedded_load").add_arguments(load)
     idx = sub.add_parser("indexing", help="indexing throughput (bench/indexing.py, by the indexer)")
@@ -114,8 +116,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     task = getattr(args, "bench_task", None)
-    if task not in {"engines", "topn", "indexing", "embedded-load"}:
-        log.error("choose a task: `vsparta bench engines [--quick]`, `topn`, `indexing` or `embedded-load`")
+    if task not in {"engines", "topn", "quality", "indexing", "embedded-load"}:
+        log.error(
+            "choose a task: `vsparta bench engines [--quick]`, `topn`, `quality`, `indexing`, `embedded-load`"
+        )
         return 2
     if getattr(args, "model", None):  # the tokenizer of --term-docs and the service rows
         args.model = resolve_model_path(args.model, needs="tokenizer.json", allow_file=True, hub=False)
@@ -124,8 +128,8 @@ def run(args: argparse.Namespace) -> int:
             return int(importlib.import_module("bench.indexing").run(args) or 0)
         if task == "embedded-load":
             return int(importlib.import_module("bench.embedded_load").run(args) or 0)
-        if task == "topn":
-            return int(importlib.import_module("bench.topn").run(args) or 0)
+        if task in {"topn", "quality"}:
+            return int(importlib.import_module(f"bench.{task}").run(args) or 0)
         return _run_engines(args)
     except ValueError as e:
         log.error("%s", e)

@@ -1,5 +1,19 @@
 """VisualSparta: images to weighted bags of words (offline), queries to token ids (online).
 
-Import submodules directly. This package's ``__init__`` stays free of torch so that the query
-service can use ``model.query_tokenizer`` without installing or importing it.
+Import submodules directly. The package holds two kinds of module, and the line between them is
+a rule with a test (``tests/test_torch_free.py``): the modules in ``TORCH_FREE`` never import
+torch or transformers, because the query service and the indexer's decode workers import them
+and must stay small and fast to start. Everything else here (modeling, training, encoding,
+evaluation) needs torch.
 """
+
+TORCH_FREE = (
+    "images",
+    "karpathy",
+    "manifest",
+    "metrics",
+    "preprocess",
+    "progress",
+    "query_tokenizer",
+    "resolve",
+)

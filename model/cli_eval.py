@@ -13,16 +13,20 @@ from model.resolve import existing_dir, existing_path, resolve_model_path
 log = logging.getLogger(__name__)
 
 
-def _top_n(text: str) -> list[int | None]:
-    out: list[int | None] = []
+def _top_n(text: str) -> list[int | str | None]:
+    out: list[int | str | None] = []
     for part in text.split(","):
         part = part.strip().lower()
         if part == "all":
             out.append(None)
+        elif part == "natural":
+            out.append(part)
         elif part.isdigit() and int(part) > 0:
             out.append(int(part))
         else:
-            raise argparse.ArgumentTypeError(f"top-n values are positive integers or 'all', got {part!r}")
+            raise argparse.ArgumentTypeError(
+                f"top-n values are positive integers, 'natural' or 'all', got {part!r}"
+            )
     return out
 
 
@@ -38,7 +42,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="saved VisualSparta folder (e.g. runs/vs/final)")
     parser.add_argument("--dense", help="saved dense baseline folder, evaluated beside it")
     parser.add_argument(
-        "--top-n", type=_top_n, default="50,100,500,1000,all", help="comma list; 'all' = no cut"
+        "--top-n",
+        type=_top_n,
+        default="50,100,300,1000,natural,all",
+        help="comma list; 'natural' = the model's positive terms capped like `vsparta index` "
+        "(config top_n, default 1000); 'all' = every positive term",
     )
     parser.add_argument("--batch-size", type=int, default=64, help="images per encode batch")
     parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:1 ...")

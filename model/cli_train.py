@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+from typing import Any
 
 from model.configuration import DEFAULT_TEXT_MODEL, PRESETS
 from model.resolve import existing_dir, existing_path
@@ -66,6 +67,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-images", type=int, help="use only the first N training images")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    sparse = parser.add_argument_group(
+        "learned sparsity (saved in the model's config; defaults come from --config)"
+    )
+    sparse.add_argument(
+        "--sparsity-weight",
+        type=float,
+        help="weight of the regularizer over φ of the whole vocabulary (0 = the paper's recipe)",
+    )
+    sparse.add_argument("--sparsity-loss", choices=["flops", "l1"], help="FLOPS (SPLADE) or L1")
+    sparse.add_argument(
+        "--sparsity-warmup", type=float, help="fraction of the steps over which the weight ramps up (x²)"
+    )
+    sparse.add_argument(
+        "--sparsity-target",
+        type=float,
+        help="steer the weight towards this mean number of positive terms per image",
+    )
+    sparse.add_argument(
+        "--sparsity-images", type=int, help="images of each batch the regularizer sees (default: all)"
+    )
+    sparse.add_argument(
+        "--sparsity-vocab",
+        type=int,
+        help="vocabulary ids sampled per regularizer step (default: all)",
+    )
+    sparse.add_argument(
+        "--term-bias", action="store_true", help="learn a bias per vocabulary id beside the global b"
+    )
+    parser.add_argument(
+        "--keep-best",
+        action="store_true",
+        help="with --val: final/ is the epoch with the best validation R@1+R@5+R@10",
+    )
+    parser.add_argument("--patience", type=int, help="with --val: stop after N epochs without improvement")
+
+
+def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The sparsity flags that were given, as config fields (absent ones keep the preset's value)."""
+    given = {
+        "sparsity_weight": args.sparsity_weight,
+        "sparsity_loss": args.sparsity_loss,
+        "sparsity_warmup": args.sparsity_warmup,
+        "sparsity_target": args.sparsity_target,
+        "sparsity_images": args.sparsity_images,
+        "sparsity_vocab": args.sparsity_vocab,
+        "phi_term_bias": True if args.term_bias else None,
+    }
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,6 +154,9 @@ def run(args: argparse.Namespace) -> int:
         max_images=args.max_images,
         image_root=args.image_root,
         progress=not args.no_progress,
+        keep_best=args.keep_best,
+        patience=args.patience,
+        overrides=config_overrides(args),
     )
     try:
         result = train(opts)

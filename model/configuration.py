@@ -15,9 +15,20 @@ from transformers import PretrainedConfig
 
 Stem = Literal["patch", "hf", "none"]
 STEMS: tuple[str, ...] = get_args(Stem)
+SparsityLoss = Literal["flops", "l1"]
+SPARSITY_LOSSES: tuple[str, ...] = get_args(SparsityLoss)
 ACTIVATIONS = ("gelu", "relu", "gelu_new")
 LOCATION_DIM = 6  # [xmin, xmax, ymin, ymax, width, height] (paper Eq. 3)
 DEFAULT_TEXT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+
+# Learned sparsity of the CPU-sized preset (docs/quality.experiments.md): FLOPS over a 4,096-id sample
+# of the vocabulary for 8 images per step; a training step costs ~1.2x the paper recipe's on CPU.
+_SPARSE_TINY: dict[str, Any] = {
+    "sparsity_loss": "flops",
+    "sparsity_weight": 3e-3,
+    "sparsity_images": 8,
+    "sparsity_vocab": 4096,
+}
 
 # Named presets for `vsparta train --config`. "base" matches MiniLM-L6 so it can be initialized from it.
 PRESETS: dict[str, dict[str, Any]] = {
@@ -30,6 +41,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "grid_size": 8,
         "stem_channels": [32, 64],
         "region_feature_dim": 64,
+        **_SPARSE_TINY,
     },
     "small": {
         "hidden_size": 128,
@@ -92,6 +104,13 @@ class VisualSpartaConfig(PretrainedConfig):
         top_n: int | None = 1000,
         max_query_tokens: int = 64,
         text_model: str | None = None,
+        sparsity_loss: SparsityLoss = "flops",
+        sparsity_weight: float = 0.0,
+        sparsity_warmup: float = 0.3,
+        sparsity_target: float | None = None,
+        sparsity_images: int | None = None,
+        sparsity_vocab: int | None = None,
+        phi_term_bias: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(pad_token_id=pad_token_id, **kwargs)
@@ -125,6 +144,15 @@ class VisualSpartaConfig(PretrainedConfig):
         self.top_n = top_n
         self.max_query_tokens = max_query_tokens
         self.text_model = text_model
+        # Learned sparsity (model/sparsity.py). The defaults are the paper's recipe (no regularizer),
+        # which is also what a checkpoint saved before these fields existed was trained with.
+        self.sparsity_loss = sparsity_loss
+        self.sparsity_weight = sparsity_weight
+        self.sparsity_warmup = sparsity_warmup
+        self.sparsity_target = sparsity_target
+        self.sparsity_images = sparsity_images
+        self.sparsity_vocab = sparsity_vocab
+        self.phi_term_bias = phi_term_bias
         self.validate_options()
 
     def validate_options(self) -> None:
@@ -146,6 +174,16 @@ class VisualSpartaConfig(PretrainedConfig):
             raise ValueError("max_label_tokens cannot exceed max_position_embeddings")
         if self.top_n is not None and self.top_n <= 0:
             raise ValueError(f"top_n must be positive or None (all), got {self.top_n}")
+        if self.sparsity_loss not in SPARSITY_LOSSES:
+            raise ValueError(f"sparsity_loss must be one of {SPARSITY_LOSSES}, got {self.sparsity_loss!r}")
+        if self.sparsity_weight < 0 or not 0 <= self.sparsity_warmup <= 1:
+            raise ValueError("sparsity_weight must be >= 0 and sparsity_warmup a fraction in [0, 1]")
+        if self.sparsity_target is not None and self.sparsity_target <= 0:
+            raise ValueError(f"sparsity_target (terms per image) must be > 0, got {self.sparsity_target}")
+        if self.sparsity_images is not None and self.sparsity_images < 1:
+            raise ValueError(f"sparsity_images must be >= 1 or None (all), got {self.sparsity_images}")
+        if self.sparsity_vocab is not None and self.sparsity_vocab < 1:
+            raise ValueError(f"sparsity_vocab must be >= 1 or None (all), got {self.sparsity_vocab}")
         if self.stem == "patch":
             if self.image_size % self.grid_size:
                 raise ValueError(f"image_size ({self.image_size}) must be a multiple of grid_size")

@@ -28,7 +28,9 @@ from model.topn import select_top_terms, to_csr
 
 log = logging.getLogger(__name__)
 
-TOP_N: tuple[int | None, ...] = (50, 100, 500, 1000, None)  # None = all (paper Table 3)
+NATURAL = "natural"  # the model's positive terms, capped like `vsparta index` (config.top_n, default 1000)
+TopN = int | str | None  # n, NATURAL, or None = every positive term ("all")
+TOP_N: tuple[TopN, ...] = (50, 100, 300, 1000, NATURAL, None)  # paper Table 3, plus natural sparsity
 KS = (1, 5, 10)
 
 
@@ -58,6 +60,10 @@ class SparseImages:
     ids: list[np.ndarray]  # each [p] int32
     values: list[np.ndarray]  # each [p] float32
     vocab_size: int
+
+    def positive_terms(self) -> float:
+        """Mean positive terms per image before any cut (the model's natural sparsity)."""
+        return float(np.mean([len(i) for i in self.ids])) if self.ids else 0.0
 
     def term_matrix(self, n: int | None) -> sp.csr_matrix:
         """``[V, N]`` matrix of ``log(1 + φ)`` keeping each image's top ``n`` (None = all)."""
@@ -264,7 +270,7 @@ def evaluate(
     records: Sequence[ManifestRecord],
     model: VisualSpartaModel | None,
     dense: DenseDualEncoder | None = None,
-    top_ns: Sequence[int | None] = TOP_N,
+    top_ns: Sequence[TopN] = TOP_N,
     batch_size: int = 64,
     device: torch.device | None = None,
     amp: bool = False,
@@ -299,10 +305,14 @@ def evaluate(
         log.info("VisualSparta: encoded %d images in %.1fs", n, time.perf_counter() - t0)
         qmat = query_matrix(queries, images.vocab_size)
         for top_n in top_ns:
-            terms = images.term_matrix(top_n)
+            cut = model.config.top_n if top_n == NATURAL else top_n
+            if isinstance(cut, str):
+                raise ValueError(f"top-n: positive integers, {NATURAL!r} or None (all), got {cut!r}")
+            terms = images.term_matrix(cut)
             scores = sparse_scores(terms, qmat)
             ms = time_sparse_queries(terms, queries, qtok.query_weights, 10, time_queries)
             row = _row("VisualSparta", top_n or "all", scores, queries, n, 0.0, ms)
+            row["positive_terms_per_image"] = images.positive_terms()
             row["ndcg@25"] = ndcg_at_k(scores[ndcg_rows], relevance, 25)
             row["terms_per_image"] = float(terms.nnz / n)
             report.rows.append(row)

@@ -177,7 +177,8 @@ class HFStem(nn.Module):
     """A Hugging Face vision backbone (ViT-like tokens or ConvNet maps) as a patch grid.
 
     The architecture comes from ``config.hf_vision_config`` so a saved model reloads offline;
-    pretrained weights are copied in once, at build time (``model.modeling.load_pretrained_stem``).
+    pretrained weights are copied in once, at build time (``model.modeling.build_model``, after
+    ``prepare_hf_stem_config``).
     """
 
     def __init__(self, config: VisualSpartaConfig) -> None:

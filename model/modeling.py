@@ -113,6 +113,8 @@ class VisualSpartaPreTrainedModel(PreTrainedModel):
             _init.kaiming_normal_(module.weight, nonlinearity="relu")
         if isinstance(module, VisualSpartaModel):
             _init.constant_(module.phi_bias, float(self.config.phi_bias_init))
+            if module.term_bias is not None:
+                _init.zeros_(module.term_bias)
             # Near-zero E_tok rows: a token never seen in training keeps ŵ ≈ 0, so its φ ≈ ReLU(b) for
             # every image and it never outranks a term the model learned for that image (this keeps
             # the top-n cut meaningful for models trained from scratch); b > 0 keeps the ReLU open at
@@ -264,6 +266,9 @@ class VisualSpartaModel(VisualSpartaPreTrainedModel):
         super().__init__(config)
         self.image = ImageEncoder(config)
         self.phi_bias = nn.Parameter(torch.tensor(float(config.phi_bias_init)))  # b of Eq. 11 (scalar)
+        # Optional per-term bias b_v added to b: lets the sparsity regularizer switch a term off for
+        # every image at once (config.phi_term_bias; not in the paper).
+        self.term_bias = nn.Parameter(torch.zeros(config.vocab_size)) if config.phi_term_bias else None
         self.post_init()
 
     def _text_targets(self) -> list[tuple[TextEmbeddings, nn.Module]]:
@@ -290,9 +295,12 @@ class VisualSpartaModel(VisualSpartaPreTrainedModel):
             dots = torch.einsum("qmh,bnh->qmbn", query_emb.float(), h.float())  # [Bq, m, Bi, L]
             return masked_max(dots, h_mask[None, None], dim=-1)  # [Bq, m, Bi]
 
-    def phi(self, y: torch.Tensor) -> torch.Tensor:
-        """Eq. 11: ``φ(y) = ReLU(y + b)``."""
-        return torch.relu(y + self.phi_bias.float())
+    def phi(self, y: torch.Tensor, term_bias: torch.Tensor | None = None) -> torch.Tensor:
+        """Eq. 11: ``φ(y) = ReLU(y + b)``, plus ``term_bias`` (b_v, broadcast to ``y``) if there is one."""
+        b = self.phi_bias.float()
+        if term_bias is not None:
+            b = b + term_bias.float()
+        return torch.relu(y + b)
 
     def score(
         self, query_ids: torch.Tensor, query_mask: torch.Tensor, h: torch.Tensor, h_mask: torch.Tensor
@@ -302,7 +310,8 @@ class VisualSpartaModel(VisualSpartaPreTrainedModel):
         Each query position counts, so a repeated token counts once per occurrence.
         """
         y = self.fragment_scores(self.query_embeddings(query_ids), h, h_mask)  # [Bq, m, Bi]
-        terms = torch.log1p(self.phi(y)) * query_mask[:, :, None].float()  # [Bq, m, Bi]
+        tb = None if self.term_bias is None else self.term_bias[query_ids][:, :, None]  # [Bq, m, 1]
+        terms = torch.log1p(self.phi(y, tb)) * query_mask[:, :, None].float()  # [Bq, m, Bi]
         return terms.sum(dim=1)  # [Bq, Bi]
 
     def forward(
@@ -316,19 +325,37 @@ class VisualSpartaModel(VisualSpartaPreTrainedModel):
         h, h_mask = self.encode_images(pixel_values=pixel_values, regions=regions)
         return self.score(query_ids, query_mask, h, h_mask)
 
+    def vocab_phi(
+        self, h: torch.Tensor, h_mask: torch.Tensor, chunk_size: int = 8192, ids: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Eq. 14 with gradients: ``φ`` of every vocabulary id (or of ``ids``), ``[B, V]`` float32 (the
+        sparsity regularizer needs the ids no caption contains); chunked: each ``[B, L, chunk]`` stays small.
+
+        Always float32, also inside an enclosing autocast: ``b`` cancels most of ``y``, so the bf16
+        rounding of ``y`` would flip the sign of small weights and reorder the top-n.
+        """
+        with torch.autocast(device_type=h.device.type, enabled=False):
+            h32 = h.float()
+            emb = self.word_embeddings.weight  # [V, H]
+            bias = self.term_bias
+            if ids is not None:
+                emb = emb[ids]
+                bias = None if bias is None else bias[ids]
+            emb = emb.float()
+            mask = h_mask[:, :, None]  # [B, L, 1]
+            parts = []
+            for start in range(0, emb.shape[0], chunk_size):
+                e = emb[start : start + chunk_size]  # [c, H]
+                y = masked_max(torch.einsum("blh,ch->blc", h32, e), mask, dim=1)  # [B, c]
+                tb = None if bias is None else bias[start : start + e.shape[0]]
+                parts.append(self.phi(y, tb))
+            return torch.cat(parts, dim=1)
+
     @torch.no_grad()
     def term_weights(self, h: torch.Tensor, h_mask: torch.Tensor, chunk_size: int = 8192) -> torch.Tensor:
-        """Eq. 14: ``φ`` for every vocabulary id, ``[B, V]`` float32; the vocabulary is chunked so the
-        ``[B, L, chunk]`` intermediate stays small."""
-        emb = self.word_embeddings.weight  # [V, H]
-        out = torch.empty(h.shape[0], emb.shape[0], dtype=torch.float32, device=h.device)
-        mask = h_mask[:, :, None]  # [B, L, 1]
-        for start in range(0, emb.shape[0], chunk_size):
-            e = emb[start : start + chunk_size]  # [c, H]
-            dots = torch.einsum("blh,ch->blc", h, e.to(h.dtype)).float()  # [B, L, c]
-            y = masked_max(dots, mask, dim=1)  # [B, c]
-            out[:, start : start + e.shape[0]] = self.phi(y)
-        return out
+        """Eq. 14 for indexing and evaluation: ``vocab_phi`` without gradients, float32 whatever the
+        caller's autocast (the indexer runs the image encoder under bf16 autocast on GPU)."""
+        return self.vocab_phi(h, h_mask, chunk_size)
 
     def top_terms(self, phi: torch.Tensor, n: int | None = 1000) -> list[dict[int, float]]:
         """Per image ``{vocab id: φ}``: the ``n`` largest (None = all), values <= 0 dropped.

@@ -7,6 +7,7 @@ library). Repeated tokens count once per occurrence (docs/architecture.md sectio
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,6 +15,24 @@ from pathlib import Path
 from tokenizers import Tokenizer
 
 TOKENIZER_FILE = "tokenizer.json"
+
+# Markup tokens of the common vocabularies; the tokenizer's own special tokens are added to these.
+_MARKUP_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[MASK]", "[UNK]", "<s>", "</s>", "<pad>", "<unk>", "<mask>")
+_UNUSED = re.compile(r"^\[unused\d+\]$")
+
+
+def non_query_ids(tokenizer: Tokenizer) -> frozenset[int]:
+    """The one rule for ids a query never contains, used by training, evaluation, indexing and the service.
+
+    Markup ([CLS], [PAD] ...), reserved slots ([unused17]) and [UNK]: [UNK] stands for any word the
+    vocabulary cannot spell, so matching it would rank images by noise; it is dropped from queries
+    (training captions included) and never indexed.
+    """
+    vocab = tokenizer.get_vocab(with_added_tokens=True)
+    ids = {vocab[t] for t in _MARKUP_TOKENS if t in vocab}
+    ids |= {i for i, t in tokenizer.get_added_tokens_decoder().items() if t.special}
+    ids |= {i for t, i in vocab.items() if _UNUSED.match(t)}
+    return frozenset(ids)
 
 
 class QueryTokenizer:
@@ -27,8 +46,7 @@ class QueryTokenizer:
         vocab = tokenizer.get_vocab(with_added_tokens=True)
         self._id_to_token = {i: t for t, i in vocab.items()}
         self._token_to_id = vocab
-        specials = {"[CLS]", "[SEP]", "[PAD]", "[MASK]", "<s>", "</s>", "<pad>"}
-        self._special_ids = {vocab[t] for t in specials if t in vocab}
+        self.non_query_ids = non_query_ids(tokenizer)
 
     @classmethod
     def from_pretrained(cls, path: str | Path, max_tokens: int = 64) -> QueryTokenizer:
@@ -44,9 +62,10 @@ class QueryTokenizer:
         return self._tok.get_vocab_size(with_added_tokens=True)
 
     def tokenize(self, text: str) -> list[int]:
-        """Word-piece ids of ``text`` in order, special tokens removed, at most ``max_tokens``."""
+        """Word-piece ids of ``text`` in order, ``non_query_ids`` ([UNK] included) removed, at most
+        ``max_tokens``."""
         ids = self._tok.encode(text, add_special_tokens=False).ids
-        return [i for i in ids if i not in self._special_ids][: self.max_tokens]
+        return [i for i in ids if i not in self.non_query_ids][: self.max_tokens]
 
     def query_weights(self, text: str) -> dict[int, float]:
         """``{vocabulary id: occurrences}``: the boost of each rank_feature clause."""

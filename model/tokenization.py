@@ -7,7 +7,6 @@ seen in training is the token looked up at query time.
 from __future__ import annotations
 
 import logging
-import re
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +14,9 @@ from tokenizers import Tokenizer
 
 from model.configuration import DEFAULT_TEXT_MODEL
 from model.query_tokenizer import QueryTokenizer
+from model.query_tokenizer import non_query_ids as _non_query_ids
 
 log = logging.getLogger(__name__)
-
-_UNUSED = re.compile(r"^\[unused\d+\]$")
 
 
 def resolve_text_model(spec: str | Path | None = None) -> str:
@@ -64,9 +62,5 @@ def query_tokenizer_for(tokenizer: Any, max_tokens: int = 64) -> QueryTokenizer:
 
 
 def non_query_ids(tokenizer: Any) -> list[int]:
-    """Ids a query can never contain ([CLS], [PAD], [unused17] ...): no use keeping them in an index."""
-    vocab: dict[str, int] = tokenizer.get_vocab()
-    special = set(getattr(tokenizer, "all_special_ids", []) or [])
-    unk = getattr(tokenizer, "unk_token_id", None)
-    special.discard(unk)  # [UNK] can appear in a query
-    return sorted(special | {i for t, i in vocab.items() if _UNUSED.match(t)})
+    """Ids a query can never contain, for an HF fast tokenizer (the rule: ``model.query_tokenizer``)."""
+    return sorted(_non_query_ids(tokenizer.backend_tokenizer))

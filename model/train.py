@@ -12,6 +12,7 @@ import logging
 import math
 import random
 import re
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -22,18 +23,20 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from model.configuration import VisualSpartaConfig, config_from_spec
+from model.configuration import PRESETS, VisualSpartaConfig, config_from_spec
 from model.data import ImageStore, epoch_order, make_batch
 from model.dense import MODEL_CLASSES, DenseConfig
 from model.encode import autocast_for, resolve_device
 from model.karpathy import load_records
 from model.manifest import ManifestRecord
 from model.modeling import build_model, text_model_dimensions
+from model.sparsity import SparsityRegularizer
 from model.tokenization import load_tokenizer
 
 log = logging.getLogger(__name__)
 
 TRAINER_STATE = "trainer_state.pt"
+BEST = "best"  # the model of the best validation epoch (keep_best)
 _CKPT = re.compile(r"^checkpoint-epoch-(\d+)$")
 
 
@@ -59,15 +62,21 @@ class TrainOptions:
     max_images: int | None = None
     image_root: str | None = None  # for a Karpathy-split .json instead of a manifest
     progress: bool = True
+    keep_best: bool = False  # with val: `final` is the epoch with the best validation R@1+R@5+R@10
+    patience: int | None = None  # with val: stop after this many epochs without improvement
+    overrides: dict[str, Any] = field(default_factory=dict)  # config fields set on a fresh model
 
 
 @dataclass
 class TrainResult:
     final_dir: Path
     losses: list[float] = field(default_factory=list)  # one per step
-    epoch_losses: list[float] = field(default_factory=list)
+    epoch_losses: list[float] = field(default_factory=list)  # the ranking loss (Eq. 13) alone
     val: list[dict[str, float]] = field(default_factory=list)
     seconds: float = 0.0
+    epoch_penalties: list[float] = field(default_factory=list)  # weighted sparsity penalty, per epoch
+    epoch_positive_terms: list[float] = field(default_factory=list)  # mean positive φ per image
+    best_epoch: int | None = None
 
 
 def _config_fields() -> set[str]:
@@ -75,15 +84,23 @@ def _config_fields() -> set[str]:
     return names | {"cls_token_id", "similarity"}
 
 
-def make_config(kind: str, spec: str, init: str | None) -> VisualSpartaConfig:
-    """Preset/JSON config; with a text-model ``init``, its transformer sizes replace the preset's."""
+def make_config(
+    kind: str, spec: str, init: str | None, overrides: dict[str, Any] | None = None
+) -> VisualSpartaConfig:
+    """Preset/JSON config (+ ``overrides``); with a text-model ``init``, its transformer sizes replace
+    the preset's."""
     if kind not in MODEL_CLASSES:
         raise ValueError(f"--model must be one of {sorted(MODEL_CLASSES)}, got {kind!r}")
-    base = config_from_spec(spec)
+    base = config_from_spec(spec, **(overrides or {}))
     values = {k: v for k, v in base.to_dict().items() if k in _config_fields()}
     if init:
+        layers = config_from_spec(spec).num_hidden_layers if spec not in PRESETS else None
         values.update(text_model_dimensions(init))
+        if layers is not None and layers < values.get("num_hidden_layers", layers):
+            values["num_hidden_layers"] = layers  # a JSON config may copy only the first layers
         values["text_model"] = init
+        # An explicit override still wins, e.g. num_hidden_layers=2 copies the text model's first 2 layers.
+        values.update({k: v for k, v in (overrides or {}).items() if k in _config_fields()})
     config_cls = MODEL_CLASSES[kind][0]
     if config_cls is DenseConfig:
         values["cls_token_id"] = load_tokenizer(init or values.get("text_model")).cls_token_id
@@ -109,6 +126,14 @@ def _lr_lambda(total: int, warmup_steps: int):
         return max(0.0, (total - step) / max(1, total - warmup_steps))
 
     return f
+
+
+def _best_epoch(val: list[dict[str, float]]) -> int | None:
+    """1-based epoch with the highest R@1+R@5+R@10 (the earliest on ties); None without validation."""
+    if not val:
+        return None
+    sums = [sum(v.values()) for v in val]
+    return sums.index(max(sums)) + 1
 
 
 def _batches(order: np.ndarray, batch_size: int) -> list[np.ndarray]:
@@ -150,7 +175,7 @@ def train(opts: TrainOptions) -> TrainResult:
     else:
         start_epoch = 0
         init = resolve_init(opts.init, opts.config)
-        config = make_config(opts.model, opts.config, init)
+        config = make_config(opts.model, opts.config, init, opts.overrides)
         model = build_model(config, init=init, model_class=model_cls)
     model.to(device).train()
     qtok = model.query_tokenizer()
@@ -171,6 +196,7 @@ def train(opts: TrainOptions) -> TrainResult:
         "cuda", enabled=amp and device.type == "cuda" and not torch.cuda.is_bf16_supported()
     )
     result = TrainResult(final_dir=out / "final")
+    regularizer = SparsityRegularizer.for_model(model, total_steps, device)
     if resume_from is not None:
         state = torch.load(resume_from[1] / TRAINER_STATE, map_location="cpu", weights_only=False)
         optimizer.load_state_dict(state["optimizer"])
@@ -183,6 +209,11 @@ def train(opts: TrainOptions) -> TrainResult:
         result.losses = list(state["losses"])
         result.epoch_losses = list(state["epoch_losses"])
         result.val = list(state["val"])
+        result.epoch_penalties = list(state.get("epoch_penalties", []))
+        result.epoch_positive_terms = list(state.get("epoch_positive_terms", []))
+        if regularizer is not None and state.get("sparsity"):
+            regularizer.load_state_dict(state["sparsity"])
+    best = _best_epoch(result.val)
 
     for epoch in range(start_epoch, opts.epochs):
         model.train()
@@ -191,13 +222,28 @@ def train(opts: TrainOptions) -> TrainResult:
         batches = _batches(order, opts.batch_size)
         bar = tqdm(batches, desc=f"epoch {epoch + 1}/{opts.epochs}", disable=not opts.progress, leave=False)
         epoch_loss = 0.0
+        penalty_sum = torch.zeros((), device=device)  # summed on the device: no per-step host sync
+        positive_sum = torch.zeros((), device=device)
         for idx in bar:
             batch = make_batch(store, idx.tolist(), opts.captions_per_image, rng).to(device)
+            step = len(result.losses)
             with autocast_for(device, amp):
-                scores = model(batch.query_ids, batch.query_mask, **batch.image_inputs())  # [Q, B]
+                if regularizer is None:
+                    scores = model(batch.query_ids, batch.query_mask, **batch.image_inputs())  # [Q, B]
+                else:
+                    h, h_mask = model.encode_images(**batch.image_inputs())
+                    scores = model.score(batch.query_ids, batch.query_mask, h, h_mask)
             loss = F.cross_entropy(scores.float(), batch.targets)  # Eq. 13 with in-batch negatives
+            total = loss
+            if regularizer is not None:
+                k = regularizer.images or h.shape[0]
+                ids = regularizer.sample_ids(device)
+                penalty, positive = regularizer(model.vocab_phi(h[:k], h_mask[:k], ids=ids), step)
+                total = loss + penalty
+                penalty_sum += penalty.detach()
+                positive_sum += positive
             optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
+            scaler.scale(total).backward()
             if opts.max_grad_norm:
                 scaler.unscale_(optimizer)
                 torch.nn.utils.clip_grad_norm_(model.parameters(), opts.max_grad_norm)
@@ -210,6 +256,14 @@ def train(opts: TrainOptions) -> TrainResult:
             bar.set_postfix(loss=f"{value:.4f}")
         result.epoch_losses.append(epoch_loss / max(1, len(batches)))
         msg = f"epoch {epoch + 1}/{opts.epochs}: loss {result.epoch_losses[-1]:.4f}"
+        if regularizer is not None:
+            result.epoch_penalties.append(float(penalty_sum) / max(1, len(batches)))
+            result.epoch_positive_terms.append(float(positive_sum) / max(1, len(batches)))
+            msg += (
+                f" | sparsity penalty {result.epoch_penalties[-1]:.4f}, "
+                f"{result.epoch_positive_terms[-1]:.0f} positive terms/img"
+            )
+        stop = False
         if val_store is not None:
             from model.evaluate import quick_recall
 
@@ -217,19 +271,43 @@ def train(opts: TrainOptions) -> TrainResult:
             result.val.append(metrics)
             msg += " | val " + " ".join(f"{k} {v:.3f}" for k, v in metrics.items())
             model.train()
+            if opts.keep_best and _best_epoch(result.val) == len(result.val) and best != len(result.val):
+                model.save_pretrained(str(out / BEST))  # written before the checkpoint that records it
+            best = _best_epoch(result.val)
+            stop = opts.patience is not None and best is not None and len(result.val) - best >= opts.patience
         log.info(msg)
         _save_checkpoint(
-            out / f"checkpoint-epoch-{epoch + 1}", model, optimizer, scheduler, scaler, result, opts
+            out / f"checkpoint-epoch-{epoch + 1}",
+            model,
+            optimizer,
+            scheduler,
+            scaler,
+            result,
+            opts,
+            None if regularizer is None else regularizer.state_dict(),
         )
+        if stop:
+            log.info("early stop: no validation gain for %d epochs (best: epoch %s)", opts.patience, best)
+            break
 
     model.eval()
-    model.save_pretrained(str(result.final_dir))
+    result.best_epoch = best
+    if opts.keep_best and best is not None and (out / BEST).exists():
+        if result.final_dir.exists():
+            shutil.rmtree(result.final_dir)
+        shutil.copytree(out / BEST, result.final_dir)
+        log.info("final = epoch %d (best validation R@1+R@5+R@10)", best)
+    else:
+        model.save_pretrained(str(result.final_dir))
     result.seconds = time.perf_counter() - t0
     (out / "train_log.json").write_text(
         json.dumps(
             {
                 "options": asdict(opts),
                 "epoch_losses": result.epoch_losses,
+                "epoch_penalties": result.epoch_penalties,
+                "epoch_positive_terms": result.epoch_positive_terms,
+                "best_epoch": result.best_epoch,
                 "val": result.val,
                 "losses": result.losses,
             },
@@ -248,6 +326,7 @@ def _save_checkpoint(
     scaler: Any,
     result: TrainResult,
     opts: TrainOptions,
+    sparsity: dict[str, float] | None = None,
 ) -> None:
     model.save_pretrained(str(path))
     state = {
@@ -260,6 +339,9 @@ def _save_checkpoint(
         "losses": result.losses,
         "epoch_losses": result.epoch_losses,
         "val": result.val,
+        "epoch_penalties": result.epoch_penalties,
+        "epoch_positive_terms": result.epoch_positive_terms,
+        "sparsity": sparsity,
         "options": asdict(opts),
     }
     tmp = path / (TRAINER_STATE + ".tmp")

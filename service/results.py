@@ -114,12 +114,9 @@ def top_terms(terms: Mapping[int, float], tokenizer: QueryTokenizer, n: int) -> 
 
 
 def query_from_text(text: str, tokenizer: QueryTokenizer) -> tuple[dict[int, float], list[str]]:
-    """``({id: count}, tokens in order)`` of a text query; unknown word-pieces ([UNK]) dropped.
-
-    [UNK] matches no indexed term, so keeping it would only make an unsearchable query look fine.
-    """
-    unk = tokenizer.token_to_id("[UNK]")
-    ids = [i for i in tokenizer.tokenize(text) if i != unk]
+    """``({id: count}, tokens in order)`` of a text query; ``tokenize`` already drops the ids no query
+    contains, [UNK] included (the rule: ``model.query_tokenizer.non_query_ids``)."""
+    ids = tokenizer.tokenize(text)
     weights: dict[int, float] = {}
     for i in ids:
         weights[i] = weights.get(i, 0.0) + 1.0

@@ -33,6 +33,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--epochs", type=int, default=10, help="training epochs")
     parser.add_argument("--config", default="tiny", help="model preset or JSON (see vsparta train --help)")
     parser.add_argument("--lr", type=float, default=5e-3, help="learning rate")
+    parser.add_argument(
+        "--sparsity-weight",
+        type=float,
+        help="learned-sparsity weight (default: the preset's; 0 = the paper's recipe, no regularizer)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="same seed, same scenes and model")
     parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default: %(default)s)")
     parser.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
@@ -97,6 +102,8 @@ def _train_argv(args: argparse.Namespace, scenes: Path, model_dir: Path) -> list
     argv = ["train", "--manifest", str(scenes / "train.jsonl"), "--out", str(model_dir),
             "--config", args.config, "--epochs", str(args.epochs), "--lr", str(args.lr),
             "--seed", str(args.seed)]  # fmt: skip
+    if args.sparsity_weight is not None:
+        argv += ["--sparsity-weight", str(args.sparsity_weight)]
     if model_dir.is_dir() and latest_checkpoint(model_dir) is not None:
         argv.append("--resume")
     return argv + _no_progress(args)

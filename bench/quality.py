@@ -1,0 +1,302 @@
+"""``vsparta bench quality``: retrieval quality against index size, VisualSparta vs the dense baseline.
+
+Generated scenes -> VisualSparta at each sparsity weight and the dense dual encoder, each trained
+at every learning rate of a small sweep with early stopping on a validation pool the size of the
+test pool (the best epoch of the best rate is kept) -> ``vsparta eval`` rows at n = 50, 100, 300,
+1000, natural and all on the test pool -> ``docs/quality.md``, ``quality.json`` and ``quality.png``
+(R@1 against terms per image, one line per model / regularizer weight).
+
+The full run is meant for one GPU (``--config base``, MiniLM init, 10,000 train scenes); ``--quick``
+is a CPU run of the tiny from-scratch recipe on a few hundred scenes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+QUICK: dict[str, Any] = {
+    "train": 300,
+    "val": 100,
+    "test": 100,
+    "size": 64,
+    "epochs": 4,
+    "config": "tiny",
+    "init": "none",
+    "lrs": "2e-3",  # one rate each: a CPU smoke run (the full run sweeps two)
+    "dense_lrs": "1e-3",
+    "weights": "0,3e-3",
+    "batch_size": 32,
+}
+FULL: dict[str, Any] = {
+    "train": 10000,
+    "val": 1000,
+    "test": 1000,
+    "size": 96,
+    "epochs": 8,
+    "config": "base",
+    "init": None,  # MiniLM for the base config
+    "lrs": "1e-4,2e-4",
+    "dense_lrs": "5e-5,1e-4",
+    "weights": "0,1e-3",
+    "batch_size": 128,
+}
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a comma list of numbers, got {text!r}") from None
+    if not values or any(v < 0 for v in values):
+        raise argparse.ArgumentTypeError(f"expected non-negative numbers, got {text!r}")
+    return values
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--quick", action="store_true", help="CPU-sized run (tiny model, few hundred scenes)")
+    for name in ("train", "val", "test", "size", "epochs", "batch_size"):
+        parser.add_argument(f"--{name.replace('_', '-')}", type=int, help=f"default: full {FULL[name]}")
+    parser.add_argument("--config", help="model preset or JSON (default: full base, quick tiny)")
+    parser.add_argument("--init", help="text model for the init, or 'none' (default: MiniLM for base)")
+    parser.add_argument("--lrs", type=_floats, help="VisualSparta learning-rate sweep (comma list)")
+    parser.add_argument("--dense-lrs", type=_floats, help="dense baseline learning-rate sweep")
+    parser.add_argument("--weights", type=_floats, help="sparsity weights, one VisualSparta line each")
+    parser.add_argument("--sparsity-loss", choices=["flops", "l1"], default="flops", help="FLOPS or L1")
+    parser.add_argument("--sparsity-images", type=int, help="images per batch the regularizer sees")
+    parser.add_argument("--sparsity-vocab", type=int, help="vocabulary ids sampled per regularizer step")
+    parser.add_argument("--sparsity-target", type=float, help="steer towards this many positive terms/img")
+    parser.add_argument("--term-bias", action="store_true", help="VisualSparta with a per-term bias")
+    parser.add_argument("--no-dense", action="store_true", help="skip the dense baseline")
+    parser.add_argument("--patience", type=int, default=3, help="early stopping: epochs without gain")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the scenes and the trainings")
+    parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda ...")
+    parser.add_argument("--threads", type=int, help="torch CPU threads")
+    parser.add_argument(
+        "--cache-dir", type=Path, default=Path(".cache/bench/quality"), help="scenes and trained models"
+    )
+    parser.add_argument("--out-dir", type=Path, default=Path("docs"), help="quality.md/.png/.json go here")
+    parser.add_argument("--no-write", action="store_true", help="print only")
+
+
+@dataclass
+class Variant:
+    """One line of the plot: a model kind with its config overrides, trained at each rate of ``lrs``."""
+
+    name: str
+    model: str
+    lrs: list[float]
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    preset = QUICK if args.quick else FULL
+    out = {k: getattr(args, k, None) for k in preset}
+    out = {k: (preset[k] if v is None else v) for k, v in out.items()}
+    for key in ("lrs", "dense_lrs", "weights"):
+        if isinstance(out[key], str):
+            out[key] = _floats(out[key])
+    return out
+
+
+def variants(s: dict[str, Any], args: argparse.Namespace) -> list[Variant]:
+    out = []
+    for w in s["weights"]:
+        overrides: dict[str, Any] = {"sparsity_weight": w, "sparsity_loss": args.sparsity_loss}
+        for key in ("sparsity_images", "sparsity_vocab", "sparsity_target"):
+            if getattr(args, key, None):
+                overrides[key] = getattr(args, key)
+        if args.term_bias:
+            overrides["phi_term_bias"] = True
+        label = "paper recipe" if w == 0 else f"{args.sparsity_loss} {w:g}"
+        label += " + term bias" if args.term_bias else ""
+        label += f", target {args.sparsity_target:g}" if w and args.sparsity_target else ""
+        out.append(Variant(f"VisualSparta ({label})", "visualsparta", s["lrs"], overrides))
+    if not args.no_dense:
+        out.append(Variant("dense", "dense", s["dense_lrs"]))
+    return out
+
+
+def _scenes(s: dict[str, Any], cache: Path, seed: int) -> dict[str, Path]:
+    from vsparta.scenes import generate_scenes
+
+    folder = cache / f"scenes-{s['train']}-{s['val']}-{s['test']}-{s['size']}-{seed}"
+    manifests = {k: folder / f"{k}.jsonl" for k in ("train", "val", "test")}
+    if all(p.exists() for p in manifests.values()):
+        return manifests
+    return generate_scenes(
+        folder, n_train=s["train"], n_val=s["val"], n_test=s["test"], image_size=s["size"], seed=seed
+    )
+
+
+def train_variant(
+    v: Variant, s: dict[str, Any], manifests: dict[str, Path], args: argparse.Namespace, work: Path
+) -> dict[str, Any]:
+    """Every rate of the sweep with early stopping; returns the best (by validation R@1+R@5+R@10)."""
+    from model.train import TrainOptions, train
+
+    runs = []
+    for lr in v.lrs:
+        out = work / f"{v.model}-{'-'.join(f'{k}={x}' for k, x in sorted(v.overrides.items()))}-lr{lr:g}"
+        opts = TrainOptions(
+            manifest=str(manifests["train"]),
+            out=str(out),
+            val=str(manifests["val"]),
+            model=v.model,
+            init=s["init"],
+            config=s["config"],
+            epochs=s["epochs"],
+            batch_size=s["batch_size"],
+            lr=lr,
+            seed=args.seed,
+            device=args.device,
+            progress=False,
+            keep_best=True,
+            patience=args.patience,
+            overrides=v.overrides if v.model == "visualsparta" else {},
+            resume=True,
+        )
+        r = train(opts)
+        best = r.best_epoch or len(r.val)
+        runs.append(
+            {
+                "lr": lr,
+                "seconds": round(r.seconds, 1),
+                "best_epoch": best,
+                "epochs_run": len(r.epoch_losses),
+                "val": r.val[best - 1] if r.val else {},
+                "positive_terms_during_training": r.epoch_positive_terms,
+                "dir": str(r.final_dir),
+            }
+        )
+        log.info("%s lr %g: val %s at epoch %d (%.0fs)", v.name, lr, runs[-1]["val"], best, r.seconds)
+    return max(runs, key=lambda run: sum(run["val"].values()) if run["val"] else -1.0) | {"sweep": runs}
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from bench import hardware
+    from bench.options import command_line
+    from model.dense import load_model
+    from model.encode import resolve_device
+    from model.evaluate import TOP_N, evaluate
+    from model.manifest import read_manifest
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    s = _settings(args)
+    t0 = time.perf_counter()
+    manifests = _scenes(s, args.cache_dir, args.seed)
+    test = read_manifest(manifests["test"])
+    device = resolve_device(args.device)
+    results = []
+    for v in variants(s, args):
+        best = train_variant(v, s, manifests, args, args.cache_dir / "runs")
+        model = load_model(best["dir"])
+        report = evaluate(
+            test,
+            model if v.model == "visualsparta" else None,
+            model if v.model == "dense" else None,
+            top_ns=TOP_N,
+            device=device,
+            amp=device.type == "cuda",
+            ndcg_queries=min(1000, len(test)),
+            time_queries=100,
+            seed=args.seed,
+        )
+        rows = [r for r in report.rows if r["model"] != "random"]
+        results.append({"variant": v.name, "model": v.model, "overrides": v.overrides, **best, "rows": rows})
+    meta = {
+        "command": command_line("quality"),
+        "hardware": hardware.describe(),
+        "device": str(device),
+        "settings": s,
+        "seconds": round(time.perf_counter() - t0, 1),
+        "pool": str(len(test)),
+    }
+    text = markdown(results, meta)
+    print(text)  # noqa: T201 - the command's output
+    if not args.no_write:
+        args.out_dir.mkdir(parents=True, exist_ok=True)
+        (args.out_dir / "quality.md").write_text(text, encoding="utf-8")
+        (args.out_dir / "quality.json").write_text(
+            json.dumps({"meta": meta, "results": results}, indent=1), encoding="utf-8"
+        )
+        plot(results, meta, args.out_dir / "quality.png")
+        log.info("wrote %s/quality.{md,json,png}", args.out_dir)
+    return 0
+
+
+def _r1(row: dict[str, Any], pool: str) -> float:
+    return float(row["recall"][pool]["R@1"])
+
+
+def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    s, pool = meta["settings"], meta["pool"]
+    lines = [
+        "# Retrieval quality vs index size",
+        "",
+        f"Command: `{meta['command']}`  ",
+        f"Machine: {meta['hardware']['cpu']}, {meta['hardware']['cores']} cores (shared); device "
+        f"{meta['device']}; total {meta['seconds']:.0f} s.  ",
+        f"Data: generated scenes, {s['train']} train / {s['val']} val / {s['test']} test, {s['size']} px; "
+        f"config `{s['config']}`, init `{s['init']}`, up to {s['epochs']} epochs, batch {s['batch_size']}; "
+        "each model's learning rate picked by validation R@1+R@5+R@10 (best epoch kept).",
+        "",
+        f"Recall in % on the {pool}-image test pool; terms/img = mean terms kept per image; "
+        "natural = the positive terms capped like `vsparta index` (1000).",
+        "",
+        "| model | lr | best epoch | train s | top-n | terms/img | R@1 | R@5 | R@10 | NDCG@25 |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for res in results:
+        for row in res["rows"]:
+            rec = row["recall"][pool]
+            terms = f"{row['terms_per_image']:.0f}" if "terms_per_image" in row else "-"
+            lines.append(
+                f"| {res['variant']} | {res['lr']:g} | {res['best_epoch']} | {res['seconds']:.0f} | "
+                f"{row['top_n']} | {terms} | {rec['R@1']:.1f} | {rec['R@5']:.1f} | {rec['R@10']:.1f} | "
+                f"{row['ndcg@25']:.3f} |"
+            )
+    lines += ["", "Learning-rate sweeps (validation R@1 at the best epoch):", ""]
+    for res in results:
+        sweep = ", ".join(f"{r['lr']:g}: {r['val'].get('R@1', float('nan')):.1f}" for r in res["sweep"])
+        lines.append(f"- {res['variant']}: {sweep}")
+    return "\n".join(lines) + "\n"
+
+
+def plot(results: list[dict[str, Any]], meta: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pool = meta["pool"]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for res in results:
+        rows = [r for r in res["rows"] if "terms_per_image" in r]
+        if rows:
+            pts = sorted({(max(r["terms_per_image"], 1e-3), _r1(r, pool)) for r in rows})
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=res["variant"])
+            nat = [r for r in rows if r["top_n"] == "natural"]
+            if nat:
+                ax.annotate("natural", (nat[0]["terms_per_image"], _r1(nat[0], pool)), fontsize=8)
+        elif res["rows"]:
+            ax.axhline(_r1(res["rows"][0], pool), linestyle="--", color="gray", label=res["variant"])
+    ax.set_xscale("log")
+    ax.set_xlabel("terms per image (log)")
+    ax.set_ylabel(f"R@1 (%), {pool} test images")
+    ax.set_title("R@1 vs index size (top-n cut of φ)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

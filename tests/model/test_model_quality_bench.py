@@ -1,0 +1,41 @@
+"""`vsparta bench quality` end to end on a tiny config: scenes -> both trainings -> eval rows -> docs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import TINY
+
+
+@pytest.mark.slow
+def test_quality_bench_writes_rows_for_every_cut(tmp_path: Path) -> None:
+    from vsparta.cli import main
+
+    out = tmp_path / "docs"
+    code = main(
+        ["bench", "quality", "--quick", "--train", "48", "--val", "16", "--test", "16", "--size", "32",
+         "--epochs", "1", "--batch-size", "16", "--lrs", "3e-3", "--dense-lrs", "1e-3",
+         "--weights", "0,1e-2", "--config", json.dumps(TINY), "--threads", "2",
+         "--cache-dir", str(tmp_path / "cache"), "--out-dir", str(out)]
+    )  # fmt: skip
+    assert code == 0
+    data = json.loads((out / "quality.json").read_text())
+    names = [r["variant"] for r in data["results"]]
+    assert names == ["VisualSparta (paper recipe)", "VisualSparta (flops 0.01)", "dense"]
+    for res in data["results"][:2]:
+        cuts = [row["top_n"] for row in res["rows"]]
+        assert cuts == [50, 100, 300, 1000, "natural", "all"]
+        terms = {row["top_n"]: row["terms_per_image"] for row in res["rows"]}
+        positive = res["rows"][0]["positive_terms_per_image"]
+        assert terms["all"] == pytest.approx(positive)
+        assert terms["natural"] == pytest.approx(min(positive, 1000), rel=0.01)
+        assert terms[50] <= 50 and terms[100] <= 100
+        assert all(0 <= row["recall"]["16"]["R@1"] <= 100 for row in res["rows"])
+    paper, sparse = (r["rows"][0]["positive_terms_per_image"] for r in data["results"][:2])
+    assert sparse < paper  # the regularizer switched terms off
+    assert data["results"][2]["rows"][0]["model"] == "dense"
+    md = (out / "quality.md").read_text()
+    assert "| natural |" in md and "vsparta bench quality" in md
+    assert (out / "quality.png").stat().st_size > 1000
