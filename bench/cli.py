@@ -13,7 +13,7 @@ import logging
 import os
 from pathlib import Path
 
-from bench.options import (
+from vsparta.bench.options import (
     ENGINES,
     command_line,
     input_file,
@@ -22,7 +22,7 @@ from bench.options import (
     parse_size,
     parse_zipf,
 )
-from model.resolve import resolve_model_path
+from vsparta.model.resolve import resolve_model_path
 
 log = logging.getLogger(__name__)
 
@@ -102,14 +102,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--captions", type=input_file, help="with --term-docs: a manifest whose captions are the queries"
     )
     topn = sub.add_parser("topn", help="latency and ranking change vs top-n terms per image (Table 3)")
-    importlib.import_module("bench.topn").add_arguments(topn)
+    importlib.import_module("vsparta.bench.topn").add_arguments(topn)
     quality = sub.add_parser("quality", help="R@1 vs terms per image, VisualSparta vs dense")
-    importlib.import_module("bench.quality").add_arguments(quality)
+    importlib.import_module("vsparta.bench.quality").add_arguments(quality)
     load = sub.add_parser("embedded-load", help="embedded engine: merge policy write amplification")
-    importlib.import_module("bench.embedded_load").add_arguments(load)
+    importlib.import_module("vsparta.bench.embedded_load").add_arguments(load)
     idx = sub.add_parser("indexing", help="indexing throughput (bench/indexing.py, by the indexer)")
-    if importlib.util.find_spec("bench.indexing") is not None:
-        module = importlib.import_module("bench.indexing")
+    if importlib.util.find_spec("vsparta.bench.indexing") is not None:
+        module = importlib.import_module("vsparta.bench.indexing")
         if hasattr(module, "add_arguments"):
             module.add_arguments(idx)
 
@@ -125,9 +125,9 @@ def run(args: argparse.Namespace) -> int:
         args.model = resolve_model_path(args.model, needs="tokenizer.json", allow_file=True, hub=False)
     try:
         if task == "indexing":
-            return int(importlib.import_module("bench.indexing").run(args) or 0)
+            return int(importlib.import_module("vsparta.bench.indexing").run(args) or 0)
         if task == "embedded-load":
-            return int(importlib.import_module("bench.embedded_load").run(args) or 0)
+            return int(importlib.import_module("vsparta.bench.embedded_load").run(args) or 0)
         if task in {"topn", "quality"}:
             return int(importlib.import_module(f"bench.{task}").run(args) or 0)
         return _run_engines(args)
@@ -137,10 +137,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_engines(args: argparse.Namespace) -> int:
-    from bench import hardware, report
-    from bench.engines.base import cpu_count
-    from bench.runner import RunConfig, run_sizes
-    from bench.setup import corpora_and_queries, make_adapters_factory
+    from vsparta.bench import hardware, report
+    from vsparta.bench.engines.base import cpu_count
+    from vsparta.bench.runner import RunConfig, run_sizes
+    from vsparta.bench.setup import corpora_and_queries, make_adapters_factory
 
     logging.getLogger("elasticsearch").setLevel(logging.WARNING)  # one INFO line per request otherwise
     preset = QUICK if args.quick else FULL

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from termindex.base import TermDocument
+from vsparta.termindex.base import TermDocument
 
 ID_WIDTH = 7
 

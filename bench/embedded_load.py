@@ -2,7 +2,7 @@
 
 Two parts, both printed and written to ``docs/embedded-load.{json,md}``:
 
-- a simulation (``termindex.embedded_policy.simulate``: the code the engine decides with) of
+- a simulation (``vsparta.termindex.embedded_policy.simulate``: the code the engine decides with) of
   loading N documents in commits of 256 under the previous policy (past 8 segments, merge the
   smallest n - 4) and the tiered one, with and without ``bulk_load``'s final merge;
 - a real load through ``upsert_arrays`` (the indexer's path) in commits of 256 under each
@@ -26,10 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import hardware
-from bench.embedded_quick import _sample_documents, zipf_cdf
-from termindex.embedded import EmbeddedIndex
-from termindex.embedded_policy import MergePolicy, TieredMergePolicy, simulate
+from vsparta.bench import hardware
+from vsparta.bench.embedded_quick import _sample_documents, zipf_cdf
+from vsparta.termindex.embedded import EmbeddedIndex
+from vsparta.termindex.embedded_policy import MergePolicy, TieredMergePolicy, simulate
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +170,7 @@ def _markdown(report: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.options import command_line
+    from vsparta.bench.options import command_line
 
     keys = {"previous": 0, "tiered": 1, "bulk": 2}
     names = list(POLICIES)

@@ -20,10 +20,10 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from termindex.embedded import EmbeddedIndex
-from termindex.embedded_weights import round_like_embedded
+from vsparta.termindex.embedded import EmbeddedIndex
+from vsparta.termindex.embedded_weights import round_like_embedded
 
-log = logging.getLogger("bench.embedded_quick")
+log = logging.getLogger("vsparta.bench.embedded_quick")
 
 
 @njit(cache=True)

@@ -4,7 +4,8 @@ Builds one compacted index of ``N`` synthetic documents (1000 Zipf-distributed t
 φ-like weights, mostly < 5), runs 1000 caption-like queries, and prints one JSON line: CPU
 microseconds per query (thread time: this machine is shared, so wall time is noisy), documents
 rescored per query, and a hash of the top-10 (id, score) lists, which must be equal across
-trees. Run it once per source tree, e.g. an export of the previous commit:
+trees. Run it once per source tree, e.g. an export of a commit from before the embedded split (its
+top-level packages are imported from that tree) and once for this checkout:
 
     git archive OLD | tar -x -C /tmp/old
     python bench/embedded_search_ab.py /tmp/old 113000
@@ -44,9 +45,9 @@ def _count_rescored_old(index, queries) -> int:  # the tree before the search sp
 
 
 def _count_rescored_new(index, queries) -> int:
-    from termindex.embedded_scoring import bound_range, search_segment
-    from termindex.embedded_search import _Query
-    from termindex.embedded_weights import log1p_table, quant_tables
+    from vsparta.termindex.embedded_scoring import bound_range, search_segment
+    from vsparta.termindex.embedded_search import _Query
+    from vsparta.termindex.embedded_weights import log1p_table, quant_tables
 
     seg = index._snap.segments[0]
     count = 0
@@ -69,8 +70,12 @@ def _count_rescored_new(index, queries) -> int:
 
 def main(tree: str, n: int) -> dict:
     sys.path.insert(0, str(Path(tree).resolve()))
-    from bench.embedded_quick import _sample_documents, zipf_cdf
-    from termindex.embedded import EmbeddedIndex
+    if (Path(tree) / "termindex" / "embedded_kernels.py").exists():  # a tree from before the split
+        from bench.embedded_quick import _sample_documents, zipf_cdf  # type: ignore[import-not-found]
+        from termindex.embedded import EmbeddedIndex  # type: ignore[import-not-found]
+    else:  # this checkout, installed as vsparta.*
+        from vsparta.bench.embedded_quick import _sample_documents, zipf_cdf
+        from vsparta.termindex.embedded import EmbeddedIndex
 
     cdf, _ = zipf_cdf(30522, 1.0, 0)
     indptr, terms = _sample_documents(n, 1000, cdf, 1)

@@ -25,10 +25,10 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.corpus import Corpus
-from bench.hardware import describe
-from bench.synthetic import SyntheticSpec, load_or_generate
-from termindex.base import TermIndex
+from vsparta.bench.corpus import Corpus
+from vsparta.bench.hardware import describe
+from vsparta.bench.synthetic import SyntheticSpec, load_or_generate
+from vsparta.termindex.base import TermIndex
 
 log = logging.getLogger(__name__)
 CHUNK = 1000  # documents per write for the old path (one upsert each, from 2 threads)
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("elasticsearch").setLevel(logging.WARNING)
 
-    from termindex.elastic import ElasticsearchIndex
+    from vsparta.termindex.elastic import ElasticsearchIndex
 
     corpus = load_or_generate(
         SyntheticSpec(n_docs=args.docs, n_terms=args.terms), args.cache_dir / "synthetic"

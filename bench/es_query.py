@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from bench.corpus import Corpus, Query
-from bench.exact import agreement, build_matrix, scores, top_k
-from bench.hardware import describe
-from termindex.oracle import round_like_elasticsearch
+from vsparta.bench.corpus import Corpus, Query
+from vsparta.bench.exact import agreement, build_matrix, scores, top_k
+from vsparta.bench.hardware import describe
+from vsparta.termindex.oracle import round_like_elasticsearch
 
 log = logging.getLogger(__name__)
 PRELOAD = ["nvd", "dvd", "tim", "doc", "dim"]
@@ -49,12 +49,12 @@ def es(url: str, method: str = "GET", body: Any = None, timeout: float = 3600) -
 
 def corpus_and_queries(args: argparse.Namespace) -> tuple[Corpus, list[Query]]:
     if args.corpus == "adversarial":
-        from bench.synthetic import SyntheticSpec, generate_queries, load_or_generate
+        from vsparta.bench.synthetic import SyntheticSpec, generate_queries, load_or_generate
 
         corpus = load_or_generate(SyntheticSpec(n_docs=args.docs), args.cache_dir / "synthetic")
         return corpus, generate_queries(args.queries)
-    from bench.model_shaped import load_or_generate as shaped
-    from model.query_tokenizer import QueryTokenizer
+    from vsparta.bench.model_shaped import load_or_generate as shaped
+    from vsparta.model.query_tokenizer import QueryTokenizer
 
     corpus = shaped(args.profile, args.docs, args.cache_dir / "model-shaped")
     tok = QueryTokenizer.from_pretrained(args.tokenizer)
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("elasticsearch").setLevel(logging.WARNING)
-    from termindex.elastic import ElasticsearchIndex
+    from vsparta.termindex.elastic import ElasticsearchIndex
 
     corpus, queries = corpus_and_queries(args)
     log.info("corpus %s: %d images, %.0f terms each; %d queries", args.corpus, corpus.n_docs,

@@ -12,8 +12,8 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from bench.corpus import Corpus, Query
-from bench.invert import invert
+from vsparta.bench.corpus import Corpus, Query
+from vsparta.bench.invert import invert
 
 # Relative slack when deciding whether a returned image "is" in the exact top-k: float32 sums of
 # ~10 terms differ by ~1e-7 relative between engines; quantizing engines differ far more.

@@ -35,8 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from bench import hardware
-from bench.options import command_line
+from vsparta.bench import hardware
+from vsparta.bench.options import command_line
 
 log = logging.getLogger(__name__)
 
@@ -130,8 +130,8 @@ def build_model(kind: str, folder: Path) -> Path:
     """
     if Path(kind).is_dir():
         return Path(kind)
-    from model.configuration import DEFAULT_TEXT_MODEL, PRESETS, config_from_spec
-    from model.modeling import build_model as build
+    from vsparta.model.configuration import DEFAULT_TEXT_MODEL, PRESETS, config_from_spec
+    from vsparta.model.modeling import build_model as build
 
     out = folder / f"model-{kind}"
     if kind == "default":
@@ -161,8 +161,8 @@ def image_set(work: Path, n: int, size: tuple[int, int]) -> list[Path]:
 
 def time_decode(paths: list[Path], preprocess: Any, fast: bool) -> tuple[float, np.ndarray]:
     """Images/s of one process doing what a decode worker does; and the uint8 pictures."""
-    from indexer.decoder import decode_chunk
-    from indexer.items import WorkItem
+    from vsparta.indexer.decoder import decode_chunk
+    from vsparta.indexer.items import WorkItem
 
     items = [WorkItem(id=str(i), location=str(p), image=p) for i, p in enumerate(paths)]
     start = time.perf_counter()
@@ -186,7 +186,7 @@ def time_encode(encoder: Any, pixels: np.ndarray, batch_size: int, top_n: int) -
 
 def synthetic_batches(n_docs: int, n_terms: int, vocab: int, batch: int, seed: int = 0) -> Iterator[Any]:
     """CSR batches like the encoder's: distinct ids per row, heaviest first."""
-    from indexer.batch import TermBatch, canonical_csr
+    from vsparta.indexer.batch import TermBatch, canonical_csr
 
     rng = np.random.default_rng(seed)
     for start in range(0, n_docs, batch):
@@ -204,7 +204,7 @@ def synthetic_batches(n_docs: int, n_terms: int, vocab: int, batch: int, seed: i
 
 def time_writes(index: Any, args: argparse.Namespace) -> float:
     """Documents/s of ``upsert_arrays`` alone (generation is not timed), including the refresh."""
-    from indexer.writer import IndexTarget
+    from vsparta.indexer.writer import IndexTarget
 
     target = IndexTarget(index)
     spent = 0.0
@@ -273,7 +273,7 @@ def _out(line: str) -> None:
 
 def _job(args: argparse.Namespace, work: Path, name: str, **kw: Any) -> dict[str, Any]:
     """One whole ``vsparta index`` job into a fresh embedded index; its summary's figures."""
-    from indexer.runner import IndexConfig, IndexJob
+    from vsparta.indexer.runner import IndexConfig, IndexJob
 
     target = work / f"pipeline-{name}"
     shutil.rmtree(target, ignore_errors=True)
@@ -307,7 +307,7 @@ def _stage_line(label: str, fig: dict[str, Any]) -> str:
 
 
 def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
-    from termindex import open_index
+    from vsparta.termindex import open_index
 
     results["models"] = {}
     kinds = [k for k in args.models.split(",") if k and k != "none"]
@@ -316,7 +316,7 @@ def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
         w, h = args.size
         _out(f"{len(paths)} JPEGs of {w}x{h}, batch {args.batch_size}, {args.workers} decode worker(s)")
     if args.fake_encoder:
-        from indexer.fake import FakeEncoder
+        from vsparta.indexer.fake import FakeEncoder
 
         pre = FakeEncoder(args.fake_image_size).preprocessor
         decode_fast, _ = time_decode(paths, pre, fast=True)
@@ -336,7 +336,7 @@ def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
             f" job = {row['pipeline_vs_decode']:.0%} of decode x workers"
         )
     for kind in kinds:
-        from model.encode import TermEncoder  # torch: only when a model is measured
+        from vsparta.model.encode import TermEncoder  # torch: only when a model is measured
 
         folder = build_model(kind, work)
         encoder = TermEncoder.from_pretrained(folder, device="auto")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 import scipy.sparse as sp
 
-from bench.corpus import Corpus
+from vsparta.bench.corpus import Corpus
 
 CHUNK_POSTINGS = 20_000_000
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 import psutil
 
-from bench.engines.base import Adapter
+from vsparta.bench.engines.base import Adapter
 
 
 class RssPeak:

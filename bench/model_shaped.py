@@ -1,7 +1,7 @@
 """A corpus shaped like a trained model's output, at any size: statistics fitted from real term
 documents (the scene benchmark's, made by ``vsparta index ... --export-jsonl``), then sampled.
 
-Why: the adversarial generator (``bench.synthetic``) gives every term similar weights, so
+Why: the adversarial generator (``vsparta.bench.synthetic``) gives every term similar weights, so
 dynamic pruning (block-max WAND) finds nothing to skip. A trained model's φ is not like that:
 a few terms carry large weights in few images, most carry tiny ones everywhere. Pruning and
 shard layouts must be measured on data with that shape too.
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from numpy.lib.format import open_memmap
 
-from bench.corpus import Corpus
+from vsparta.bench.corpus import Corpus
 
 log = logging.getLogger(__name__)
 
@@ -153,8 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m bench.model_shaped EXPORT --tokenizer MODEL --out docs/model-profile.npz``"""
     import argparse
 
-    from bench.termdocs import load_term_docs
-    from model.query_tokenizer import QueryTokenizer
+    from vsparta.bench.termdocs import load_term_docs
+    from vsparta.model.query_tokenizer import QueryTokenizer
 
     p = argparse.ArgumentParser(description="Fit a model-shaped corpus profile from real term documents.")
     p.add_argument(

@@ -11,7 +11,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from model.resolve import existing_path
+from vsparta.model.resolve import existing_path
 
 ENGINES = [
     "scipy",

@@ -140,7 +140,7 @@ def train_variant(
     v: Variant, s: dict[str, Any], manifests: dict[str, Path], args: argparse.Namespace, work: Path
 ) -> dict[str, Any]:
     """Every rate of the sweep with early stopping; returns the best (by validation R@1+R@5+R@10)."""
-    from model.train import TrainOptions, train
+    from vsparta.model.train import TrainOptions, train
 
     runs = []
     for lr in v.lrs:
@@ -183,12 +183,12 @@ def train_variant(
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from bench import hardware
-    from bench.options import command_line
-    from model.dense import load_model
-    from model.encode import resolve_device
-    from model.evaluate import TOP_N, evaluate
-    from model.manifest import read_manifest
+    from vsparta.bench import hardware
+    from vsparta.bench.options import command_line
+    from vsparta.model.dense import load_model
+    from vsparta.model.encode import resolve_device
+    from vsparta.model.evaluate import TOP_N, evaluate
+    from vsparta.model.manifest import read_manifest
 
     if args.threads:
         torch.set_num_threads(args.threads)

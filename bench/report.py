@@ -6,8 +6,8 @@ import json
 import math
 from pathlib import Path
 
-from bench.hardware import one_line
-from bench.paper import PAPER_HARDWARE, PAPER_QPS, paper_qps
+from vsparta.bench.hardware import one_line
+from vsparta.bench.paper import PAPER_HARDWARE, PAPER_QPS, paper_qps
 
 BASELINE = "scipy (exhaustive)"
 COLUMNS = [

@@ -20,10 +20,10 @@ from pathlib import Path
 import numpy as np
 import psutil
 
-from bench import exact, measure
-from bench.corpus import Corpus, Query
-from bench.engines.base import Adapter, Skip, cpu_count
-from bench.invert import document_frequency
+from vsparta.bench import exact, measure
+from vsparta.bench.corpus import Corpus, Query
+from vsparta.bench.engines.base import Adapter, Skip, cpu_count
+from vsparta.bench.invert import document_frequency
 
 log = logging.getLogger(__name__)
 

@@ -6,8 +6,8 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.corpus import Corpus, Query
-from bench.engines.base import Adapter
+from vsparta.bench.corpus import Corpus, Query
+from vsparta.bench.engines.base import Adapter
 
 
 def corpora_and_queries(
@@ -15,7 +15,7 @@ def corpora_and_queries(
 ) -> tuple[list[tuple[str, Callable[[], Corpus]]], Callable[[Corpus], list[Query]], dict]:
     if args.term_docs is not None:
         return _term_docs(args, n_queries)
-    from bench.synthetic import VOCAB_SIZE, SyntheticSpec, generate_queries, load_or_generate
+    from vsparta.bench.synthetic import VOCAB_SIZE, SyntheticSpec, generate_queries, load_or_generate
 
     cache = Path(args.cache_dir)
     corpora = [
@@ -34,9 +34,9 @@ def corpora_and_queries(
 
 
 def _term_docs(args: argparse.Namespace, n_queries: int):
-    from bench.engines.service import default_model_dir
-    from bench.termdocs import load_term_docs, queries_from_captions, queries_from_df
-    from model.query_tokenizer import QueryTokenizer
+    from vsparta.bench.engines.service import default_model_dir
+    from vsparta.bench.termdocs import load_term_docs, queries_from_captions, queries_from_df
+    from vsparta.model.query_tokenizer import QueryTokenizer
 
     model = args.model or default_model_dir()
     if model is None:
@@ -61,12 +61,12 @@ def make_adapters_factory(args: argparse.Namespace, engines: list[str]) -> Calla
     """A fresh set of adapters for each size (they hold per-size state)."""
 
     def make() -> list[Adapter]:
-        from bench.engines.dense import FaissDenseAdapter, NumpyDenseAdapter
-        from bench.engines.ours import ElasticsearchAdapter, EmbeddedAdapter
-        from bench.engines.pisa import PisaAdapter
-        from bench.engines.scipy_exact import ScipyAdapter
-        from bench.engines.seismic import SeismicAdapter
-        from bench.engines.service import ServiceAdapter
+        from vsparta.bench.engines.dense import FaissDenseAdapter, NumpyDenseAdapter
+        from vsparta.bench.engines.ours import ElasticsearchAdapter, EmbeddedAdapter
+        from vsparta.bench.engines.pisa import PisaAdapter
+        from vsparta.bench.engines.scipy_exact import ScipyAdapter
+        from vsparta.bench.engines.seismic import SeismicAdapter
+        from vsparta.bench.engines.service import ServiceAdapter
 
         out: list[Adapter] = []
         budgets = getattr(args, "engine_budgets", None) or {}

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 from numpy.lib.format import open_memmap
 
-from bench.corpus import Corpus, Query
+from vsparta.bench.corpus import Corpus, Query
 
 log = logging.getLogger(__name__)
 

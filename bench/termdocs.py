@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.corpus import Corpus, Query
+from vsparta.bench.corpus import Corpus, Query
 
 log = logging.getLogger(__name__)
 

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from bench import exact
-from bench.corpus import Corpus
-from bench.engines.base import Skip, cpu_count
-from bench.options import command_line, input_file, parse_size
-from bench.runner import RunConfig, measure_engine
+from vsparta.bench import exact
+from vsparta.bench.corpus import Corpus
+from vsparta.bench.engines.base import Skip, cpu_count
+from vsparta.bench.options import command_line, input_file, parse_size
+from vsparta.bench.runner import RunConfig, measure_engine
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +76,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.engines.ours import EmbeddedAdapter
-    from bench.engines.pisa import PisaAdapter
-    from bench.engines.scipy_exact import ScipyAdapter
-    from bench.setup import corpora_and_queries
+    from vsparta.bench.engines.ours import EmbeddedAdapter
+    from vsparta.bench.engines.pisa import PisaAdapter
+    from vsparta.bench.engines.scipy_exact import ScipyAdapter
+    from vsparta.bench.setup import corpora_and_queries
 
     top_ns = sorted({int(x) for x in args.top_n.split(",") if x.strip()})
     makers = {"scipy": ScipyAdapter, "embedded": EmbeddedAdapter, "pisa": lambda: PisaAdapter("maxscore")}
@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write(args: argparse.Namespace, rows: list[dict], full: Corpus) -> None:
-    from bench import hardware, topn_report
+    from vsparta.bench import hardware, topn_report
 
     eval_json = topn_report.load_eval(args.eval_json)
     table = topn_report.joined(rows, eval_json)

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.hardware import one_line
+from vsparta.bench.hardware import one_line
 
 PLOTTED_ENGINE = "ours: embedded"
 

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from termindex import TermDocument
-from termindex.base import heaviest_terms
+from vsparta.termindex import TermDocument
+from vsparta.termindex.base import heaviest_terms
 
 Csr = tuple[np.ndarray, np.ndarray, np.ndarray]  # (indptr int64 [n+1], term_ids int32, weights float32)
 
@@ -22,7 +22,7 @@ Csr = tuple[np.ndarray, np.ndarray, np.ndarray]  # (indptr int64 [n+1], term_ids
 def canonical_csr(indptr: np.ndarray, term_ids: np.ndarray, weights: np.ndarray, top_n: int | None) -> Csr:
     """Positive finite weights only, each row heaviest first (ties by id), at most ``top_n`` per row.
 
-    The array form of ``termindex.base.heaviest_terms`` (a test checks they agree row by row).
+    The array form of ``vsparta.termindex.base.heaviest_terms`` (a test checks they agree row by row).
     The encoder's top-k output is already in this order; then this costs a few vector passes
     and no sort.
     """

@@ -27,11 +27,11 @@ import sys
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from indexer.mapper import parse_top_n
-from indexer.reader import INPUT_FORMATS
-from indexer.runner import IndexConfig, run_index
-from model.resolve import existing_path, resolve_model_path
-from termindex import TermIndexError
+from vsparta.indexer.mapper import parse_top_n
+from vsparta.indexer.reader import INPUT_FORMATS
+from vsparta.indexer.runner import IndexConfig, run_index
+from vsparta.model.resolve import existing_path, resolve_model_path
+from vsparta.termindex import TermIndexError
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +188,7 @@ def _es_options(args: argparse.Namespace) -> dict[str, object]:
 
 def _rollback(backend: str | None) -> int:
     """`vsparta index rollback --backend URL`: point the alias back at the previous version."""
-    from termindex import open_index
+    from vsparta.termindex import open_index
 
     if not backend or not backend.startswith(("http://", "https://")):
         log.error("rollback needs an Elasticsearch --backend http://HOST:9200/ALIAS")

@@ -9,7 +9,7 @@ Bytes, not floats, cross the process boundary: a worker returns its chunk's pict
 uint8 ``[n, S, S, 3]`` array (150 KB per 224 px image instead of 600 KB of float32 per image
 pickled one by one); normalization happens where the model runs. JPEGs are decoded in draft
 mode (libjpeg's 1/2, 1/4, 1/8 DCT scaling straight to near the model's size) unless
-``fast_decode`` is off; see ``model.images.load_image``.
+``fast_decode`` is off; see ``vsparta.model.images.load_image``.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from indexer.items import Failure, WorkItem
+from vsparta.indexer.items import Failure, WorkItem
 
 log = logging.getLogger(__name__)
 
@@ -92,9 +92,9 @@ def decode_item(
     """Decode one item; every error is turned into a Failure with a reason.
 
     ``preprocess`` is an ``ImagePreprocessor`` (its ``pixels`` gives uint8 ``[S, S, 3]``).
-    ``gpu_jpeg``: a plain JPEG is not decoded here; its bytes go to ``indexer.gpu_decode``.
+    ``gpu_jpeg``: a plain JPEG is not decoded here; its bytes go to ``vsparta.indexer.gpu_decode``.
     """
-    from model.images import DEFAULT_MAX_PIXELS, ImageError, load_image
+    from vsparta.model.images import DEFAULT_MAX_PIXELS, ImageError, load_image
 
     start = time.perf_counter()
     if item.rejected is not None:  # known bad before any byte was read (e.g. a dangling link)
@@ -102,7 +102,7 @@ def decode_item(
         return Decoded(item, None, Failure(item.id, item.location, reason, message), 0.0)
     try:
         if item.kind == "regions":
-            from model.regions import load_regions
+            from vsparta.model.regions import load_regions
 
             size = _image_size(item.image) if item.image is not None and item.image.exists() else None
             payload: Any = load_regions(item.regions, image_size=size)
@@ -110,7 +110,7 @@ def decode_item(
             if preprocess is None:
                 raise ValueError("no preprocessor for pixel input")
             if gpu_jpeg and item.rejected is None:
-                from indexer.gpu_decode import jpeg_for_gpu
+                from vsparta.indexer.gpu_decode import jpeg_for_gpu
 
                 try:
                     data = item.image.read_bytes()
@@ -137,7 +137,7 @@ def decode_item(
 
 def decode_bytes(decoded: Decoded, preprocess: Any, max_pixels: int | None, fast_decode: bool) -> Decoded:
     """A JPEG handed over as bytes, decoded on the CPU after all (nvJPEG refused it)."""
-    from model.images import DEFAULT_MAX_PIXELS, ImageError, load_image
+    from vsparta.model.images import DEFAULT_MAX_PIXELS, ImageError, load_image
 
     item = decoded.item
     try:
@@ -188,8 +188,8 @@ def _worker_init(parent_pid: int) -> None:
 
 def _warm_up() -> None:
     """Import what decoding needs, so the first real chunk does not pay for it."""
-    import model.images  # noqa: F401
-    import model.preprocess  # noqa: F401
+    import vsparta.model.images  # noqa: F401
+    import vsparta.model.preprocess  # noqa: F401
 
 
 def _exit_with_parent(parent_pid: int, interval: float = 1.0) -> None:

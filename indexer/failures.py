@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TextIO
 
-from indexer.items import Failure
+from vsparta.indexer.items import Failure
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from indexer.batch import Csr
-from model.preprocess import ImagePreprocessor
+from vsparta.indexer.batch import Csr
+from vsparta.model.preprocess import ImagePreprocessor
 
 FAKE_VOCAB_SIZE = 30522  # MiniLM's WordPiece vocabulary size
 FAKE_TERMS = 1000  # terms per image (the paper's n)

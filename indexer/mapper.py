@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from indexer.batch import Csr, TermBatch, canonical_csr, csr_from_dicts
-from indexer.decoder import Decoded, decode_bytes
-from indexer.items import Failure
-from indexer.termdocs import TermDocError, terms_from_tokens
+from vsparta.indexer.batch import Csr, TermBatch, canonical_csr, csr_from_dicts
+from vsparta.indexer.decoder import Decoded, decode_bytes
+from vsparta.indexer.items import Failure
+from vsparta.indexer.termdocs import TermDocError, terms_from_tokens
 
 if TYPE_CHECKING:
-    from indexer.gpu_decode import GpuJpegDecoder
+    from vsparta.indexer.gpu_decode import GpuJpegDecoder
 
 
 class ImageTermEncoder(Protocol):

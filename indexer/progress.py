@@ -1,4 +1,4 @@
-"""Progress of an indexing job: ``model.progress.progress_bar`` (the one home for how progress
+"""Progress of an indexing job: ``vsparta.model.progress.progress_bar`` (the one home for how progress
 looks: a bar on a terminal, one plain line per interval in a log, nothing when disabled), fed
 from the writer thread and the encoder loop under a lock."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 
-from model.progress import LOG_INTERVAL_S, progress_bar
+from vsparta.model.progress import LOG_INTERVAL_S, progress_bar
 
 
 class Progress:

@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from indexer.items import WorkItem, path_id
-from indexer.termdocs import iter_term_records
+from vsparta.indexer.items import WorkItem, path_id
+from vsparta.indexer.termdocs import iter_term_records
 
 InputFormat = Literal["auto", "images", "manifest", "regions", "terms"]
 INPUT_FORMATS: tuple[str, ...] = ("auto", "images", "manifest", "regions", "terms")
@@ -29,7 +29,7 @@ def _rel(path: Path, root: Path) -> str:
 
 def detect_format(path: str | Path) -> str:
     """Guess the input format; raise ValueError with what was found when it is ambiguous."""
-    from model.images import IMAGE_EXTENSIONS
+    from vsparta.model.images import IMAGE_EXTENSIONS
 
     path = Path(path)
     if not path.exists():
@@ -91,7 +91,7 @@ def image_folder_items(root: Path, *, follow_symlinks: bool = False) -> list[Wor
       read, unless ``follow_symlinks``: indexing must not wander into files nobody put there;
     - a dangling link (or a loop) is reported as ``broken_symlink``, with the link's own id.
     """
-    from model.images import iter_image_files
+    from vsparta.model.images import iter_image_files
 
     if not root.is_dir():
         raise ValueError(f"image folder {root} is not a directory")
@@ -136,7 +136,7 @@ def region_folder_items(root: Path) -> list[WorkItem]:
 
 
 def manifest_items(manifest: Path, *, ignore_regions: bool = False) -> list[WorkItem]:
-    from model.manifest import read_manifest
+    from vsparta.model.manifest import read_manifest
 
     root = manifest.resolve().parent
     items = []

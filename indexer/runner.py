@@ -18,16 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from indexer.batch import TermBatch
-from indexer.decoder import Decoded, Decoder
-from indexer.failures import FailureReport
-from indexer.items import Failure, WorkItem, shard_of, validate_shard
-from indexer.mapper import EncoderMapper, ImageTermEncoder, TermsMapper
-from indexer.progress import Progress
-from indexer.reader import INPUT_FORMATS, detect_format, read_items
-from indexer.termdocs import TermDocExporter
-from indexer.writer import DocumentWriter, IndexTarget, chunked_ids, writing
-from termindex import IndexNotFound, TermIndex, open_index
+from vsparta.indexer.batch import TermBatch
+from vsparta.indexer.decoder import Decoded, Decoder
+from vsparta.indexer.failures import FailureReport
+from vsparta.indexer.items import Failure, WorkItem, shard_of, validate_shard
+from vsparta.indexer.mapper import EncoderMapper, ImageTermEncoder, TermsMapper
+from vsparta.indexer.progress import Progress
+from vsparta.indexer.reader import INPUT_FORMATS, detect_format, read_items
+from vsparta.indexer.termdocs import TermDocExporter
+from vsparta.indexer.writer import DocumentWriter, IndexTarget, chunked_ids, writing
+from vsparta.termindex import IndexNotFound, TermIndex, open_index
 
 log = logging.getLogger(__name__)
 
@@ -226,20 +226,20 @@ def stop_on_signals(stop: threading.Event, caught: list[int]) -> Iterator[None]:
 
 def _load_encoder(config: IndexConfig) -> ImageTermEncoder:
     if config.fake_encoder:
-        from indexer.fake import FakeEncoder
+        from vsparta.indexer.fake import FakeEncoder
 
         return FakeEncoder(image_size=config.fake_image_size)
     if config.model is None:
         raise ValueError("--model (or --fake-encoder) is required to encode images or regions")
     if not config.model.is_dir():
         raise ValueError(f"--model {config.model}: no such model folder")
-    from model.encode import TermEncoder
+    from vsparta.model.encode import TermEncoder
 
     return TermEncoder.from_pretrained(config.model, device=config.device, amp=config.amp)
 
 
 def _tokenizer(config: IndexConfig) -> Any:
-    from model.query_tokenizer import QueryTokenizer
+    from vsparta.model.query_tokenizer import QueryTokenizer
 
     path = config.tokenizer or config.model
     if path is None:
@@ -391,7 +391,7 @@ class IndexJob:
         encoder = self._encoder if self._encoder is not None else _load_encoder(cfg)
         gpu = None
         if cfg.gpu_decode is not False and not cfg.fake_encoder:
-            from indexer.gpu_decode import GpuJpegDecoder, gpu_decode_available
+            from vsparta.indexer.gpu_decode import GpuJpegDecoder, gpu_decode_available
 
             device = getattr(encoder, "device", None)  # TermEncoder's; test encoders have none
             if gpu_decode_available(device):

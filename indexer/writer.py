@@ -15,9 +15,9 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 
-from indexer.batch import TermBatch
-from indexer.termdocs import TermDocExporter
-from termindex import TermIndex
+from vsparta.indexer.batch import TermBatch
+from vsparta.indexer.termdocs import TermDocExporter
+from vsparta.termindex import TermIndex
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ import logging
 import os
 from pathlib import Path
 
-from model.resolve import existing_dir, existing_path, resolve_model_path
+from vsparta.model.resolve import existing_dir, existing_path, resolve_model_path
 
 log = logging.getLogger(__name__)
 
@@ -67,11 +67,11 @@ def run(args: argparse.Namespace) -> int:
     import torch
     from transformers.utils import logging as hf_logging
 
-    from model.dense import DenseDualEncoder, load_model
-    from model.encode import resolve_device
-    from model.evaluate import evaluate, format_table
-    from model.karpathy import load_records
-    from model.modeling import VisualSpartaModel
+    from vsparta.model.dense import DenseDualEncoder, load_model
+    from vsparta.model.encode import resolve_device
+    from vsparta.model.evaluate import evaluate, format_table
+    from vsparta.model.karpathy import load_records
+    from vsparta.model.modeling import VisualSpartaModel
 
     hf_logging.disable_progress_bar()  # per-file "Loading weights" bars would drown the real progress
 

@@ -7,8 +7,8 @@ import logging
 import os
 from typing import Any
 
-from model.configuration import DEFAULT_TEXT_MODEL, PRESETS
-from model.resolve import existing_dir, existing_path
+from vsparta.model.configuration import DEFAULT_TEXT_MODEL, PRESETS
+from vsparta.model.resolve import existing_dir, existing_path
 
 log = logging.getLogger(__name__)
 
@@ -119,14 +119,14 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     if args.init and args.init.lower() != "none":  # checked first: one sentence, not a hub traceback
-        from model.resolve import resolve_model_path
-        from model.tokenization import resolve_text_model
+        from vsparta.model.resolve import resolve_model_path
+        from vsparta.model.tokenization import resolve_text_model
 
         resolve_model_path(resolve_text_model(args.init), option="--init")
     import torch
     from transformers.utils import logging as hf_logging
 
-    from model.train import TrainOptions, train
+    from vsparta.model.train import TrainOptions, train
 
     hf_logging.disable_progress_bar()  # per-file "Loading weights" bars would drown the real progress
 

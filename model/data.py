@@ -17,17 +17,17 @@ import numpy as np
 import torch
 from PIL import Image
 
-from model.images import load_image
-from model.manifest import ManifestRecord
-from model.preprocess import ImagePreprocessor
-from model.regions import RegionBatch, Regions, collate_regions, load_regions
+from vsparta.model.images import load_image
+from vsparta.model.manifest import ManifestRecord
+from vsparta.model.preprocess import ImagePreprocessor
+from vsparta.model.regions import RegionBatch, Regions, collate_regions, load_regions
 
 log = logging.getLogger(__name__)
 
 
 def load_rgb(path: str | Path) -> Image.Image:
     """One RGB image, EXIF-rotated; odd modes converted, broken files raise ``ImageError`` (a ValueError)
-    naming the file and the reason (``model.images``)."""
+    naming the file and the reason (``vsparta.model.images``)."""
     return load_image(path)
 
 

@@ -18,10 +18,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from model.configuration import VisualSpartaConfig
-from model.layers import Encoder, TextEmbeddings
-from model.modeling import ImageEncoder, VisualSpartaModel, VisualSpartaPreTrainedModel
-from model.regions import RegionBatch
+from vsparta.model.configuration import VisualSpartaConfig
+from vsparta.model.layers import Encoder, TextEmbeddings
+from vsparta.model.modeling import ImageEncoder, VisualSpartaModel, VisualSpartaPreTrainedModel
+from vsparta.model.regions import RegionBatch
 
 Similarity = Literal["cosine", "dot"]
 

@@ -9,7 +9,7 @@ The dict-returning ``encode_pixels`` / ``encode_regions`` remain for small calle
 
 The indexer's path keeps the host out of the loop: uint8 pictures are copied from pinned
 host memory without blocking, normalized on the device, the transformer runs under autocast,
-φ and its top-n cut (``model.topn.select_top_terms``) stay on the device, and one
+φ and its top-n cut (``vsparta.model.topn.select_top_terms``) stay on the device, and one
 device-to-host copy per batch returns CSR arrays. ``start``/``finish`` let the caller queue
 batch k+1 before it waits for batch k, so the GPU is fed while the host handles results.
 """
@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from model.configuration import VisualSpartaConfig
-from model.modeling import VisualSpartaModel
-from model.preprocess import ImagePreprocessor
-from model.regions import Regions, collate_regions
-from model.topn import csr_to_dicts, select_top_terms, to_csr
+from vsparta.model.configuration import VisualSpartaConfig
+from vsparta.model.modeling import VisualSpartaModel
+from vsparta.model.preprocess import ImagePreprocessor
+from vsparta.model.regions import Regions, collate_regions
+from vsparta.model.topn import csr_to_dicts, select_top_terms, to_csr
 
 Csr = tuple[np.ndarray, np.ndarray, np.ndarray]
 

@@ -18,13 +18,13 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from model.data import ImageStore, pad_queries
-from model.dense import DenseDualEncoder
-from model.encode import autocast_for
-from model.manifest import ManifestRecord
-from model.metrics import caption_relevance, ndcg_at_k, recall_at_k
-from model.modeling import VisualSpartaModel
-from model.topn import select_top_terms, to_csr
+from vsparta.model.data import ImageStore, pad_queries
+from vsparta.model.dense import DenseDualEncoder
+from vsparta.model.encode import autocast_for
+from vsparta.model.manifest import ManifestRecord
+from vsparta.model.metrics import caption_relevance, ndcg_at_k, recall_at_k
+from vsparta.model.modeling import VisualSpartaModel
+from vsparta.model.topn import select_top_terms, to_csr
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from model.configuration import VisualSpartaConfig
+from vsparta.model.configuration import VisualSpartaConfig
 
 
 def activation(name: str) -> nn.Module:
@@ -177,7 +177,7 @@ class HFStem(nn.Module):
     """A Hugging Face vision backbone (ViT-like tokens or ConvNet maps) as a patch grid.
 
     The architecture comes from ``config.hf_vision_config`` so a saved model reloads offline;
-    pretrained weights are copied in once, at build time (``model.modeling.build_model``, after
+    pretrained weights are copied in once, at build time (``vsparta.model.modeling.build_model``, after
     ``prepare_hf_stem_config``).
     """
 

@@ -17,11 +17,11 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel
 
-from model.configuration import DEFAULT_TEXT_MODEL, VisualSpartaConfig
-from model.layers import Encoder, HFStem, PatchStem, TextEmbeddings, box_locations
-from model.regions import RegionBatch
-from model.tokenization import load_tokenizer, non_query_ids, query_tokenizer_for, resolve_text_model
-from model.topn import csr_to_dicts, select_top_terms, to_csr
+from vsparta.model.configuration import DEFAULT_TEXT_MODEL, VisualSpartaConfig
+from vsparta.model.layers import Encoder, HFStem, PatchStem, TextEmbeddings, box_locations
+from vsparta.model.regions import RegionBatch
+from vsparta.model.tokenization import load_tokenizer, non_query_ids, query_tokenizer_for, resolve_text_model
+from vsparta.model.topn import csr_to_dicts, select_top_terms, to_csr
 
 try:  # transformers >= 5 tracks which tensors were initialized through its own init helpers
     from transformers import initialization as _init
@@ -134,7 +134,7 @@ class VisualSpartaPreTrainedModel(PreTrainedModel):
         self._non_query_ids = None
 
     def query_tokenizer(self) -> Any:
-        """The torch-free tokenizer the service uses (``model.query_tokenizer.QueryTokenizer``)."""
+        """The torch-free tokenizer the service uses (``vsparta.model.query_tokenizer.QueryTokenizer``)."""
         if self.tokenizer is None:
             raise ValueError("this model has no tokenizer attached (set_tokenizer)")
         return query_tokenizer_for(self.tokenizer, self.config.max_query_tokens)
@@ -361,7 +361,7 @@ class VisualSpartaModel(VisualSpartaPreTrainedModel):
         """Per image ``{vocab id: φ}``: the ``n`` largest (None = all), values <= 0 dropped.
 
         Ids no query can contain ([CLS], [unused..]) are left out: they would only waste slots.
-        The cut itself is ``model.topn.select_top_terms``, shared with evaluation and indexing.
+        The cut itself is ``vsparta.model.topn.select_top_terms``, shared with evaluation and indexing.
         """
         return csr_to_dicts(*to_csr(*select_top_terms(phi, n, self.non_query_ids())))
 

@@ -61,7 +61,7 @@ class ImagePreprocessor:
     def normalize(self, pixels: np.ndarray) -> np.ndarray:
         """uint8 ``[S, S, 3]`` -> float32 ``[3, S, S]`` scaled to [0, 1] and normalized.
 
-        ``model.encode.TermEncoder`` does the same arithmetic on the device; keep them in step.
+        ``vsparta.model.encode.TermEncoder`` does the same arithmetic on the device; keep them in step.
         """
         arr = np.asarray(pixels, dtype=np.float32).transpose(2, 0, 1) / 255.0  # [3, S, S]
         return ((arr - self._mean) / self._std).astype(np.float32, copy=False)

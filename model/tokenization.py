@@ -12,9 +12,9 @@ from typing import Any
 
 from tokenizers import Tokenizer
 
-from model.configuration import DEFAULT_TEXT_MODEL
-from model.query_tokenizer import QueryTokenizer
-from model.query_tokenizer import non_query_ids as _non_query_ids
+from vsparta.model.configuration import DEFAULT_TEXT_MODEL
+from vsparta.model.query_tokenizer import QueryTokenizer
+from vsparta.model.query_tokenizer import non_query_ids as _non_query_ids
 
 log = logging.getLogger(__name__)
 

@@ -23,15 +23,15 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from model.configuration import PRESETS, VisualSpartaConfig, config_from_spec
-from model.data import ImageStore, epoch_order, make_batch
-from model.dense import MODEL_CLASSES, DenseConfig
-from model.encode import autocast_for, resolve_device
-from model.karpathy import load_records
-from model.manifest import ManifestRecord
-from model.modeling import build_model, text_model_dimensions
-from model.sparsity import SparsityRegularizer
-from model.tokenization import load_tokenizer
+from vsparta.model.configuration import PRESETS, VisualSpartaConfig, config_from_spec
+from vsparta.model.data import ImageStore, epoch_order, make_batch
+from vsparta.model.dense import MODEL_CLASSES, DenseConfig
+from vsparta.model.encode import autocast_for, resolve_device
+from vsparta.model.karpathy import load_records
+from vsparta.model.manifest import ManifestRecord
+from vsparta.model.modeling import build_model, text_model_dimensions
+from vsparta.model.sparsity import SparsityRegularizer
+from vsparta.model.tokenization import load_tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -265,7 +265,7 @@ def train(opts: TrainOptions) -> TrainResult:
             )
         stop = False
         if val_store is not None:
-            from model.evaluate import quick_recall
+            from vsparta.model.evaluate import quick_recall
 
             metrics = quick_recall(model, val_store, device=device, amp=amp)
             result.val.append(metrics)

@@ -10,16 +10,16 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.staticfiles import StaticFiles
 
-from model.query_tokenizer import QueryTokenizer
-from service.docs import add_offline_docs
-from service.engines import open_engine
-from service.errors import install_error_handlers
-from service.images import Thumbnailer
-from service.metrics import ServiceMetrics
-from service.middleware import BodyLimitMiddleware, MetricsMiddleware
-from service.outage import CLIENT_LOGGERS, DropClientFailures, OutageLog
-from service.routes import STATIC_DIR, build_router
-from service.settings import ServiceSettings
+from vsparta.model.query_tokenizer import QueryTokenizer
+from vsparta.service.docs import add_offline_docs
+from vsparta.service.engines import open_engine
+from vsparta.service.errors import install_error_handlers
+from vsparta.service.images import Thumbnailer
+from vsparta.service.metrics import ServiceMetrics
+from vsparta.service.middleware import BodyLimitMiddleware, MetricsMiddleware
+from vsparta.service.outage import CLIENT_LOGGERS, DropClientFailures, OutageLog
+from vsparta.service.routes import STATIC_DIR, build_router
+from vsparta.service.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
 

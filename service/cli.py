@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from model.resolve import resolve_model_path
-from service.settings import ServiceSettings
-from termindex import open_index, parse_spec
+from vsparta.model.resolve import resolve_model_path
+from vsparta.service.settings import ServiceSettings
+from vsparta.termindex import open_index, parse_spec
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def serve(settings: ServiceSettings, host: str = "127.0.0.1", port: int = 8000) 
     """Run until interrupted. ``vsparta demo`` calls this after indexing."""
     import uvicorn
 
-    from service.app import create_app
+    from vsparta.service.app import create_app
 
     log.info("starting VisualSparta search on http://%s:%d/ (API docs: /docs)", host, port)
     uvicorn.run(create_app(settings), host=host, port=port, log_level="info", access_log=False)

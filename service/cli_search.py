@@ -14,18 +14,18 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
-from model.query_tokenizer import QueryTokenizer
-from service.cli import (
+from vsparta.model.query_tokenizer import QueryTokenizer
+from vsparta.service.cli import (
     add_settings_arguments,
     checked_model_path,
     explain_settings_error,
     settings_from_args,
 )
-from service.images import resolve_image
-from service.results import ResultView, hit_to_result, query_from_text
-from service.words import words_of
-from termindex import open_index
-from termindex.errors import EngineUnavailable, IndexNotFound, InvalidInput
+from vsparta.service.images import resolve_image
+from vsparta.service.results import ResultView, hit_to_result, query_from_text
+from vsparta.service.words import words_of
+from vsparta.termindex import open_index
+from vsparta.termindex.errors import EngineUnavailable, IndexNotFound, InvalidInput
 
 log = logging.getLogger(__name__)
 

@@ -6,11 +6,11 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from model.query_tokenizer import QueryTokenizer
-from service.engines import ServiceEngine
-from service.images import Thumbnailer
-from service.metrics import ServiceMetrics
-from service.settings import ServiceSettings
+from vsparta.model.query_tokenizer import QueryTokenizer
+from vsparta.service.engines import ServiceEngine
+from vsparta.service.images import Thumbnailer
+from vsparta.service.metrics import ServiceMetrics
+from vsparta.service.settings import ServiceSettings
 
 
 def get_settings(request: Request) -> ServiceSettings:

@@ -2,7 +2,7 @@
 
 The embedded engine is synchronous (memory-mapped files): its calls run in the threadpool so a
 slow query never blocks the event loop. Elasticsearch uses the async client. Both raise only
-``termindex.errors`` exceptions to the handlers; a call that runs past the timeout becomes
+``vsparta.termindex.errors`` exceptions to the handlers; a call that runs past the timeout becomes
 ``EngineUnavailable`` (HTTP 503 with Retry-After).
 """
 
@@ -18,9 +18,15 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
-from service.outage import OutageLog
-from termindex import Hit, TermDocument, TermIndex, heaviest_terms, parse_spec
-from termindex.errors import DocumentNotFound, EngineUnavailable, IndexNotFound, InvalidInput, TermIndexError
+from vsparta.service.outage import OutageLog
+from vsparta.termindex import Hit, TermDocument, TermIndex, heaviest_terms, parse_spec
+from vsparta.termindex.errors import (
+    DocumentNotFound,
+    EngineUnavailable,
+    IndexNotFound,
+    InvalidInput,
+    TermIndexError,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -264,7 +270,7 @@ def open_engine(spec: str, timeout_s: float, outage: OutageLog | None = None) ->
     engine, location, name = parse_spec(spec)
     if engine == "elasticsearch":
         try:
-            from termindex.elastic import AsyncElasticsearchIndex
+            from vsparta.termindex.elastic import AsyncElasticsearchIndex
         except ImportError as exc:  # the [service] extra carries the client
             raise RuntimeError(
                 f"backend {spec!r} needs the Elasticsearch client: pip install 'vsparta[service]'"
@@ -273,7 +279,7 @@ def open_engine(spec: str, timeout_s: float, outage: OutageLog | None = None) ->
         return AsyncIndexEngine(client, timeout_s, outage)
 
     def opener() -> TermIndex:
-        from termindex.embedded import EmbeddedIndex
+        from vsparta.termindex.embedded import EmbeddedIndex
 
         return EmbeddedIndex(location, create=False)
 

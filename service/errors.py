@@ -15,9 +15,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from service.engines import public_reason
-from service.outage import OutageLog
-from termindex.errors import DocumentNotFound, InvalidInput, TermIndexError
+from vsparta.service.engines import public_reason
+from vsparta.service.outage import OutageLog
+from vsparta.termindex.errors import DocumentNotFound, InvalidInput, TermIndexError
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.metrics import ServiceMetrics
+from vsparta.service.metrics import ServiceMetrics
 
 
 async def _send_json(send: Send, status: int, payload: dict[str, Any]) -> None:

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from model.query_tokenizer import QueryTokenizer
-from service.schemas import SERVER_ONLY_METADATA
-from service.words import Word, captions_of, group_by_word, words_of
-from termindex import Hit, heaviest_terms
+from vsparta.model.query_tokenizer import QueryTokenizer
+from vsparta.service.schemas import SERVER_ONLY_METADATA
+from vsparta.service.words import Word, captions_of, group_by_word, words_of
+from vsparta.termindex import Hit, heaviest_terms
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ def top_terms(terms: Mapping[int, float], tokenizer: QueryTokenizer, n: int) -> 
 
 def query_from_text(text: str, tokenizer: QueryTokenizer) -> tuple[dict[int, float], list[str]]:
     """``({id: count}, tokens in order)`` of a text query; ``tokenize`` already drops the ids no query
-    contains, [UNK] included (the rule: ``model.query_tokenizer.non_query_ids``)."""
+    contains, [UNK] included (the rule: ``vsparta.model.query_tokenizer.non_query_ids``)."""
     ids = tokenizer.tokenize(text)
     weights: dict[int, float] = {}
     for i in ids:

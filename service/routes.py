@@ -16,9 +16,9 @@ from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
-from service.deps import EngineDep, MetricsDep, SettingsDep, ThumbnailerDep, TokenizerDep
-from service.images import resolve_image
-from service.results import (
+from vsparta.service.deps import EngineDep, MetricsDep, SettingsDep, ThumbnailerDep, TokenizerDep
+from vsparta.service.images import resolve_image
+from vsparta.service.results import (
     ResultView,
     caption_words,
     hit_to_result,
@@ -27,7 +27,7 @@ from service.results import (
     similar_words,
     top_terms,
 )
-from service.schemas import (
+from vsparta.service.schemas import (
     FIELDS_DESCRIPTION,
     MAX_FIELDS,
     SEARCH_EXAMPLES,
@@ -39,10 +39,10 @@ from service.schemas import (
     SearchResponse,
     search_request_model,
 )
-from service.settings import ServiceSettings
-from service.words import words_of
-from termindex import Hit, heaviest_terms
-from termindex.base import MAX_ID_LENGTH
+from vsparta.service.settings import ServiceSettings
+from vsparta.service.words import words_of
+from vsparta.termindex import Hit, heaviest_terms
+from vsparta.termindex.base import MAX_ID_LENGTH
 
 STATIC_DIR = Path(__file__).parent / "static"
 
@@ -64,7 +64,7 @@ _VOCABULARY_422: dict[str, Any] = {
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/HTTPValidationError"}}},
 }
 
-# Ids never hold control characters (``termindex.base.validate_id``): the schema says so.
+# Ids never hold control characters (``vsparta.termindex.base.validate_id``): the schema says so.
 DocId = Annotated[
     str,
     PathParam(

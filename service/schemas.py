@@ -20,8 +20,8 @@ from pydantic import (
     model_validator,
 )
 
-from service.settings import ServiceSettings
-from termindex.base import MAX_QUERY_WEIGHT
+from vsparta.service.settings import ServiceSettings
+from vsparta.termindex.base import MAX_QUERY_WEIGHT
 
 SEARCH_EXAMPLES: dict[str, dict[str, Any]] = {
     "text": {

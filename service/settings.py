@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from termindex import MAX_QUERY_WEIGHT, parse_spec
+from vsparta.termindex import MAX_QUERY_WEIGHT, parse_spec
 
 
 def _split_list(value: Any) -> Any:

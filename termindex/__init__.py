@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from termindex.base import MAX_QUERY_WEIGHT, Hit, TermDocument, TermIndex, heaviest_terms, score
-from termindex.errors import (
+from vsparta.termindex.base import MAX_QUERY_WEIGHT, Hit, TermDocument, TermIndex, heaviest_terms, score
+from vsparta.termindex.errors import (
     DocumentNotFound,
     EngineUnavailable,
     IndexNotFound,
@@ -64,9 +64,9 @@ def open_index(spec: str, *, create: bool = False, **options: Any) -> TermIndex:
     """Open (or with ``create=True`` create) the index a spec names. Engines import lazily."""
     engine, location, name = parse_spec(spec)
     if engine == "elasticsearch":
-        from termindex.elastic import ElasticsearchIndex
+        from vsparta.termindex.elastic import ElasticsearchIndex
 
         return ElasticsearchIndex(location, name, create=create, **options)
-    from termindex.embedded import EmbeddedIndex
+    from vsparta.termindex.embedded import EmbeddedIndex
 
     return EmbeddedIndex(location, create=create, **options)

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from termindex.errors import InvalidDocument, InvalidInput, InvalidQuery
+from vsparta.termindex.errors import InvalidDocument, InvalidInput, InvalidQuery
 
 # Ids travel in URLs, file names of failure reports and ES _id: keep them printable and bounded.
 MAX_ID_LENGTH = 512
@@ -125,8 +125,8 @@ def score(query: Mapping[int, float], terms: Mapping[int, float]) -> float:
 class TermIndex(ABC):
     """A store of weighted-term documents with exact top-k search.
 
-    Engines: ``termindex.embedded.EmbeddedIndex`` (files on disk, memory-mapped) and
-    ``termindex.elastic.ElasticsearchIndex`` (rank_features). Open one with
+    Engines: ``vsparta.termindex.embedded.EmbeddedIndex`` (files on disk, memory-mapped) and
+    ``vsparta.termindex.elastic.ElasticsearchIndex`` (rank_features). Open one with
     ``termindex.open_index``.
     """
 
@@ -183,7 +183,7 @@ class TermIndex(ABC):
         Portable default: one ``get`` each. Engines override it with a lookup that does not
         rebuild documents.
         """
-        from termindex.errors import DocumentNotFound
+        from vsparta.termindex.errors import DocumentNotFound
 
         found: set[str] = set()
         for doc_id in ids:

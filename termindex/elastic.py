@@ -1,7 +1,7 @@
 """Elasticsearch engine: ``rank_features`` documents behind an alias, for one node or a cluster.
 
-``name`` is an alias over versioned concrete indices (``termindex.elastic_versions``). Writes go
-through ``termindex.elastic_bulk``: bodies built from arrays, several connections, chunks cut by
+``name`` is an alias over versioned concrete indices (``vsparta.termindex.elastic_versions``). Writes go
+through ``vsparta.termindex.elastic_bulk``: bodies built from arrays, several connections, chunks cut by
 bytes, 429s and lost connections retried with backoff; ``_id`` is the document id, so a
 repeated or resumed load overwrites instead of duplicating.
 
@@ -10,7 +10,7 @@ than one node (``shards``/``replicas`` override). A bulk load runs with refreshe
 replicas and rare translog flushes, all restored afterwards; ``finish_load`` after a complete
 load force-merges to few segments (smaller, faster to search).
 
-``AsyncElasticsearchIndex`` (read side, for the service) is in ``termindex.elastic_async``.
+``AsyncElasticsearchIndex`` (read side, for the service) is in ``vsparta.termindex.elastic_async``.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 
-from termindex.base import Hit, TermDocument, TermIndex
-from termindex.elastic_async import AsyncElasticsearchIndex
-from termindex.elastic_bulk import (
+from vsparta.termindex.base import Hit, TermDocument, TermIndex
+from vsparta.termindex.elastic_async import AsyncElasticsearchIndex
+from vsparta.termindex.elastic_bulk import (
     Action,
     BulkOptions,
     BulkSender,
@@ -35,7 +35,7 @@ from termindex.elastic_bulk import (
     delete_actions,
     doc_actions,
 )
-from termindex.elastic_common import (
+from vsparta.termindex.elastic_common import (
     MAPPING,
     METADATA_FIELD,
     check_es_id,
@@ -50,8 +50,8 @@ from termindex.elastic_common import (
     validate_alias,
     without_metadata,
 )
-from termindex.elastic_versions import IndexVersion, Reindex, VersionedAlias
-from termindex.errors import (
+from vsparta.termindex.elastic_versions import IndexVersion, Reindex, VersionedAlias
+from vsparta.termindex.errors import (
     DocumentNotFound,
     EngineUnavailable,
     IndexNotFound,

@@ -1,6 +1,6 @@
 """Elasticsearch read side for the async service: search, get, similar, count, readiness.
 
-Request bodies and response parsing are ``termindex.elastic_common``'s, shared with the
+Request bodies and response parsing are ``vsparta.termindex.elastic_common``'s, shared with the
 synchronous engine, so both send and read exactly the same JSON.
 """
 
@@ -11,8 +11,8 @@ from typing import Any
 
 from elasticsearch import AsyncElasticsearch
 
-from termindex.base import Hit, TermDocument
-from termindex.elastic_common import (
+from vsparta.termindex.base import Hit, TermDocument
+from vsparta.termindex.elastic_common import (
     check_es_id,
     client_options,
     errors,
@@ -26,7 +26,7 @@ from termindex.elastic_common import (
     validate_alias,
     without_metadata,
 )
-from termindex.errors import DocumentNotFound, TermIndexError
+from vsparta.termindex.errors import DocumentNotFound, TermIndexError
 
 __all__ = ["AsyncElasticsearchIndex"]
 

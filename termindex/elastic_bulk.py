@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from termindex.base import TermDocument
-from termindex.elastic_common import (
+from vsparta.termindex.base import TermDocument
+from vsparta.termindex.elastic_common import (
     MAX_FEATURE_VALUE,
     METADATA_FIELD,
     MIN_FEATURE_VALUE,
@@ -35,7 +35,7 @@ from termindex.elastic_common import (
     doc_source,
     translate,
 )
-from termindex.errors import EngineUnavailable, InvalidDocument
+from vsparta.termindex.errors import EngineUnavailable, InvalidDocument
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from termindex.base import (
+from vsparta.termindex.base import (
     Hit,
     TermDocument,
     heaviest_terms,
@@ -35,7 +35,7 @@ from termindex.base import (
     validate_id,
     validate_weights,
 )
-from termindex.errors import (
+from vsparta.termindex.errors import (
     DocumentNotFound,
     EngineUnavailable,
     IndexNotFound,
@@ -275,7 +275,7 @@ def _reason(exc: Any) -> str:
 
 
 def translate(exc: Exception, what: str, *, doc_id: str | None = None) -> TermIndexError:
-    """Map a client exception to ``termindex.errors``; callers ``raise translate(e) from e``."""
+    """Map a client exception to ``vsparta.termindex.errors``; callers ``raise translate(e) from e``."""
     from elasticsearch import exceptions as es
 
     if isinstance(exc, TermIndexError):

@@ -16,9 +16,9 @@ from typing import Any
 
 from elasticsearch import exceptions as es_errors
 
-from termindex.base import TermDocument
-from termindex.elastic_common import errors, index_body
-from termindex.errors import IndexNotFound, InvalidQuery, TermIndexError
+from vsparta.termindex.base import TermDocument
+from vsparta.termindex.elastic_common import errors, index_body
+from vsparta.termindex.errors import IndexNotFound, InvalidQuery, TermIndexError
 
 __all__ = ["IndexVersion", "Reindex", "VersionedAlias"]
 

@@ -35,26 +35,26 @@ from typing import Any
 
 import numpy as np
 
-from termindex import embedded_format as fmt
-from termindex.base import (
+from vsparta.termindex import embedded_format as fmt
+from vsparta.termindex.base import (
     Hit,
     TermDocument,
     TermIndex,
     validate_id,
     validate_weights,
 )
-from termindex.embedded_batches import Batch, batch_from_arrays, batch_from_documents
-from termindex.embedded_policy import (
+from vsparta.termindex.embedded_batches import Batch, batch_from_arrays, batch_from_documents
+from vsparta.termindex.embedded_policy import (
     MERGE_FACTOR,
     MergePolicy,
     TieredMergePolicy,
     live_sizes,
     plan_final_merge,
 )
-from termindex.embedded_search import search_segments
-from termindex.embedded_weights import half_bits
-from termindex.embedded_writer import build_segment, merge_segments
-from termindex.errors import DocumentNotFound, IndexNotFound, InvalidQuery, TermIndexError
+from vsparta.termindex.embedded_search import search_segments
+from vsparta.termindex.embedded_weights import half_bits
+from vsparta.termindex.embedded_writer import build_segment, merge_segments
+from vsparta.termindex.errors import DocumentNotFound, IndexNotFound, InvalidQuery, TermIndexError
 
 log = logging.getLogger(__name__)
 

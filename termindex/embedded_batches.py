@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from termindex.base import TermDocument, validate_document_weights, validate_id
-from termindex.embedded_build import first_repeated_term_row
-from termindex.errors import InvalidDocument
+from vsparta.termindex.base import TermDocument, validate_document_weights, validate_id
+from vsparta.termindex.embedded_build import first_repeated_term_row
+from vsparta.termindex.errors import InvalidDocument
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from termindex.embedded_postings import _decode_sparse
+from vsparta.termindex.embedded_postings import _decode_sparse
 
 
 @njit(cache=True, nogil=True)

@@ -53,10 +53,10 @@ from typing import Any
 
 import numpy as np
 
-from termindex.base import TermDocument
-from termindex.embedded_postings import document_terms
-from termindex.embedded_weights import QUANT_STEP
-from termindex.errors import IndexNotFound, TermIndexError
+from vsparta.termindex.base import TermDocument
+from vsparta.termindex.embedded_postings import document_terms
+from vsparta.termindex.embedded_weights import QUANT_STEP
+from vsparta.termindex.errors import IndexNotFound, TermIndexError
 
 log = logging.getLogger(__name__)
 

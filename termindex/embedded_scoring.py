@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from termindex.embedded_postings import _split_range, _u16
+from vsparta.termindex.embedded_postings import _split_range, _u16
 
 
 @njit(cache=True, nogil=True)

@@ -25,16 +25,16 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from termindex.base import Hit
-from termindex.embedded_format import Segment
-from termindex.embedded_scoring import (
+from vsparta.termindex.base import Hit
+from vsparta.termindex.embedded_format import Segment
+from vsparta.termindex.embedded_scoring import (
     bound_range,
     gather_weights,
     rescore,
     search_one_segment,
     search_segment,
 )
-from termindex.embedded_weights import log1p_table, log1p_table64, quant_tables
+from vsparta.termindex.embedded_weights import log1p_table, log1p_table64, quant_tables
 
 
 class _Query:

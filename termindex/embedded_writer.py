@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from termindex import embedded_format as fmt  # called through the module: tests patch its writes
-from termindex.embedded_build import (
+from vsparta.termindex import embedded_format as fmt  # called through the module: tests patch its writes
+from vsparta.termindex.embedded_build import (
     choose_layout,
     count_postings,
     densify,
@@ -25,8 +25,8 @@ from termindex.embedded_build import (
     remap_postings,
     run_maxima,
 )
-from termindex.embedded_format import Segment, id_hash
-from termindex.embedded_weights import QUANT_STEP, quant_step, quant_tables
+from vsparta.termindex.embedded_format import Segment, id_hash
+from vsparta.termindex.embedded_weights import QUANT_STEP, quant_step, quant_tables
 
 
 def _finish_segment(

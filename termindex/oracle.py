@@ -2,7 +2,7 @@
 
 Engines do not store weights exactly: Elasticsearch keeps 9 significant bits of a feature value,
 the embedded engine keeps an IEEE half float (11 significant bits; its rule lives with the engine,
-``termindex.embedded_weights``, and is re-exported here). A parity test therefore
+``vsparta.termindex.embedded_weights``, and is re-exported here). A parity test therefore
 builds the oracle on the *rounded* weights (``round_weights=round_like_...``) and then expects
 identical top-k ids and scores, instead of loosening the comparison until it passes.
 
@@ -16,8 +16,8 @@ from collections.abc import Callable, Iterable, Mapping
 
 import numpy as np
 
-from termindex.base import Hit, TermDocument, validate_weights
-from termindex.embedded_weights import FLOAT16_MAX, FLOAT16_MIN_POSITIVE, round_like_embedded
+from vsparta.termindex.base import Hit, TermDocument, validate_weights
+from vsparta.termindex.embedded_weights import FLOAT16_MAX, FLOAT16_MIN_POSITIVE, round_like_embedded
 
 __all__ = [
     "FLOAT16_MAX",

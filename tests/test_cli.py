@@ -206,7 +206,7 @@ def test_an_output_folder_that_is_a_file_is_one_sentence(tmp_path: Path) -> None
 
 
 def test_serve_refuses_a_missing_image_root(tokenizer_folder: str, tmp_path: Path) -> None:
-    from termindex.embedded import EmbeddedIndex
+    from vsparta.termindex.embedded import EmbeddedIndex
 
     EmbeddedIndex(tmp_path / "index", create=True).close()
     index = str(tmp_path / "index")
@@ -218,8 +218,8 @@ def test_serve_refuses_a_missing_image_root(tokenizer_folder: str, tmp_path: Pat
 def test_index_no_progress_shows_no_bar_not_even_transformers_loading_weights(
     images: Path, tmp_path: Path
 ) -> None:
-    from model.configuration import config_from_spec
-    from model.modeling import build_model
+    from vsparta.model.configuration import config_from_spec
+    from vsparta.model.modeling import build_model
 
     model = tmp_path / "model"
     build_model(config_from_spec("tiny")).save_pretrained(model)

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from termindex.base import TermDocument
-from termindex.embedded import EmbeddedIndex
-from termindex.embedded_format import FORMAT_VERSION, MANIFEST
 from vsparta.demo import _announce_when_ready, _drop_outdated_index, _train_argv, add_arguments
+from vsparta.termindex.base import TermDocument
+from vsparta.termindex.embedded import EmbeddedIndex
+from vsparta.termindex.embedded_format import FORMAT_VERSION, MANIFEST
 
 
 def test_index_in_an_older_format_is_removed_a_current_one_kept(tmp_path: Path) -> None:
@@ -45,7 +45,7 @@ def test_a_fresh_demo_trains_without_resume_a_rerun_resumes(tmp_path: Path) -> N
     model_dir = tmp_path / "model"
     argv = _train_argv(_demo_args(), tmp_path / "scenes", model_dir)
     assert "--resume" not in argv and "--no-progress" not in argv  # no "no checkpoint" warning
-    from model.train import TRAINER_STATE
+    from vsparta.model.train import TRAINER_STATE
 
     (model_dir / "checkpoint-epoch-2").mkdir(parents=True)
     (model_dir / "checkpoint-epoch-2" / TRAINER_STATE).write_bytes(b"")  # what train() looks for

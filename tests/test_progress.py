@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from model.progress import progress_bar
+from vsparta.model.progress import progress_bar
 
 
 class _Terminal(io.StringIO):

@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from model.resolve import ModelPathError, existing_dir, existing_path, looks_like_hub_id, resolve_model_path
+from vsparta.model.resolve import (
+    ModelPathError,
+    existing_dir,
+    existing_path,
+    looks_like_hub_id,
+    resolve_model_path,
+)
 
 
 @pytest.fixture
@@ -78,7 +84,7 @@ def test_missing_relative_path_fails_fast_when_the_hub_is_unreachable(no_hub: No
 
 def test_offline_mode_never_probes_the_network(no_hub: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr("model.resolve._hub_reachable", lambda timeout: pytest.fail("probed the hub"))
+    monkeypatch.setattr("vsparta.model.resolve._hub_reachable", lambda timeout: pytest.fail("probed the hub"))
     with pytest.raises(ModelPathError, match="not in the local Hugging Face cache"):
         resolve_model_path("runs/final", option="--init")
 

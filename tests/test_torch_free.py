@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import model
+from vsparta import model
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -21,12 +21,12 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize("name", model.TORCH_FREE)
 def test_module_imports_without_torch(name: str) -> None:
     code = (
-        f"import sys, model.{name}; "
+        f"import sys, vsparta.model.{name}; "
         "heavy = sorted(m for m in ('torch', 'transformers') if m in sys.modules); "
         "print(','.join(heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "", f"model.{name} imports {out.stdout.strip()}"
+    assert out.stdout.strip() == "", f"vsparta.model.{name} imports {out.stdout.strip()}"
 
 
 def test_every_listed_module_exists_and_the_torch_side_is_not_listed() -> None:

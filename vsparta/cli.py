@@ -28,12 +28,15 @@ EPILOG = "Run `vsparta COMMAND --help` for a command's options."
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("vsparta.demo", "Generate scenes, train a small model, index them and serve search."),
     "scenes": ("vsparta.scenes_cli", "Generate the synthetic scene benchmark (images + manifests)."),
-    "train": ("model.cli_train", "Train a VisualSparta (or dense baseline) model on a manifest."),
-    "index": ("indexer.cli", "Encode images into weighted-term documents and write them to an engine."),
-    "serve": ("service.cli", "Run the HTTP query service and web page."),
-    "search": ("service.cli_search", "Query an index from the command line."),
-    "eval": ("model.cli_eval", "Recall@K, NDCG@25 and the top-n trade-off on a held-out split."),
-    "bench": ("bench.cli", "Benchmarks: engines vs peers, the top-n trade-off, indexing throughput."),
+    "train": ("vsparta.model.cli_train", "Train a VisualSparta (or dense baseline) model on a manifest."),
+    "index": (
+        "vsparta.indexer.cli",
+        "Encode images into weighted-term documents and write them to an engine.",
+    ),
+    "serve": ("vsparta.service.cli", "Run the HTTP query service and web page."),
+    "search": ("vsparta.service.cli_search", "Query an index from the command line."),
+    "eval": ("vsparta.model.cli_eval", "Recall@K, NDCG@25 and the top-n trade-off on a held-out split."),
+    "bench": ("vsparta.bench.cli", "Benchmarks: engines vs peers, the top-n trade-off, indexing throughput."),
 }
 
 USER_ERROR_EXIT = 2
@@ -81,7 +84,7 @@ def iter_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentP
 
 def user_error_message(exc: BaseException) -> str | None:
     """The one sentence to show for a mistake the user can fix, or None for a bug (traceback)."""
-    from model.resolve import ModelPathError
+    from vsparta.model.resolve import ModelPathError
 
     if isinstance(exc, ModelPathError):
         return str(exc)
@@ -93,7 +96,7 @@ def user_error_message(exc: BaseException) -> str | None:
         )
     if isinstance(exc, FileNotFoundError | NotADirectoryError | IsADirectoryError):
         return str(exc)
-    termindex_errors = sys.modules.get("termindex.errors")
+    termindex_errors = sys.modules.get("vsparta.termindex.errors")
     if termindex_errors is not None and isinstance(exc, termindex_errors.IndexNotFound):
         return str(exc)
     return None

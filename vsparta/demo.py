@@ -62,7 +62,7 @@ def _step(title: str, argv: list[str]) -> None:
 def _drop_outdated_index(index_dir: Path) -> None:
     """An index left by an older demo in an older on-disk format is rebuilt, not an error: the
     demo owns that folder and re-indexing 300 scenes takes seconds."""
-    from termindex.embedded_format import FORMAT_VERSION, MANIFEST
+    from vsparta.termindex.embedded_format import FORMAT_VERSION, MANIFEST
 
     try:
         version = json.loads((index_dir / MANIFEST).read_text()).get("version")
@@ -97,7 +97,7 @@ def _announce_when_ready(url: str, stop: threading.Event, timeout_s: float = 300
 
 def _train_argv(args: argparse.Namespace, scenes: Path, model_dir: Path) -> list[str]:
     """Resume only when an earlier run left a checkpoint: on a fresh run `--resume` only warns."""
-    from model.train import latest_checkpoint
+    from vsparta.model.train import latest_checkpoint
 
     argv = ["train", "--manifest", str(scenes / "train.jsonl"), "--out", str(model_dir),
             "--config", args.config, "--epochs", str(args.epochs), "--lr", str(args.lr),

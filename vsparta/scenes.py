@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from model.manifest import ManifestRecord, write_manifest
-from model.progress import progress_bar
+from vsparta.model.manifest import ManifestRecord, write_manifest
+from vsparta.model.progress import progress_bar
 from vsparta.scene_captions import make_captions
 from vsparta.scene_objects import SPLITS, relations_of, scene_group
 from vsparta.scene_render import render_scene

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bench.corpus import Corpus, Query
+from vsparta.bench.corpus import Corpus, Query
 
 
 class Skip(Exception):

@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from bench.corpus import Corpus, Query
-from bench.engines.base import Adapter, Skip
+from vsparta.bench.corpus import Corpus, Query
+from vsparta.bench.engines.base import Adapter, Skip
 
 DIM = 768
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.corpus import Corpus
-from bench.engines.base import Adapter, Skip, dir_bytes
+from vsparta.bench.corpus import Corpus
+from vsparta.bench.engines.base import Adapter, Skip, dir_bytes
 
 log = logging.getLogger(__name__)
 
@@ -36,12 +36,12 @@ class EmbeddedAdapter(Adapter):
 
     def check(self, corpus: Corpus, free_bytes: int) -> None:
         try:
-            import termindex.embedded  # noqa: F401
+            import vsparta.termindex.embedded  # noqa: F401
         except ImportError as e:
-            raise Skip(f"termindex.embedded not available yet ({e})") from None
+            raise Skip(f"vsparta.termindex.embedded not available yet ({e})") from None
 
     def build(self, corpus: Corpus, workdir: Path) -> None:
-        from termindex.embedded import EmbeddedIndex
+        from vsparta.termindex.embedded import EmbeddedIndex
 
         self.corpus = corpus
         self.path = workdir / "embedded"
@@ -92,16 +92,16 @@ class ElasticsearchAdapter(Adapter):
 
     def check(self, corpus: Corpus, free_bytes: int) -> None:
         try:
-            import termindex.elastic  # noqa: F401
+            import vsparta.termindex.elastic  # noqa: F401
         except ImportError as e:
-            raise Skip(f"termindex.elastic not available yet ({e})") from None
+            raise Skip(f"vsparta.termindex.elastic not available yet ({e})") from None
         try:
             es_request(f"{self.url}/_cluster/health")
         except (urllib.error.URLError, OSError) as e:
             raise Skip(f"no Elasticsearch at {self.url} ({e})") from None
 
     def build(self, corpus: Corpus, workdir: Path) -> None:
-        from termindex.elastic import ElasticsearchIndex
+        from vsparta.termindex.elastic import ElasticsearchIndex
 
         self.corpus = corpus
         self.index = ElasticsearchIndex(self.url, self.alias, create=True)
@@ -169,7 +169,7 @@ class ElasticsearchWandAdapter(Adapter):
             raise Skip("Elasticsearch index not built")
 
     def build(self, corpus: Corpus, workdir: Path) -> None:
-        from termindex.elastic import ElasticsearchIndex
+        from vsparta.termindex.elastic import ElasticsearchIndex
 
         self.corpus = corpus
         self.index = ElasticsearchIndex(self.backend.url, self.backend.alias, track_total_hits=False)

@@ -4,7 +4,7 @@ Pre-weighted documents are indexed the way ``PisaToksIndexer`` does (``PisaIndex
 stemmer='none')`` with ``{"docno", "toks": {term: impact}}`` docs and the ``quantized`` scorer,
 whose score is ``sum query_weight * impact``), but the uncompressed inverted files it writes
 (``inv.docs``/``inv.freqs``/``inv.sizes`` + lexicons) are produced here with numpy from our
-own chunked inversion (``bench.invert``, 5 bytes per posting): its Python dict loop would take
+own chunked inversion (``vsparta.bench.invert``, 5 bytes per posting): its Python dict loop would take
 longer than every other engine's build. PISA compresses them (``block_simdbp``) and builds
 block-max metadata on first use, which is timed as part of the build.
 
@@ -20,10 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.corpus import Corpus, Query
-from bench.engines.base import Adapter, Skip, dir_bytes
-from bench.invert import invert
-from bench.quiet import native_output_silenced
+from vsparta.bench.corpus import Corpus, Query
+from vsparta.bench.engines.base import Adapter, Skip, dir_bytes
+from vsparta.bench.invert import invert
+from vsparta.bench.quiet import native_output_silenced
 
 QUANT_LEVELS = 255
 

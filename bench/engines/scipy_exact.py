@@ -8,9 +8,9 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
-from bench import exact
-from bench.corpus import Corpus
-from bench.engines.base import Adapter, Skip
+from vsparta.bench import exact
+from vsparta.bench.corpus import Corpus
+from vsparta.bench.engines.base import Adapter, Skip
 
 
 class ScipyAdapter(Adapter):

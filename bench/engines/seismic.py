@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.corpus import Corpus, Query
-from bench.engines.base import Adapter, Skip, dir_bytes
-from bench.quiet import native_output_silenced
+from vsparta.bench.corpus import Corpus, Query
+from vsparta.bench.engines.base import Adapter, Skip, dir_bytes
+from vsparta.bench.quiet import native_output_silenced
 
 
 def write_seismic_bin(corpus: Corpus, path: Path, chunk: int = 4096) -> None:

@@ -20,16 +20,16 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.corpus import Corpus, Query
-from bench.engines.base import Adapter, Skip
+from vsparta.bench.corpus import Corpus, Query
+from vsparta.bench.engines.base import Adapter, Skip
 
 log = logging.getLogger(__name__)
 
 
 _SERVE = """
 import sys, uvicorn
-from service.app import create_app
-from service.settings import ServiceSettings
+from vsparta.service.app import create_app
+from vsparta.service.settings import ServiceSettings
 uvicorn.run(create_app(ServiceSettings()), host="127.0.0.1", port=int(sys.argv[1]),
             log_level="warning", access_log=False)
 """
@@ -66,15 +66,15 @@ class ServiceAdapter(Adapter):
 
     def check(self, corpus: Corpus, free_bytes: int) -> None:
         try:
-            import service.app  # noqa: F401
-            import service.settings  # noqa: F401
+            import vsparta.service.app  # noqa: F401
+            import vsparta.service.settings  # noqa: F401
         except ImportError as e:
-            raise Skip(f"service.app not available yet ({e})") from None
+            raise Skip(f"vsparta.service.app not available yet ({e})") from None
         if self.model_dir is None:
             raise Skip("no tokenizer folder (--model) to turn vocabulary ids into tokens")
 
     def build(self, corpus: Corpus, workdir: Path) -> None:
-        from model.query_tokenizer import QueryTokenizer
+        from vsparta.model.query_tokenizer import QueryTokenizer
 
         self.corpus = corpus
         self.tokenizer = QueryTokenizer.from_pretrained(self.model_dir)

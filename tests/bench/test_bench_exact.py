@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench import exact
-from bench.corpus import Corpus
-from bench.synthetic import SyntheticSpec, generate_queries, load_or_generate
-from termindex.base import score as reference_score
+from vsparta.bench import exact
+from vsparta.bench.corpus import Corpus
+from vsparta.bench.synthetic import SyntheticSpec, generate_queries, load_or_generate
+from vsparta.termindex.base import score as reference_score
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +76,7 @@ def test_corpus_head_and_term_documents():
 def test_chunked_inversion_equals_scipy_tocsc(corpus, monkeypatch):
     import scipy.sparse as sp
 
-    from bench import invert
+    from vsparta.bench import invert
 
     monkeypatch.setattr(invert, "CHUNK_POSTINGS", 3_000)  # many chunks, not aligned with rows
     m = exact.build_matrix(corpus)

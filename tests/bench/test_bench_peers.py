@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench import exact
-from bench.engines.dense import FaissDenseAdapter, NumpyDenseAdapter
-from bench.engines.pisa import PisaAdapter
-from bench.engines.scipy_exact import ScipyAdapter
-from bench.engines.seismic import write_seismic_bin
-from bench.synthetic import SyntheticSpec, generate_queries, load_or_generate
+from vsparta.bench import exact
+from vsparta.bench.engines.dense import FaissDenseAdapter, NumpyDenseAdapter
+from vsparta.bench.engines.pisa import PisaAdapter
+from vsparta.bench.engines.scipy_exact import ScipyAdapter
+from vsparta.bench.engines.seismic import write_seismic_bin
+from vsparta.bench.synthetic import SyntheticSpec, generate_queries, load_or_generate
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from bench import report
-from bench.hardware import describe
-from bench.options import parse_engine_budget, parse_engines, parse_size
+from vsparta.bench import report
+from vsparta.bench.hardware import describe
+from vsparta.bench.options import parse_engine_budget, parse_engines, parse_size
 
 ROWS = [
     {
@@ -118,8 +118,8 @@ def test_cli_parsers():
 def test_engine_budget_parser_and_its_use_in_skipping():
     import argparse
 
-    from bench.corpus import Corpus
-    from bench.runner import _History, _skip_by_history
+    from vsparta.bench.corpus import Corpus
+    from vsparta.bench.runner import _History, _skip_by_history
 
     assert parse_engine_budget("elasticsearch=4000") == ("elasticsearch", 4000.0)
     for bad in ("lucene=10", "elasticsearch=soon", "elasticsearch=-1"):

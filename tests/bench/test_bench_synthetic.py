@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.synthetic import FIRST_REAL_ID, SyntheticSpec, generate_queries, load_or_generate
+from vsparta.bench.synthetic import FIRST_REAL_ID, SyntheticSpec, generate_queries, load_or_generate
 
 
 @pytest.fixture(scope="module")

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from bench.engines.service import default_model_dir
-from bench.termdocs import load_term_docs, queries_from_captions, queries_from_df
-from model.query_tokenizer import QueryTokenizer
+from vsparta.bench.engines.service import default_model_dir
+from vsparta.bench.termdocs import load_term_docs, queries_from_captions, queries_from_df
+from vsparta.model.query_tokenizer import QueryTokenizer
 
 
 @pytest.fixture(scope="module")

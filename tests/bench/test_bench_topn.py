@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.synthetic import SyntheticSpec, load_or_generate
-from bench.topn import truncate_top_n
+from vsparta.bench.synthetic import SyntheticSpec, load_or_generate
+from vsparta.bench.topn import truncate_top_n
 
 
 def test_truncation_keeps_heaviest_terms(tmp_path):
@@ -26,7 +26,7 @@ def test_truncation_keeps_heaviest_terms(tmp_path):
 
 
 def test_trade_off_joins_recall_and_latency_by_n(tmp_path):
-    from bench import topn_report
+    from vsparta.bench import topn_report
 
     def vs(n, r1, terms):
         recall = {"300": {"R@1": r1, "R@5": 2 * r1, "R@10": 3 * r1}}

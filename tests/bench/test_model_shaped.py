@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.corpus import Corpus
-from bench.model_shaped import fit, generate, load_profile, save_profile
+from vsparta.bench.corpus import Corpus
+from vsparta.bench.model_shaped import fit, generate, load_profile, save_profile
 
 
 def real_like(n: int, vocab: int, seed: int) -> Corpus:

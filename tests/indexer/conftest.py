@@ -111,14 +111,14 @@ class ColourEncoder:
 
     Vocabulary ``tok0 .. tok299``: 0-99 red bins, 100-199 green, 200-299 blue, weighted by the
     channel's quantiles so different images give different, deterministic documents. It speaks
-    the indexer's encoder protocol (``indexer.mapper.ImageTermEncoder``): uint8 pictures in, CSR out.
+    the indexer's encoder protocol (``vsparta.indexer.mapper.ImageTermEncoder``): uint8 pictures in, CSR out.
     """
 
     vocab_size = 300
     device_busy_seconds = None
 
     def __init__(self, image_size: int = 8) -> None:
-        from model.preprocess import ImagePreprocessor
+        from vsparta.model.preprocess import ImagePreprocessor
 
         self.preprocessor = ImagePreprocessor(image_size=image_size)
         self.calls = 0
@@ -136,7 +136,7 @@ class ColourEncoder:
         return out
 
     def start_pixels(self, pixels: np.ndarray, top_n: int | None = 1000):
-        from indexer.batch import csr_from_dicts
+        from vsparta.indexer.batch import csr_from_dicts
 
         self.calls += 1
         if not isinstance(pixels, np.ndarray):  # a device tensor (GPU JPEG decode path)
@@ -147,7 +147,7 @@ class ColourEncoder:
         return pending
 
     def encode_regions_csr(self, regions: list, top_n: int | None = 1000):
-        from indexer.batch import csr_from_dicts
+        from vsparta.indexer.batch import csr_from_dicts
 
         return csr_from_dicts([{1 + int(abs(r.features.sum())) % 99: 1.0} for r in regions])
 
@@ -207,8 +207,8 @@ def max_pixels() -> int:
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real VisualSparta model, tiny and randomly initialised, saved like a trained one."""
-    from model.configuration import config_from_spec
-    from model.modeling import build_model
+    from vsparta.model.configuration import config_from_spec
+    from vsparta.model.modeling import build_model
 
     folder = tmp_path_factory.mktemp("tiny-model")
     build_model(config_from_spec("tiny")).save_pretrained(folder)

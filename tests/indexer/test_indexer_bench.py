@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench import indexing
+from vsparta.bench import indexing
 
 
 def _args(*argv: str) -> argparse.Namespace:
@@ -41,7 +41,7 @@ def test_indexing_benchmark_reports_every_stage(tmp_path: Path) -> None:
     assert fake["pipeline_vs_decode"] == pytest.approx(
         fake["pipeline"]["images_per_s"] / fake["decode_fast_images_per_s"]
     )
-    from termindex import open_index
+    from vsparta.termindex import open_index
 
     with open_index(f"embedded:{tmp_path / 'work' / 'pipeline-fake'}") as index:
         assert index.count() == 6  # the job really built the index it measured

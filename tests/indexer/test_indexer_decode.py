@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.decoder import decode_chunk
-from indexer.items import WorkItem, path_id
-from indexer.reader import read_items
-from indexer.runner import IndexConfig, run_index
-from model.preprocess import ImagePreprocessor
+from vsparta.indexer.decoder import decode_chunk
+from vsparta.indexer.items import WorkItem, path_id
+from vsparta.indexer.reader import read_items
+from vsparta.indexer.runner import IndexConfig, run_index
+from vsparta.model.preprocess import ImagePreprocessor
 
 
 def test_a_chunk_crosses_processes_as_one_uint8_array(image_folder: Path, bad_files, max_pixels) -> None:
@@ -41,8 +41,8 @@ def _sharp_tiny_model(folder: Path) -> Path:
     model gives near-equal φ for every image, which would make any comparison pass)."""
     import torch
 
-    from model.configuration import config_from_spec
-    from model.modeling import build_model
+    from vsparta.model.configuration import config_from_spec
+    from vsparta.model.modeling import build_model
 
     torch.manual_seed(0)
     model = build_model(config_from_spec("tiny"))
@@ -57,10 +57,10 @@ def test_new_path_gives_the_old_paths_terms(tmp_path: Path) -> None:
     CSR (the new one). Full decode: >= 99% of each image's terms, weights within fp16 rounding
     (measured: identical sets, differences of a few float32 ulps). Draft decode (320x240 -> 1/2 scale
     for a 64 px model): the stated bound, mean set agreement >= 98.5%, every image >= 97%."""
-    from bench.indexing import make_images
-    from model.encode import TermEncoder
-    from model.images import load_image
-    from model.topn import csr_to_dicts
+    from vsparta.bench.indexing import make_images
+    from vsparta.model.encode import TermEncoder
+    from vsparta.model.images import load_image
+    from vsparta.model.topn import csr_to_dicts
 
     enc = TermEncoder.from_pretrained(_sharp_tiny_model(tmp_path / "model"), device="cpu")
     paths = make_images(tmp_path / "images", 200, (320, 240))
@@ -114,8 +114,8 @@ def test_symlinks_follow_one_rule(tmp_path: Path, write_images, colour_encoder, 
 
 
 def test_fake_encoder_job_is_deterministic_and_writes_the_embedded_engine(tmp_path: Path) -> None:
-    from bench.indexing import make_images
-    from termindex import open_index
+    from vsparta.bench.indexing import make_images
+    from vsparta.termindex import open_index
 
     make_images(tmp_path / "images", 10, (96, 64))
     cfg = dict(input=tmp_path / "images", fake_encoder=True, fake_image_size=32, workers=1, progress=False)
@@ -137,7 +137,7 @@ def test_only_plain_jpegs_are_handed_to_the_gpu_decoder(tmp_path: Path) -> None:
     """The worker sends bytes only where nvJPEG gives what load_image would; the rest stays on the CPU."""
     from PIL import Image
 
-    from indexer.gpu_decode import jpeg_for_gpu
+    from vsparta.indexer.gpu_decode import jpeg_for_gpu
 
     photo = Image.new("RGB", (64, 48), (200, 30, 30))
     exif = Image.Exif()
@@ -161,8 +161,8 @@ def test_files_the_gpu_refuses_are_decoded_on_the_cpu_with_the_same_result(
     image_folder: Path, colour_encoder, max_pixels
 ) -> None:
     """Every JPEG nvJPEG refuses takes the CPU path: same documents, same failure reasons."""
-    from indexer.gpu_decode import GpuJpegDecoder
-    from indexer.mapper import EncoderMapper
+    from vsparta.indexer.gpu_decode import GpuJpegDecoder
+    from vsparta.indexer.mapper import EncoderMapper
 
     class RefusesAll(GpuJpegDecoder):
         def decode(self, files):

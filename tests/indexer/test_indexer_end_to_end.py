@@ -22,10 +22,10 @@ from pathlib import Path
 import psutil
 import pytest
 
-from indexer.items import path_id
-from indexer.reader import read_items
-from termindex import IndexNotFound, TermIndex, open_index
 from vsparta.cli import main as vsparta
+from vsparta.indexer.items import path_id
+from vsparta.indexer.reader import read_items
+from vsparta.termindex import IndexNotFound, TermIndex, open_index
 
 ROOT = Path(__file__).resolve().parents[2]
 N_MANY, KILL_AFTER = 200, 10  # images in the crash tests; interrupt once this many are committed
@@ -252,7 +252,7 @@ def test_resume_into_elasticsearch_skips_what_is_there(
     ids = [it.id for it in read_items(image_folder)]
     with open_index(es_spec) as index:
         before = snapshot(index, ids)
-    from indexer.runner import IndexConfig, IndexJob
+    from vsparta.indexer.runner import IndexConfig, IndexJob
 
     config = IndexConfig(
         input=image_folder, backend=es_spec, model=tiny_model, top_n=64, device="cpu", batch_size=1,
@@ -270,7 +270,7 @@ def test_shard_jobs_started_together_build_one_elasticsearch_index(
     image_folder: Path, tiny_model: Path, es_spec: str
 ) -> None:
     """Shards started together: shard 0 creates the index, shard 1 waits; one version, one job's docs."""
-    from indexer.runner import IndexConfig, run_index
+    from vsparta.indexer.runner import IndexConfig, run_index
 
     one, sharded = f"{es_spec}-one", f"{es_spec}-sharded"
     assert vsparta(index_args(image_folder, tiny_model, one, "--batch-size", "1", "--workers", "0")) == 0
@@ -316,8 +316,8 @@ def _catch(errors: list[BaseException], fn, *args) -> None:
 
 
 def test_other_shards_wait_for_shard_zero_to_create_the_index(tmp_path: Path) -> None:
-    from indexer.runner import open_backend
-    from termindex import IndexNotFound as NotFound
+    from vsparta.indexer.runner import open_backend
+    from vsparta.termindex import IndexNotFound as NotFound
 
     spec = f"embedded:{tmp_path / 'index'}"
     start = time.monotonic()

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.batch import TermBatch, canonical_csr, csr_from_dicts
-from indexer.items import path_id, shard_of
-from indexer.mapper import parse_top_n
-from indexer.reader import detect_format, read_items
-from indexer.runner import IndexConfig, IndexSummary, run_index
-from indexer.termdocs import TermDocExporter
-from termindex.base import heaviest_terms
+from vsparta.indexer.batch import TermBatch, canonical_csr, csr_from_dicts
+from vsparta.indexer.items import path_id, shard_of
+from vsparta.indexer.mapper import parse_top_n
+from vsparta.indexer.reader import detect_format, read_items
+from vsparta.indexer.runner import IndexConfig, IndexSummary, run_index
+from vsparta.indexer.termdocs import TermDocExporter
+from vsparta.termindex.base import heaviest_terms
 
 
 def _config(root: Path, out: Path, **kw) -> IndexConfig:
@@ -214,7 +214,7 @@ def test_bad_options_are_clear_errors(tmp_path: Path) -> None:
 
 
 def test_progress_logs_lines_when_not_on_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
-    from indexer.progress import Progress
+    from vsparta.indexer.progress import Progress
 
     progress = Progress(10, enabled=None, log_every=0.0)  # pytest's stderr is not a terminal
     progress.update(4)
@@ -227,7 +227,7 @@ def test_engine_errors_stop_the_job_with_the_engine_error(
     image_folder: Path, tmp_path: Path, colour_encoder
 ) -> None:
     """A writer-thread failure surfaces in the caller with its type; nothing hangs."""
-    from termindex import InvalidDocument, open_index
+    from vsparta.termindex import InvalidDocument, open_index
 
     index = open_index(
         f"embedded:{tmp_path / 'small-vocab'}", create=True, vocab_size=50
@@ -266,7 +266,7 @@ def test_cli_bad_model_is_one_sentence_and_leaves_no_index(
 
 
 def test_progress_off_and_redirected_write_no_carriage_returns(capsys: pytest.CaptureFixture[str]) -> None:
-    from indexer.progress import Progress
+    from vsparta.indexer.progress import Progress
 
     for enabled in (None, True, False):
         bar = Progress(10, enabled=enabled, log_every=0.0)
@@ -280,8 +280,8 @@ def test_progress_off_and_redirected_write_no_carriage_returns(capsys: pytest.Ca
 def test_index_help_is_plain_text_with_help_for_every_option(capsys: pytest.CaptureFixture[str]) -> None:
     import argparse
 
-    from indexer.cli import add_arguments
     from vsparta.cli import main
+    from vsparta.indexer.cli import add_arguments
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
@@ -296,8 +296,8 @@ def test_index_help_is_plain_text_with_help_for_every_option(capsys: pytest.Capt
 def test_one_jsonl_rule_for_manifests_and_term_documents(tmp_path: Path) -> None:
     """A half-written last line (no newline, not JSON) is skipped by both readers; a bad line
     anywhere else is an error naming the file and line, in both."""
-    from indexer.termdocs import TermDocError, iter_term_records
-    from model.manifest import ManifestError, read_manifest
+    from vsparta.indexer.termdocs import TermDocError, iter_term_records
+    from vsparta.model.manifest import ManifestError, read_manifest
 
     manifest, terms = tmp_path / "m.jsonl", tmp_path / "t.jsonl"
     manifest.write_text('{"id": "a", "image": "a.png"}\n{"id": "b", "ima')

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from indexer.items import path_id
-from indexer.runner import IndexConfig, run_index
-from model.manifest import ManifestRecord, write_manifest
-from termindex import open_index
+from vsparta.indexer.items import path_id
+from vsparta.indexer.runner import IndexConfig, run_index
+from vsparta.model.manifest import ManifestRecord, write_manifest
+from vsparta.termindex import open_index
 
 
 @pytest.fixture

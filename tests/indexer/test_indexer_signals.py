@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer.runner import IndexConfig, run_index
+from vsparta.indexer.runner import IndexConfig, run_index
 
 
 class SignalDuringEncode:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw
 
-from model.manifest import ManifestRecord, write_manifest
+from vsparta.model.manifest import ManifestRecord, write_manifest
 
 COLORS = {"red": (220, 30, 30), "green": (30, 180, 40), "blue": (30, 60, 220), "yellow": (230, 210, 30)}
 SHAPES = ("square", "circle")
@@ -62,7 +62,7 @@ def toy_manifest(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def tiny_config():
-    from model.configuration import VisualSpartaConfig
+    from vsparta.model.configuration import VisualSpartaConfig
 
     return VisualSpartaConfig(**TINY)
 
@@ -72,8 +72,8 @@ def tiny_model():
     """A tiny random VisualSparta with the packaged MiniLM tokenizer, in eval mode."""
     import torch
 
-    from model.configuration import VisualSpartaConfig
-    from model.modeling import build_model
+    from vsparta.model.configuration import VisualSpartaConfig
+    from vsparta.model.modeling import build_model
 
     torch.manual_seed(0)
     return build_model(VisualSpartaConfig(**TINY)).eval()

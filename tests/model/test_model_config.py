@@ -9,10 +9,10 @@ import pytest
 import torch
 from conftest import TINY
 
-from model.configuration import VisualSpartaConfig, config_from_spec
-from model.dense import DenseConfig, DenseDualEncoder, load_model
-from model.modeling import VisualSpartaModel, build_model
-from model.query_tokenizer import QueryTokenizer
+from vsparta.model.configuration import VisualSpartaConfig, config_from_spec
+from vsparta.model.dense import DenseConfig, DenseDualEncoder, load_model
+from vsparta.model.modeling import VisualSpartaModel, build_model
+from vsparta.model.query_tokenizer import QueryTokenizer
 
 
 @pytest.mark.parametrize(

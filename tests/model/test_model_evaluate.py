@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from model.evaluate import Queries, SparseImages, fold_recalls, folds, query_matrix, sparse_scores
+from vsparta.model.evaluate import Queries, SparseImages, fold_recalls, folds, query_matrix, sparse_scores
 
 
 def test_sparse_scores_are_sums_of_count_times_log1p() -> None:

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from model.configuration import DEFAULT_TEXT_MODEL, VisualSpartaConfig
-from model.karpathy import load_records, read_karpathy
-from model.modeling import build_model
-from model.tokenization import resolve_text_model
-from model.train import make_config
+from vsparta.model.configuration import DEFAULT_TEXT_MODEL, VisualSpartaConfig
+from vsparta.model.karpathy import load_records, read_karpathy
+from vsparta.model.modeling import build_model
+from vsparta.model.tokenization import resolve_text_model
+from vsparta.model.train import make_config
 
 
 def test_init_from_packaged_minilm_matches_bert() -> None:

@@ -13,11 +13,11 @@ import torch
 from conftest import TINY, draw_scene
 from PIL import Image
 
-from model.configuration import VisualSpartaConfig
-from model.encode import TermEncoder
-from model.modeling import build_model
-from model.preprocess import ImagePreprocessor
-from model.regions import (
+from vsparta.model.configuration import VisualSpartaConfig
+from vsparta.model.encode import TermEncoder
+from vsparta.model.modeling import build_model
+from vsparta.model.preprocess import ImagePreprocessor
+from vsparta.model.regions import (
     Regions,
     collate_regions,
     load_regions,
@@ -159,8 +159,8 @@ def test_hf_stem_from_a_local_vision_model(tmp_path: Path) -> None:
 
 
 def test_training_data_handles_odd_and_broken_images(tmp_path: Path, tiny_config) -> None:
-    from model.data import ImageStore
-    from model.manifest import ManifestRecord
+    from vsparta.model.data import ImageStore
+    from vsparta.model.manifest import ManifestRecord
 
     good = draw_scene("red", "square", "left")
     good.convert("L").save(tmp_path / "gray.png")

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from model.data import pad_queries
-from model.regions import Regions, collate_regions
+from vsparta.model.data import pad_queries
+from vsparta.model.regions import Regions, collate_regions
 
 
 def _loop_score(q_emb: np.ndarray, q_len: int, h: np.ndarray, h_len: int, bias: float) -> float:

@@ -11,11 +11,11 @@ import torch
 import torch.nn.functional as F
 from conftest import TINY
 
-from model.configuration import VisualSpartaConfig
-from model.manifest import read_manifest
-from model.modeling import VisualSpartaModel, build_model
-from model.sparsity import SparsityRegularizer, sparsity_penalty, warmup_factor
-from model.train import TrainOptions, train
+from vsparta.model.configuration import VisualSpartaConfig
+from vsparta.model.manifest import read_manifest
+from vsparta.model.modeling import VisualSpartaModel, build_model
+from vsparta.model.sparsity import SparsityRegularizer, sparsity_penalty, warmup_factor
+from vsparta.model.train import TrainOptions, train
 
 
 def test_penalty_formulas() -> None:
@@ -31,7 +31,7 @@ def test_penalty_formulas() -> None:
 
 
 def _toy_batch(model: VisualSpartaModel, manifest: Path):
-    from model.data import ImageStore, make_batch
+    from vsparta.model.data import ImageStore, make_batch
 
     records = read_manifest(manifest)[:8]
     store = ImageStore(records, model.config, model.query_tokenizer().tokenize)
@@ -80,7 +80,7 @@ def _opts(manifest: Path, out: Path, **kw) -> TrainOptions:
 def test_regularizer_lowers_positive_terms_in_a_few_steps(
     toy_manifest: Path, tmp_path: Path, loss: str
 ) -> None:
-    from model.dense import load_model
+    from vsparta.model.dense import load_model
 
     weight = {"flops": 1e-2, "l1": 1e-3}[loss]
     plain = train(_opts(toy_manifest, tmp_path / "plain"))
@@ -188,8 +188,8 @@ def test_keep_best_final_is_the_best_validation_epoch(toy_manifest: Path, tmp_pa
 
 
 def test_one_rule_for_ids_a_query_never_contains(tiny_model) -> None:
-    from model.query_tokenizer import non_query_ids
-    from model.tokenization import non_query_ids as hf_non_query_ids
+    from vsparta.model.query_tokenizer import non_query_ids
+    from vsparta.model.tokenization import non_query_ids as hf_non_query_ids
 
     qtok = tiny_model.query_tokenizer()
     unk = qtok.token_to_id("[UNK]")
@@ -199,7 +199,7 @@ def test_one_rule_for_ids_a_query_never_contains(tiny_model) -> None:
     assert set(tiny_model.non_query_ids().tolist()) == set(non_query_ids(qtok._tok))
     tokens = qtok.tokenize("a red ☃ cube")
     assert unk not in tokens and tokens == [1037, 2417, 14291]  # the snowman is [UNK]: dropped
-    from service.results import query_from_text
+    from vsparta.service.results import query_from_text
 
     weights, shown = query_from_text("a red ☃ cube", qtok)
     assert list(weights) == tokens and "[UNK]" not in shown

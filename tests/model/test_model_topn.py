@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from model.topn import csr_to_dicts, select_top_terms, to_csr
-from termindex.base import heaviest_terms
+from vsparta.model.topn import csr_to_dicts, select_top_terms, to_csr
+from vsparta.termindex.base import heaviest_terms
 
 
 def test_top_terms_keep_heaviest_positive_and_skip_dropped_ids() -> None:

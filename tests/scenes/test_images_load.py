@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from model.images import ImageError, load_image
+from vsparta.model.images import ImageError, load_image
 
 RED, GREEN, BLUE, WHITE = (255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 255)
 
@@ -295,7 +295,7 @@ def _write_jpeg_kinds(tmp_path: Path, size: tuple[int, int]) -> dict[str, Path]:
 def test_draft_decode_is_the_same_picture_within_a_stated_bound(tmp_path: Path, kind: str) -> None:
     """Draft + reducing_gap vs full decode + bicubic, both at the model's 64 px: orientation and
     mode handling identical, pixels within a mean of 2 and a 99th percentile of 10 levels of 255."""
-    from model.preprocess import ImagePreprocessor
+    from vsparta.model.preprocess import ImagePreprocessor
 
     path = _write_jpeg_kinds(tmp_path, (640, 480))[kind]
     full, draft = load_image(path), load_image(path, draft_size=64)

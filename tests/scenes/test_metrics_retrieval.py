@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from rouge_score import rouge_scorer
 
-from model.metrics import _lcs_length, caption_relevance, ndcg_at_k, recall_at_k, rouge_l
+from vsparta.model.metrics import _lcs_length, caption_relevance, ndcg_at_k, recall_at_k, rouge_l
 
 
 def test_recall_hand_computed() -> None:

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from model.images import load_image
-from model.manifest import ManifestRecord, read_manifest
-from model.metrics import recall_at_k
 from vsparta.cli import main
+from vsparta.model.images import load_image
+from vsparta.model.manifest import ManifestRecord, read_manifest
+from vsparta.model.metrics import recall_at_k
 from vsparta.scene_captions import COLOUR_WORDS, PLURALS, SHAPE_WORDS
 from vsparta.scene_objects import COLOURS, POSITIONS, SHAPES
 from vsparta.scene_oracle import ATTRIBUTES, SceneIndex, oracle_scores, parse_caption

@@ -11,9 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 from service_testdata import Corpus, make_corpus
 
-from service.app import create_app
-from service.settings import ServiceSettings
-from termindex import open_index
+from vsparta.service.app import create_app
+from vsparta.service.settings import ServiceSettings
+from vsparta.termindex import open_index
 
 
 @pytest.fixture(scope="session")

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw
 
-from model.query_tokenizer import QueryTokenizer
-from termindex import TermDocument, score
+from vsparta.model.query_tokenizer import QueryTokenizer
+from vsparta.termindex import TermDocument, score
 
 COLORS = {"red": (220, 40, 40), "blue": (40, 70, 220), "green": (40, 170, 60), "yellow": (230, 210, 40)}
 SHAPES = ["cube", "sphere", "cylinder"]

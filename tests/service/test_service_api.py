@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from service_testdata import Corpus, expected_ranking
 
-from service.app import create_app
+from vsparta.service.app import create_app
 
 
 def test_search_text_query_ranks_like_the_reference(client: TestClient, corpus: Corpus) -> None:
@@ -185,7 +185,7 @@ def test_health_and_ready(client: TestClient) -> None:
 
 def test_ids_with_slashes_work_on_every_image_route(corpus, make_settings, tmp_path: Path) -> None:  # noqa: ANN001
     """Manifest ids such as 'val2014/000123.jpg' are common: they must survive the URL."""
-    from termindex import TermDocument, open_index
+    from vsparta.termindex import TermDocument, open_index
 
     source = corpus.docs[0]
     slashed = TermDocument("val2014/sub dir/0001.jpg", dict(source.terms), dict(source.metadata))

@@ -110,7 +110,7 @@ def test_page_says_backend_unavailable_and_retries(browser: Any, corpus: Corpus,
         page.get_by_text("Search backend unavailable, retrying").wait_for(timeout=15_000)
         assert "error" in (status.get_attribute("class") or "")
         # the index appears: the page's own retry succeeds without a reload
-        from termindex import open_index
+        from vsparta.termindex import open_index
 
         index = open_index(missing, create=True)
         index.upsert(corpus.docs)

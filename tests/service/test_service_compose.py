@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from service.settings import ServiceSettings
+from vsparta.service.settings import ServiceSettings
 
 REPO = Path(__file__).resolve().parents[2]
 

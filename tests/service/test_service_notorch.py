@@ -23,9 +23,9 @@ SCRIPT = textwrap.dedent(
     """
     import argparse, io, json, sys
     from fastapi.testclient import TestClient
-    from service.app import create_app
-    from service.settings import ServiceSettings
-    from service import cli_search
+    from vsparta.service.app import create_app
+    from vsparta.service.settings import ServiceSettings
+    from vsparta.service import cli_search
 
     backend, model, root = sys.argv[1:4]
     settings = ServiceSettings(backend=backend, model_path=model, image_roots=[root])

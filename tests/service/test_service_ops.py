@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from service.app import create_app
-from service.docs import swagger_ui_version
-from service.settings import ServiceSettings
-from termindex import MAX_QUERY_WEIGHT
+from vsparta.service.app import create_app
+from vsparta.service.docs import swagger_ui_version
+from vsparta.service.settings import ServiceSettings
+from vsparta.termindex import MAX_QUERY_WEIGHT
 
 
 def _sample(text: str, name: str, **labels: str) -> float:
@@ -124,7 +124,7 @@ def test_openapi_says_what_the_server_does(embedded_client: TestClient) -> None:
 
 
 def test_ready_is_503_until_the_index_exists(corpus, make_settings, tmp_path: Path) -> None:  # noqa: ANN001
-    from termindex import open_index
+    from vsparta.termindex import open_index
 
     spec = f"embedded:{tmp_path / 'later'}"
     with TestClient(create_app(make_settings(spec))) as c:
@@ -231,9 +231,9 @@ def test_slow_first_open_is_503_then_served(embedded_spec: str) -> None:
     import asyncio
     import time
 
-    from service.engines import ThreadedEngine
-    from termindex import open_index
-    from termindex.errors import EngineUnavailable
+    from vsparta.service.engines import ThreadedEngine
+    from vsparta.termindex import open_index
+    from vsparta.termindex.errors import EngineUnavailable
 
     opened: list[float] = []
 

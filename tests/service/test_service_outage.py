@@ -18,8 +18,8 @@ import pytest
 from fastapi.testclient import TestClient
 from service_testdata import TcpProxy
 
-from service.app import create_app
-from service.settings import ServiceSettings
+from vsparta.service.app import create_app
+from vsparta.service.settings import ServiceSettings
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 from service_testdata import Corpus, expected_ranking
 
-from service.words import Word, group_by_word, words_of
-from termindex import MAX_QUERY_WEIGHT
+from vsparta.service.words import Word, group_by_word, words_of
+from vsparta.termindex import MAX_QUERY_WEIGHT
 
 
 def test_words_merge_pieces_and_drop_punctuation(corpus: Corpus) -> None:

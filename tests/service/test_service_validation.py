@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from service.app import create_app
-from service.settings import ServiceSettings
+from vsparta.service.app import create_app
+from vsparta.service.settings import ServiceSettings
 
 
 def _messages(r: Any) -> str:

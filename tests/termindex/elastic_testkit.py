@@ -21,11 +21,11 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from termindex.base import Hit, TermDocument
-from termindex.elastic import ElasticsearchIndex
+from vsparta.termindex.base import Hit, TermDocument
+from vsparta.termindex.elastic import ElasticsearchIndex
 
 if TYPE_CHECKING:
-    from termindex.oracle import BruteForceOracle
+    from vsparta.termindex.oracle import BruteForceOracle
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length"}
 

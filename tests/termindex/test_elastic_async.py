@@ -7,8 +7,8 @@ import asyncio
 import pytest
 from elastic_testkit import free_port, fresh_index, random_docs, random_queries, unique_name
 
-from termindex.elastic import AsyncElasticsearchIndex
-from termindex.errors import DocumentNotFound, EngineUnavailable, IndexNotFound, InvalidQuery
+from vsparta.termindex.elastic import AsyncElasticsearchIndex
+from vsparta.termindex.errors import DocumentNotFound, EngineUnavailable, IndexNotFound, InvalidQuery
 
 pytestmark = pytest.mark.elasticsearch
 

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 from elastic_testkit import fresh_index, random_docs, unique_name
 
-from termindex import open_index
-from termindex.base import TermDocument
-from termindex.elastic import ElasticsearchIndex
-from termindex.elastic_async import AsyncElasticsearchIndex
-from termindex.elastic_bulk import BulkOptions, chunks
-from termindex.errors import EngineUnavailable, InvalidDocument
-from termindex.oracle import round_like_elasticsearch
+from vsparta.termindex import open_index
+from vsparta.termindex.base import TermDocument
+from vsparta.termindex.elastic import ElasticsearchIndex
+from vsparta.termindex.elastic_async import AsyncElasticsearchIndex
+from vsparta.termindex.elastic_bulk import BulkOptions, chunks
+from vsparta.termindex.errors import EngineUnavailable, InvalidDocument
+from vsparta.termindex.oracle import round_like_elasticsearch
 
 pytestmark = pytest.mark.elasticsearch
 
@@ -125,7 +125,7 @@ def test_load_settings_are_restored_and_a_full_load_is_force_merged(es_url: str)
 def test_new_version_from_the_cli_swaps_on_completion_and_rollback_swaps_back(es_url: str, tmp_path) -> None:
     """`vsparta index --new-version` writes v2 beside the serving v1, moves the alias when done;
     `vsparta index rollback` moves it back."""
-    from indexer.cli import add_arguments, run
+    from vsparta.indexer.cli import add_arguments, run
 
     alias = unique_name("cli")
     spec = f"{es_url}/{alias}"

@@ -34,9 +34,9 @@ import numpy as np
 import pytest
 from elastic_testkit import unique_name
 
-from termindex.base import TermDocument
-from termindex.elastic import ElasticsearchIndex
-from termindex.oracle import round_like_elasticsearch
+from vsparta.termindex.base import TermDocument
+from vsparta.termindex.elastic import ElasticsearchIndex
+from vsparta.termindex.oracle import round_like_elasticsearch
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.slow]
 log = logging.getLogger(__name__)
@@ -215,9 +215,9 @@ def test_losing_a_node_mid_load_and_mid_search_loses_nothing(cluster: Cluster, t
     another (served with a replica on every shard) through the real service app."""
     from fastapi.testclient import TestClient
 
-    from indexer.runner import IndexConfig, run_index
-    from service.app import create_app
-    from service.settings import ServiceSettings
+    from vsparta.indexer.runner import IndexConfig, run_index
+    from vsparta.service.app import create_app
+    from vsparta.service.settings import ServiceSettings
 
     tokenizer = _tokenizer(tmp_path)
     token_id = {w: i + 5 for i, w in enumerate(WORDS)}

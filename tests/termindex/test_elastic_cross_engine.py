@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 from elastic_testkit import check_es_top_k, fresh_index, random_docs, random_queries
 
-from termindex import open_index
-from termindex.oracle import BruteForceOracle, round_like_elasticsearch, round_like_embedded
+from vsparta.termindex import open_index
+from vsparta.termindex.oracle import BruteForceOracle, round_like_elasticsearch, round_like_embedded
 
 pytestmark = pytest.mark.elasticsearch
 

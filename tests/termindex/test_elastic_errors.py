@@ -8,11 +8,17 @@ import time
 import pytest
 from elastic_testkit import FaultProxy, free_port, fresh_index, unique_name
 
-from termindex import open_index
-from termindex.base import TermDocument
-from termindex.elastic import ElasticsearchIndex
-from termindex.elastic_common import errors
-from termindex.errors import DocumentNotFound, EngineUnavailable, IndexNotFound, InvalidDocument, InvalidQuery
+from vsparta.termindex import open_index
+from vsparta.termindex.base import TermDocument
+from vsparta.termindex.elastic import ElasticsearchIndex
+from vsparta.termindex.elastic_common import errors
+from vsparta.termindex.errors import (
+    DocumentNotFound,
+    EngineUnavailable,
+    IndexNotFound,
+    InvalidDocument,
+    InvalidQuery,
+)
 
 pytestmark = pytest.mark.elasticsearch
 

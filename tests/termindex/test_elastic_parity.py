@@ -12,7 +12,7 @@ import math
 import pytest
 from elastic_testkit import check_es_top_k, float32_tol, fresh_index, random_docs, random_queries
 
-from termindex.oracle import BruteForceOracle, round_like_elasticsearch
+from vsparta.termindex.oracle import BruteForceOracle, round_like_elasticsearch
 
 pytestmark = pytest.mark.elasticsearch
 
@@ -73,7 +73,7 @@ def test_similar_excludes_itself_and_matches_oracle(corpus) -> None:
 
 def test_wand_option_returns_the_same_hits(corpus, es_url: str) -> None:
     """``track_total_hits=False`` (block-max WAND) may skip work, never change the top k."""
-    from termindex.elastic import ElasticsearchIndex
+    from vsparta.termindex.elastic import ElasticsearchIndex
 
     index, _, _ = corpus
     wand = ElasticsearchIndex(es_url, index.alias, track_total_hits=False)
@@ -91,7 +91,7 @@ def test_wand_option_returns_the_same_hits(corpus, es_url: str) -> None:
 def test_top10_matches_oracle_at_the_largest_query_weight(corpus) -> None:
     """Queries whose every weight is ``MAX_QUERY_WEIGHT`` (the bound the service accepts), or mixes
     it with small ones: still exact (float32 sums do not overflow or lose the order)."""
-    from termindex.base import MAX_QUERY_WEIGHT
+    from vsparta.termindex.base import MAX_QUERY_WEIGHT
 
     index, _, oracle = corpus
     exact_lists = 0

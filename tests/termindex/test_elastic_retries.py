@@ -11,9 +11,9 @@ import time
 import pytest
 from elastic_testkit import FaultProxy, fresh_index
 
-from termindex.base import TermDocument
-from termindex.elastic import ElasticsearchIndex
-from termindex.errors import EngineUnavailable
+from vsparta.termindex.base import TermDocument
+from vsparta.termindex.elastic import ElasticsearchIndex
+from vsparta.termindex.errors import EngineUnavailable
 
 pytestmark = pytest.mark.elasticsearch
 

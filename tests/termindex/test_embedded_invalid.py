@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from termindex import open_index
-from termindex.base import MAX_QUERY_WEIGHT, TermDocument
-from termindex.embedded import MAX_K, EmbeddedIndex
-from termindex.errors import (
+from vsparta.termindex import open_index
+from vsparta.termindex.base import MAX_QUERY_WEIGHT, TermDocument
+from vsparta.termindex.embedded import MAX_K, EmbeddedIndex
+from vsparta.termindex.errors import (
     DocumentNotFound,
     IndexNotFound,
     InvalidDocument,
@@ -144,7 +144,7 @@ def test_document_without_terms_is_stored_but_never_matches(index):
 def test_index_in_an_older_format_says_how_to_rebuild(tmp_path) -> None:
     import json
 
-    from termindex.embedded_format import FORMAT_VERSION, MANIFEST
+    from vsparta.termindex.embedded_format import FORMAT_VERSION, MANIFEST
 
     with EmbeddedIndex(tmp_path / "ix", create=True) as index:
         index.upsert([TermDocument("a", {1: 1.0})])

@@ -18,10 +18,10 @@ import math
 import numpy as np
 import pytest
 
-from termindex import open_index
-from termindex.base import MAX_QUERY_WEIGHT, TermDocument
-from termindex.embedded import EmbeddedIndex
-from termindex.oracle import (
+from vsparta.termindex import open_index
+from vsparta.termindex.base import MAX_QUERY_WEIGHT, TermDocument
+from vsparta.termindex.embedded import EmbeddedIndex
+from vsparta.termindex.oracle import (
     BruteForceOracle,
     random_documents,
     random_queries,

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from termindex.base import TermDocument, heaviest_terms
-from termindex.embedded import EmbeddedIndex
-from termindex.errors import DocumentNotFound, IndexNotFound, InvalidDocument
-from termindex.oracle import BruteForceOracle, random_documents, round_like_embedded
+from vsparta.termindex.base import TermDocument, heaviest_terms
+from vsparta.termindex.embedded import EmbeddedIndex
+from vsparta.termindex.errors import DocumentNotFound, IndexNotFound, InvalidDocument
+from vsparta.termindex.oracle import BruteForceOracle, random_documents, round_like_embedded
 
 
 def _doc(i: int, terms: dict[int, float], **meta) -> TermDocument:
