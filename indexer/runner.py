@@ -25,11 +25,14 @@ from vsparta.indexer.items import Failure, WorkItem, shard_of, validate_shard
 from vsparta.indexer.mapper import EncoderMapper, ImageTermEncoder, TermsMapper
 from vsparta.indexer.progress import Progress
 from vsparta.indexer.reader import INPUT_FORMATS, detect_format, read_items
+from vsparta.indexer.summary import IndexSummary
 from vsparta.indexer.termdocs import TermDocExporter
 from vsparta.indexer.writer import DocumentWriter, IndexTarget, chunked_ids, writing
 from vsparta.termindex import IndexNotFound, TermIndex, open_index
 
 log = logging.getLogger(__name__)
+
+__all__ = ["IndexConfig", "IndexJob", "IndexSummary", "open_backend", "run_index"]
 
 RESUME_CHECK_CHUNK = 512
 SHARD_WAIT_SECONDS = 600.0  # how long shards 1..N-1 wait for shard 0 to create the index
@@ -87,117 +90,6 @@ class IndexConfig:
         if self.device not in {"auto", "cpu", "cuda"} and not self.device.startswith("cuda:"):
             raise ValueError(f"--device must be auto, cpu or cuda, got {self.device!r}")
         validate_shard(self.shard, self.num_shards)
-
-
-@dataclass
-class IndexSummary:
-    """What the job did and where the time went; logged at the end and returned to callers.
-
-    Solo rates are items per second of a stage's own busy time (decode: per worker process);
-    busy shares are that time over the job's wall time (decode: over workers x wall time), so
-    the stage near 100% is the bottleneck. Figures with nothing measured are None, never NaN.
-    """
-
-    total: int = 0
-    indexed: int = 0
-    skipped: int = 0
-    failed: int = 0
-    failures_by_reason: dict[str, int] = field(default_factory=dict)
-    seconds: float = 0.0
-    decoded: int = 0
-    decode_seconds: float = 0.0  # summed over worker processes
-    decode_workers: int = 0
-    encoded: int = 0
-    encode_seconds: float = 0.0
-    write_seconds: float = 0.0
-    commits: int = 0
-    device_busy_seconds: float | None = None  # CUDA events; None on CPU
-    decoded_chunks_ready: float | None = None  # mean, when the encoder asked for the next chunk
-    writer_backlog: float | None = None  # mean batches waiting for the writer
-    interrupted_by: str | None = None
-    engine_notes: list[str] = field(default_factory=list)  # e.g. the force-merge after a full load
-
-    @staticmethod
-    def _rate(n: int, seconds: float) -> float | None:
-        return n / seconds if n and seconds > 0 else None
-
-    def _share(self, seconds: float | None, lanes: int = 1) -> float | None:
-        if seconds is None or self.seconds <= 0:
-            return None
-        return seconds / (self.seconds * max(1, lanes))
-
-    @property
-    def images_per_second(self) -> float | None:
-        return self._rate(self.indexed + self.failed, self.seconds)
-
-    def stage_rates(self) -> dict[str, float | None]:
-        """Items per second of each stage alone (decode: per worker process)."""
-        return {
-            "decode": self._rate(self.decoded, self.decode_seconds),
-            "encode": self._rate(self.encoded, self.encode_seconds),
-            "write": self._rate(self.indexed, self.write_seconds),
-        }
-
-    def busy_shares(self) -> dict[str, float | None]:
-        """Share of the wall time each stage was working (decode: of all workers' time)."""
-        return {
-            "decode": self._share(self.decode_seconds, self.decode_workers) if self.decoded else None,
-            "encode": self._share(self.encode_seconds) if self.encoded else None,
-            "write": self._share(self.write_seconds) if self.indexed else None,
-            "gpu": self._share(self.device_busy_seconds),
-        }
-
-    def figures(self) -> dict[str, object]:
-        """Everything as one JSON-ready mapping (benchmarks write it)."""
-        return {
-            "images_per_s": self.images_per_second,
-            "stage_rates": self.stage_rates(),
-            "busy_shares": self.busy_shares(),
-            "decoded_chunks_ready": self.decoded_chunks_ready,
-            "writer_backlog": self.writer_backlog,
-            "commits": self.commits,
-            "decode_workers": self.decode_workers,
-            "seconds": self.seconds,
-            "indexed": self.indexed,
-            "failed": self.failed,
-            "skipped": self.skipped,
-        }
-
-    def lines(self) -> list[str]:
-        rate = self.images_per_second
-        out = [
-            f"indexed {self.indexed}, skipped (resume) {self.skipped}, failed {self.failed}"
-            f" of {self.total} in {self.seconds:.1f}s"
-            + (f" ({rate:.1f} images/s)" if rate is not None else "")
-        ]
-        shares = self.busy_shares()
-        stages = []
-        for name, value in self.stage_rates().items():
-            if value is None:
-                continue
-            per = (
-                f"/s per worker x{self.decode_workers}" if name == "decode" and self.decode_workers else "/s"
-            )
-            share = shares[name]
-            stages.append(f"{name} {value:.1f}{per}" + (f" (busy {share:.0%})" if share is not None else ""))
-        if stages:
-            out.append("per stage, alone: " + ", ".join(stages))
-        waits = []
-        if self.decoded_chunks_ready is not None:
-            waits.append(f"decoded chunks ready {self.decoded_chunks_ready:.1f}")
-        if self.writer_backlog is not None:
-            waits.append(f"writer backlog {self.writer_backlog:.1f} batches")
-        if shares["gpu"] is not None:
-            waits.append(f"GPU busy {shares['gpu']:.0%}")
-        if waits:
-            out.append("queues: " + ", ".join(waits))
-        if self.failures_by_reason:
-            reasons = ", ".join(f"{k} {v}" for k, v in sorted(self.failures_by_reason.items()))
-            out.append(f"failures: {reasons}")
-        if self.interrupted_by:
-            out.append(f"interrupted by {self.interrupted_by}: rerun with --resume to finish")
-        out.extend(f"engine: {note}" for note in self.engine_notes)
-        return out
 
 
 @contextlib.contextmanager
