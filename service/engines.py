@@ -102,7 +102,7 @@ def warm_up(index: TermIndex) -> None:
     if first is None:
         return
     index.get(first.id)
-    top = heaviest_terms(first.terms, 8)
+    top = heaviest_terms(first.weights, 8)
     index.search(dict(top), k=2, explain=True)
     index.search(dict(top[:1]), k=1, explain=False)
 

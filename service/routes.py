@@ -181,7 +181,7 @@ def build_router(settings: ServiceSettings) -> APIRouter:
         with metrics.stage("engine"):
             doc = await engine.get_image(doc_id)
             hits = await engine.similar(doc_id, k=k, n_terms=settings.similar_terms, explain=explain)
-        top = heaviest_terms(doc.terms, settings.similar_terms)
+        top = heaviest_terms(doc.weights, settings.similar_terms)
         (has_file,) = await have_files([doc.metadata], view)
         return {
             "results": await results_of(hits, tokenizer, view, caption_words(doc.metadata, tokenizer)),
@@ -258,7 +258,7 @@ def build_router(settings: ServiceSettings) -> APIRouter:
         return {
             "id": doc.id,
             **image_fields(doc.id, doc.metadata, has_file, ResultView()),
-            "terms": top_terms(doc.terms, tokenizer, top),
+            "terms": top_terms(doc.weights, tokenizer, top),
         }
 
     @router.get(

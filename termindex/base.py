@@ -43,10 +43,14 @@ def heaviest_terms(terms: Mapping[int, float], n: int | None = None) -> list[tup
 
 @dataclass(frozen=True)
 class TermDocument:
-    """One image as indexed: its id, weighted vocabulary ids, and free-form metadata."""
+    """One image as indexed: its id, ``weights`` = ``{vocabulary id: weight}``, free-form metadata.
+
+    Keyed by vocabulary id, not token string (the JSONL export's ``"terms"`` holds token
+    strings): the name says weights so the two are never confused.
+    """
 
     id: str
-    terms: Mapping[int, float]
+    weights: Mapping[int, float]
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -201,7 +205,7 @@ class TermIndex(ABC):
     def similar(self, doc_id: str, k: int = 10, n_terms: int = 32, explain: bool = False) -> list[Hit]:
         """Documents like ``doc_id``: its ``n_terms`` heaviest terms as the query, itself excluded."""
         doc = self.get(doc_id)
-        hits = self.search(dict(heaviest_terms(doc.terms, n_terms)), k=k + 1, explain=explain)
+        hits = self.search(dict(heaviest_terms(doc.weights, n_terms)), k=k + 1, explain=explain)
         return [h for h in hits if h.id != doc_id][:k]
 
     def close(self) -> None:  # noqa: B027 - optional hook

@@ -99,7 +99,7 @@ def check_es_id(doc_id: Any) -> str:
 def doc_source(doc: TermDocument) -> dict[str, Any]:
     """The _source of one document; raises InvalidDocument for what Elasticsearch would reject."""
     doc_id = check_es_id(doc.id)
-    terms = validate_document_weights(doc.terms, what=f"document {doc_id!r} terms", allow_empty=False)
+    terms = validate_document_weights(doc.weights, what=f"document {doc_id!r} terms", allow_empty=False)
     for t, w in terms.items():
         if not MIN_FEATURE_VALUE <= w <= MAX_FEATURE_VALUE:
             raise InvalidDocument(
@@ -241,14 +241,14 @@ def fill_metadata(hits: list[Hit], mget_resp: Mapping[str, Any]) -> list[Hit]:
 def parse_doc(resp: Mapping[str, Any]) -> TermDocument:
     src = resp.get("_source") or {}
     terms = {int(t): float(w) for t, w in (src.get("terms") or {}).items()}
-    return TermDocument(id=resp["_id"], terms=terms, metadata=src.get("metadata") or {})
+    return TermDocument(id=resp["_id"], weights=terms, metadata=src.get("metadata") or {})
 
 
 def similar_query(doc: TermDocument, n_terms: int) -> dict[int, float]:
     """The document's ``n_terms`` heaviest terms, ties by id (as ``TermIndex.similar``)."""
     if isinstance(n_terms, bool) or not isinstance(n_terms, int) or n_terms < 1:
         raise InvalidQuery(f"n_terms must be a positive integer, got {n_terms!r}")
-    return dict(heaviest_terms(doc.terms, n_terms))
+    return dict(heaviest_terms(doc.weights, n_terms))
 
 
 def _error_type(exc: Any) -> str:

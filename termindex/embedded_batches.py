@@ -36,7 +36,7 @@ def batch_from_documents(docs: Iterable[TermDocument], vocab: int | None) -> Bat
         if not isinstance(doc, TermDocument):
             raise InvalidDocument(f"expected TermDocument, got {type(doc).__name__}")
         validate_id(doc.id)
-        terms = validate_document_weights(doc.terms, what=f"document {doc.id!r}")
+        terms = validate_document_weights(doc.weights, what=f"document {doc.id!r}")
         if vocab is not None and terms and max(terms) >= vocab:
             raise InvalidDocument(f"document {doc.id!r}: term id {max(terms)} >= vocab_size {vocab}")
         if not isinstance(doc.metadata, Mapping):
@@ -46,16 +46,16 @@ def batch_from_documents(docs: Iterable[TermDocument], vocab: int | None) -> Bat
     if not batch:
         return None
     ids = list(batch)
-    lens = np.array([len(d.terms) for d in batch.values()], dtype=np.int64)
+    lens = np.array([len(d.weights) for d in batch.values()], dtype=np.int64)
     total = int(lens.sum())
     terms = np.empty(total, dtype=np.int64)
     weights = np.empty(total, dtype=np.float64)
     pos = 0
     metadata = []
     for d in batch.values():
-        n = len(d.terms)
-        terms[pos : pos + n] = np.fromiter(d.terms.keys(), dtype=np.int64, count=n)
-        weights[pos : pos + n] = np.fromiter(d.terms.values(), dtype=np.float64, count=n)
+        n = len(d.weights)
+        terms[pos : pos + n] = np.fromiter(d.weights.keys(), dtype=np.int64, count=n)
+        weights[pos : pos + n] = np.fromiter(d.weights.values(), dtype=np.float64, count=n)
         pos += n
         try:
             metadata.append(json.dumps(dict(d.metadata), ensure_ascii=False).encode("utf-8"))

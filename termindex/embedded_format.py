@@ -310,7 +310,7 @@ class Segment:
         weights = bits.view(np.float16).astype(np.float64)
         return TermDocument(
             id=self.doc_id(local),
-            terms=dict(zip(terms.tolist(), weights.tolist(), strict=True)),
+            weights=dict(zip(terms.tolist(), weights.tolist(), strict=True)),
             metadata=self.metadata(local),
         )
 

@@ -71,8 +71,8 @@ class BruteForceOracle:
         for row, doc in enumerate(latest.values()):
             self.ids.append(doc.id)
             self.metadata.append(doc.metadata)
-            t = np.fromiter(doc.terms.keys(), dtype=np.int64, count=len(doc.terms))
-            w = np.fromiter(doc.terms.values(), dtype=np.float64, count=len(doc.terms))
+            t = np.fromiter(doc.weights.keys(), dtype=np.int64, count=len(doc.weights))
+            w = np.fromiter(doc.weights.values(), dtype=np.float64, count=len(doc.weights))
             rows.append(np.full(len(t), row, dtype=np.int64))
             cols.append(t)
             vals.append(w)
@@ -142,7 +142,7 @@ def random_documents(
     for i in range(n):
         if docs and rng.random() < duplicates:
             src = docs[int(rng.integers(len(docs)))]
-            docs.append(TermDocument(f"{id_prefix}{i}", dict(src.terms), {"copy_of": src.id}))
+            docs.append(TermDocument(f"{id_prefix}{i}", dict(src.weights), {"copy_of": src.id}))
             continue
         m = int(rng.integers(terms_per_doc[0], terms_per_doc[1] + 1))
         terms = np.unique(perm[rng.choice(vocab_size, size=m, p=p)])

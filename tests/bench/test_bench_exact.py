@@ -69,7 +69,7 @@ def test_corpus_head_and_term_documents():
     )
     docs = list(c.term_documents())
     assert [d.id for d in docs] == ["img0000000", "img0000001"]
-    assert docs[0].terms == {5: 0.5, 9: 1.0} and docs[1].terms == {7: 2.0}
+    assert docs[0].weights == {5: 0.5, 9: 1.0} and docs[1].weights == {7: 2.0}
     assert c.head(1).nnz == 2 and c.row_of("img0000001") == 1
 
 

@@ -127,7 +127,7 @@ def test_fake_encoder_job_is_deterministic_and_writes_the_embedded_engine(tmp_pa
     with open_index(f"embedded:{tmp_path / 'idx'}") as index:
         assert index.count() == 10
         doc = index.get(path_id("img00003.jpg"))
-        assert len(doc.terms) == 1000 and max(doc.terms.values()) == pytest.approx(4.0)
+        assert len(doc.weights) == 1000 and max(doc.weights.values()) == pytest.approx(4.0)
     figures = first.figures()
     assert figures["stage_rates"]["decode"] > 0 and 0 < figures["busy_shares"]["decode"] <= 1
     assert figures["busy_shares"]["gpu"] is None  # no CUDA here: absent, not zero
@@ -179,7 +179,7 @@ def test_files_the_gpu_refuses_are_decoded_on_the_cpu_with_the_same_result(
         ok = [d for d in decoded if d.failure is None]
         batches, failures = mapper.map(ok)
         more, late = mapper.drain()
-        docs = {d.id: dict(d.terms) for b in batches + more for d in b.documents()}
+        docs = {d.id: dict(d.weights) for b in batches + more for d in b.documents()}
         reasons = {d.item.id: d.failure.reason for d in decoded if d.failure} | {
             f.id: f.reason for f in failures + late
         }

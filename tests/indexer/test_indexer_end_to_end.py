@@ -46,7 +46,7 @@ def snapshot(index: TermIndex, ids: list[str]) -> dict[str, tuple[dict[int, floa
             doc = index.get(doc_id)
         except KeyError:
             continue
-        out[doc_id] = (dict(doc.terms), dict(doc.metadata))
+        out[doc_id] = (dict(doc.weights), dict(doc.metadata))
     assert index.count() == len(out), "the index holds documents that are not in the input"
     return out
 
@@ -151,7 +151,7 @@ def test_term_documents_reindex_without_model_gives_identical_search(
         ids = list(records)
         assert snapshot(a, ids) == snapshot(b, ids)
         for doc_id in ids[:6]:
-            query = dict(sorted(a.get(doc_id).terms.items(), key=lambda kv: -kv[1])[:4])
+            query = dict(sorted(a.get(doc_id).weights.items(), key=lambda kv: -kv[1])[:4])
             assert [(h.id, h.score) for h in a.search(query, k=10)] == [
                 (h.id, h.score) for h in b.search(query, k=10)
             ]

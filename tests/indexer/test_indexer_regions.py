@@ -64,21 +64,21 @@ def test_manifest_with_regions(region_manifest: Path, tiny_model: Path, tmp_path
     with open_index(spec) as index:
         assert index.count() == 4
         doc = index.get("scene-0")
-        assert 0 < len(doc.terms) <= 40
+        assert 0 < len(doc.weights) <= 40
         meta = dict(doc.metadata)
         assert meta["image"] == "img/0.png" and meta["captions"] == ["caption 0"]
         assert meta["split"] == "test" and meta["n"] == 0
         assert Path(meta["image_root"]) == region_manifest.parent.resolve()
         pixels_doc = index.get("scene-3")  # no regions: encoded from pixels
-        assert pixels_doc.terms != doc.terms
+        assert pixels_doc.weights != doc.weights
 
     # --ignore-regions: every record from its pixels
     spec2 = f"embedded:{tmp_path / 'pixels'}"
     summary2 = run_index(_config(region_manifest, tiny_model, spec2, ignore_regions=True))
     assert summary2.indexed == 6 and summary2.failed == 0
     with open_index(spec2) as index, open_index(spec) as with_regions:
-        assert dict(index.get("scene-3").terms) == dict(with_regions.get("scene-3").terms)
-        assert dict(index.get("scene-0").terms) != dict(with_regions.get("scene-0").terms)
+        assert dict(index.get("scene-3").weights) == dict(with_regions.get("scene-3").weights)
+        assert dict(index.get("scene-0").weights) != dict(with_regions.get("scene-0").weights)
 
 
 def test_folder_of_region_files(region_manifest: Path, tiny_model: Path, tmp_path: Path) -> None:

@@ -106,7 +106,7 @@ def make_corpus(root: Path) -> Corpus:
 
 def expected_ranking(corpus: Corpus, query: dict[int, float], k: int) -> list[tuple[str, float]]:
     """Reference top-k (id, score) of the corpus, ties by id."""
-    scored = [(d.id, score(query, d.terms)) for d in corpus.docs]
+    scored = [(d.id, score(query, d.weights)) for d in corpus.docs]
     return sorted([x for x in scored if x[1] > 0], key=lambda x: (-x[1], x[0]))[:k]
 
 

@@ -188,8 +188,8 @@ def test_ids_with_slashes_work_on_every_image_route(corpus, make_settings, tmp_p
     from vsparta.termindex import TermDocument, open_index
 
     source = corpus.docs[0]
-    slashed = TermDocument("val2014/sub dir/0001.jpg", dict(source.terms), dict(source.metadata))
-    other = TermDocument("val2014/0002.jpg", dict(corpus.docs[1].terms), dict(corpus.docs[1].metadata))
+    slashed = TermDocument("val2014/sub dir/0001.jpg", dict(source.weights), dict(source.metadata))
+    other = TermDocument("val2014/0002.jpg", dict(corpus.docs[1].weights), dict(corpus.docs[1].metadata))
     spec = f"embedded:{tmp_path / 'slashed'}"
     with open_index(spec, create=True) as index:
         index.upsert([slashed, other])

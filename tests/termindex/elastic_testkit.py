@@ -61,7 +61,7 @@ def random_docs(
         doc_id = f"doc-{i:05d}"
         if docs and rng.random() < dup_fraction:
             src = docs[int(rng.integers(len(docs)))]
-            docs.append(TermDocument(doc_id, dict(src.terms), {"copy_of": src.id}))
+            docs.append(TermDocument(doc_id, dict(src.weights), {"copy_of": src.id}))
             continue
         m = int(np.clip(rng.poisson(mean_terms), 1, vocab))
         terms = rng.choice(vocab, size=m, replace=False, p=popularity)

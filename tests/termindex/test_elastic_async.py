@@ -30,7 +30,7 @@ def test_async_matches_sync(es_url: str) -> None:
                 assert got == expected
                 assert await engine.similar(docs[5].id, k=4) == expected_similar
                 doc = await engine.get(docs[9].id)
-                assert doc.terms == docs[9].terms and doc.metadata == docs[9].metadata
+                assert doc.weights == docs[9].weights and doc.metadata == docs[9].metadata
                 with pytest.raises(DocumentNotFound):
                     await engine.get("nope")
                 with pytest.raises(InvalidQuery):

@@ -25,9 +25,9 @@ pytestmark = pytest.mark.elasticsearch
 
 
 def to_arrays(docs: list[TermDocument]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-    indptr = np.cumsum([0] + [len(d.terms) for d in docs]).astype(np.int64)
-    term_ids = np.array([t for d in docs for t in d.terms], dtype=np.int32)
-    weights = np.array([w for d in docs for w in d.terms.values()], dtype=np.float32)
+    indptr = np.cumsum([0] + [len(d.weights) for d in docs]).astype(np.int64)
+    term_ids = np.array([t for d in docs for t in d.weights], dtype=np.int32)
+    weights = np.array([w for d in docs for w in d.weights.values()], dtype=np.float32)
     return [d.id for d in docs], indptr, term_ids, weights
 
 
@@ -35,7 +35,7 @@ def test_arrays_and_documents_store_the_same_thing(es_url: str) -> None:
     """``upsert_arrays`` (float32 text, several connections) == ``upsert`` (dicts), per document,
     at Elasticsearch's rounding; ids, metadata and the count agree too."""
     docs = random_docs(400, 300, seed=3)
-    docs = [TermDocument(d.id, {t: float(np.float32(w)) for t, w in d.terms.items()}, {"i": k}) for k, d in
+    docs = [TermDocument(d.id, {t: float(np.float32(w)) for t, w in d.weights.items()}, {"i": k}) for k, d in
             enumerate(docs)]  # fmt: skip
     ids, indptr, term_ids, weights = to_arrays(docs)
     with (
@@ -49,10 +49,10 @@ def test_arrays_and_documents_store_the_same_thing(es_url: str) -> None:
         for d in docs[::23]:
             got, ref = a.get(d.id), b.get(d.id)
             assert got.metadata == ref.metadata == d.metadata
-            assert set(got.terms) == set(d.terms)
-            for t, w in d.terms.items():
-                assert round_like_elasticsearch(got.terms[t]) == round_like_elasticsearch(w)
-        q = dict(list(docs[5].terms.items())[:6])
+            assert set(got.weights) == set(d.weights)
+            for t, w in d.weights.items():
+                assert round_like_elasticsearch(got.weights[t]) == round_like_elasticsearch(w)
+        q = dict(list(docs[5].weights.items())[:6])
         assert [(h.id, h.score) for h in a.search(q, k=10)] == [(h.id, h.score) for h in b.search(q, k=10)]
         # Idempotent by id: the same arrays again leave the count unchanged.
         a.upsert_arrays(ids, indptr, term_ids, weights)

@@ -309,6 +309,6 @@ def test_losing_a_node_mid_load_and_mid_search_loses_nothing(cluster: Cluster, t
         for d in docs[::97]:
             got = index.get(d["id"])
             expected = {token_id[w]: float(round_like_elasticsearch(x)) for w, x in d["terms"].items()}
-            assert {t: float(round_like_elasticsearch(w)) for t, w in got.terms.items()} == expected
+            assert {t: float(round_like_elasticsearch(w)) for t, w in got.weights.items()} == expected
             assert got.metadata == d["metadata"]
         index.drop()

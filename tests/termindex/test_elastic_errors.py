@@ -52,7 +52,7 @@ def test_odd_ids_round_trip(index: ElasticsearchIndex) -> None:
     )
     for n, doc_id in enumerate(ODD_IDS):
         doc = index.get(doc_id)
-        assert doc.id == doc_id and doc.metadata == {"n": n} and doc.terms == {3: 1.0 + n}
+        assert doc.id == doc_id and doc.metadata == {"n": n} and doc.weights == {3: 1.0 + n}
     hits = index.search({3: 1.0}, k=50)
     assert [h.id for h in hits] == list(reversed(ODD_IDS))  # higher weight first
     assert index.delete(ODD_IDS) == len(ODD_IDS)

@@ -50,7 +50,7 @@ def test_explain_contributions_add_up_to_the_score(corpus) -> None:
     for q in random_queries(30, VOCAB, seed=5):
         for h in index.search(q, k=5, explain=True):
             assert h.contributions is not None
-            stored = by_id[h.id].terms
+            stored = by_id[h.id].weights
             assert set(h.contributions) == {t for t in q if t in stored}
             for t, (w, c) in h.contributions.items():
                 assert w == float(round_like_elasticsearch(stored[t]))
@@ -64,7 +64,7 @@ def test_similar_excludes_itself_and_matches_oracle(corpus) -> None:
     doc = docs[42]
     hits = index.similar(doc.id, k=5)
     assert doc.id not in [h.id for h in hits] and len(hits) == 5
-    query = dict(sorted(doc.terms.items(), key=lambda kv: (-kv[1], kv[0]))[:32])
+    query = dict(sorted(doc.weights.items(), key=lambda kv: (-kv[1], kv[0]))[:32])
     expected = [h for h in oracle.search(query, k=6) if h.id != doc.id][:5]
     assert len(expected) == 5
     for h, e in zip(hits, expected, strict=True):

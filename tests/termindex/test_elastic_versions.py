@@ -115,7 +115,7 @@ def test_repeated_bulk_load_overwrites_never_duplicates(es_url: str) -> None:
         changed = [TermDocument(d.id, {TERM: 7.0}, {"set": "changed"}) for d in batch[:10]]
         index.upsert(changed)
         assert index.count() == 500
-        assert index.get("d-0003").terms == {TERM: 7.0}
+        assert index.get("d-0003").weights == {TERM: 7.0}
         assert index.delete(["d-0003", "d-0003", "missing"]) == 1
         assert index.count() == 499
 

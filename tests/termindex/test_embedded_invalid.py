@@ -136,7 +136,7 @@ def test_metadata_must_be_json(index):
 
 def test_document_without_terms_is_stored_but_never_matches(index):
     index.upsert([TermDocument("empty", {}, {"note": "no positive terms"})])
-    assert index.get("empty").terms == {}
+    assert index.get("empty").weights == {}
     assert "empty" not in {h.id for h in index.search({1: 1.0, 2: 1.0}, k=100)}
     assert index.count() == 3
 

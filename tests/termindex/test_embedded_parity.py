@@ -84,7 +84,7 @@ def test_parity_default_block_size_and_k(tmp_path, docs, queries, oracle):
     _assert_parity(index, oracle, queries[:60], k=1)
     _assert_parity(index, oracle, queries[:60], k=50)
     # k beyond the number of matches returns every match
-    q = {int(next(iter(docs[7].terms))): 1.0}
+    q = {int(next(iter(docs[7].weights))): 1.0}
     assert len(index.search(q, k=10_000)) == len(oracle.search(q, k=10_000))
 
 
@@ -101,7 +101,7 @@ def _run_encodings(seg) -> dict[str, int]:
 
 
 def _stored(doc: TermDocument) -> dict[int, float]:
-    return {t: float(round_like_embedded(w)) for t, w in doc.terms.items()}
+    return {t: float(round_like_embedded(w)) for t, w in doc.weights.items()}
 
 
 def test_parity_with_every_id_encoding_through_deletes_and_merges(tmp_path, docs, queries):
@@ -115,7 +115,7 @@ def test_parity_with_every_id_encoding_through_deletes_and_merges(tmp_path, docs
     assert all(n > 0 for n in encodings.values()), encodings
     _assert_parity(index, BruteForceOracle(docs, round_weights=round_like_embedded), queries[:100])
     for d in docs[::97]:
-        assert index.get(d.id).terms == _stored(d)
+        assert index.get(d.id).weights == _stored(d)
     gone = {d.id for d in docs[::3]}
     index.delete(sorted(gone))
     index.upsert(docs[:5])  # re-added: a second segment, older copies tombstoned
@@ -124,7 +124,7 @@ def test_parity_with_every_id_encoding_through_deletes_and_merges(tmp_path, docs
     assert index.count() == len(kept)
     _assert_parity(index, BruteForceOracle(kept, round_weights=round_like_embedded), queries[100:200])
     for d in kept[::89]:
-        assert index.get(d.id).terms == _stored(d)
+        assert index.get(d.id).weights == _stored(d)
 
 
 def test_parity_after_compaction(tmp_path, docs, queries, oracle):
@@ -152,7 +152,7 @@ def test_explain_contributions_sum_to_score(tmp_path, docs, queries):
                 )
                 total += part
             assert total == pytest.approx(hit.score, rel=1e-12)
-            stored = index.get(hit.id).terms
+            stored = index.get(hit.id).weights
             assert all(stored[t] == w for t, (w, _) in hit.contributions.items())
 
 
@@ -186,7 +186,7 @@ def test_near_ties_inside_one_quantization_step(tmp_path):
         TermDocument(f"n{i:04d}", {3: float(w), 4: float(weights[(i * 7) % n]), 9 + i % 5: 1.0})
         for i, w in enumerate(weights)
     ]
-    docs += [TermDocument(f"dup{i}", dict(docs[i].terms)) for i in range(0, n, 97)]  # exact ties
+    docs += [TermDocument(f"dup{i}", dict(docs[i].weights)) for i in range(0, n, 97)]  # exact ties
     index = EmbeddedIndex(tmp_path / "idx", create=True, block_size=256)
     index.upsert(docs)
     oracle = BruteForceOracle(docs, round_weights=round_like_embedded)
@@ -226,10 +226,11 @@ def test_parity_across_segments_with_different_quantization_steps(tmp_path, docs
     between segments is converted from one step to the next, so results stay exact, in one
     segment or several."""
     scaled = [
-        TermDocument(f"big{i}", {t: w * 3000.0 for t, w in d.terms.items()}) for i, d in enumerate(docs[:800])
+        TermDocument(f"big{i}", {t: w * 3000.0 for t, w in d.weights.items()})
+        for i, d in enumerate(docs[:800])
     ]
     small = [
-        TermDocument(f"small{i}", {t: w * 0.01 for t, w in d.terms.items()})
+        TermDocument(f"small{i}", {t: w * 0.01 for t, w in d.weights.items()})
         for i, d in enumerate(docs[800:1600])
     ]
     index = EmbeddedIndex(tmp_path / "idx", create=True, block_size=256)

@@ -35,7 +35,7 @@ def test_upsert_replaces_by_id(index):
     assert index.upsert([_doc(1, {5: 1.0, 6: 2.0}, v=1), _doc(2, {5: 0.5})]) == 2
     assert index.upsert([_doc(1, {7: 3.0}, v=2)]) == 1
     assert index.count() == 2
-    assert index.get("img-1").terms == {7: 3.0}
+    assert index.get("img-1").weights == {7: 3.0}
     assert index.get("img-1").metadata == {"v": 2}
     assert [h.id for h in index.search({5: 1.0})] == ["img-2"]  # the old version is gone
     index.warmup()
@@ -45,7 +45,7 @@ def test_upsert_replaces_by_id(index):
 def test_duplicate_ids_in_one_batch_last_wins(index):
     assert index.upsert([_doc(1, {1: 1.0}), _doc(2, {1: 1.0}), _doc(1, {2: 1.0})]) == 2
     assert index.count() == 2
-    assert index.get("img-1").terms == {2: 1.0}
+    assert index.get("img-1").weights == {2: 1.0}
 
 
 def test_repeated_load_does_not_duplicate(index):
@@ -125,11 +125,11 @@ def test_get_returns_stored_weights_and_similar(tmp_path):
     index.upsert(docs)
     d = docs[42]
     got = index.get(d.id)
-    assert got.terms == {t: float(round_like_embedded(w)) for t, w in d.terms.items()}
+    assert got.weights == {t: float(round_like_embedded(w)) for t, w in d.weights.items()}
     assert got.metadata == d.metadata
     similar = index.similar(d.id, k=5, n_terms=8)
     assert len(similar) == 5 and d.id not in {h.id for h in similar}
-    top = dict(heaviest_terms(got.terms, 8))
+    top = dict(heaviest_terms(got.weights, 8))
     oracle = BruteForceOracle(docs, round_weights=round_like_embedded)
     want = [(h.id, h.score) for h in oracle.search(top, k=6) if h.id != d.id][:5]
     assert [(h.id, h.score) for h in similar] == want
@@ -198,9 +198,9 @@ def test_upsert_arrays_matches_upsert(tmp_path):
     a = EmbeddedIndex(tmp_path / "a", create=True, block_size=64)
     a.upsert(docs)
     b = EmbeddedIndex(tmp_path / "b", create=True, block_size=64)
-    indptr = np.cumsum([0] + [len(d.terms) for d in docs])
-    terms = np.array([t for d in docs for t in d.terms], dtype=np.int32)
-    weights = np.array([w for d in docs for w in d.terms.values()], dtype=np.float32)
+    indptr = np.cumsum([0] + [len(d.weights) for d in docs])
+    terms = np.array([t for d in docs for t in d.weights], dtype=np.int32)
+    weights = np.array([w for d in docs for w in d.weights.values()], dtype=np.float32)
     assert b.upsert_arrays([d.id for d in docs], indptr, terms, weights, [d.metadata for d in docs]) == 400
     for q in [{1: 1.0}, {5: 2.0, 17: 1.0, 250: 0.5}]:
         assert [(h.id, h.score, h.metadata) for h in a.search(q)] == [
@@ -208,7 +208,7 @@ def test_upsert_arrays_matches_upsert(tmp_path):
         ]
     # a repeated id keeps its last row; a repeated term in one row is an error
     assert b.upsert_arrays(["x", "y", "x"], np.array([0, 1, 2, 3]), np.array([1, 1, 2]), np.ones(3)) == 2
-    assert b.get("x").terms == {2: 1.0}
+    assert b.get("x").weights == {2: 1.0}
     with pytest.raises(InvalidDocument, match="twice"):
         b.upsert_arrays(["z"], np.array([0, 2]), np.array([4, 4]), np.ones(2))
     with pytest.raises(InvalidDocument, match="indptr"):
@@ -223,7 +223,7 @@ def test_postings_take_at_most_four_bytes_per_term(tmp_path):
     index = EmbeddedIndex(tmp_path / "idx", create=True, block_size=256)
     index.upsert(docs)
     stats = index.stats()
-    assert stats["postings"] == sum(len(d.terms) for d in docs)
+    assert stats["postings"] == sum(len(d.weights) for d in docs)
     seg = index._snap.segments[0].path
     files = ("ids.u8", "hdir.u8", "hend.u16", "weights.u16", "quant.u8")
     postings_bytes = sum((seg / f).stat().st_size for f in files)
