@@ -30,6 +30,7 @@ from pathlib import Path
 from vsparta.indexer.mapper import parse_top_n
 from vsparta.indexer.reader import INPUT_FORMATS
 from vsparta.indexer.runner import IndexConfig, run_index
+from vsparta.model.progress import quiet_library_bars
 from vsparta.model.resolve import existing_path, resolve_model_path
 from vsparta.termindex import TermIndexError
 
@@ -164,16 +165,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _quiet_library_bars() -> None:
-    """No "Loading weights" bars from Hugging Face libraries in logs or with --no-progress."""
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:
-        return
-    hf_logging.disable_progress_bar()
-
-
 def _es_options(args: argparse.Namespace) -> dict[str, object]:
     opts: dict[str, object] = {"shards": args.shards, "replicas": args.replicas}
     if args.new_version:
@@ -251,7 +242,7 @@ def run(args: argparse.Namespace) -> int:
         backend_options=backend_options,
     )
     if not args.fake_encoder and (args.progress is False or not sys.stderr.isatty()):
-        _quiet_library_bars()
+        quiet_library_bars()
     try:
         summary = run_index(config)
     except TermIndexError as exc:  # engine unreachable or refusing writes

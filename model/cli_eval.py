@@ -8,6 +8,7 @@ import logging
 import os
 from pathlib import Path
 
+from vsparta.model.progress import quiet_library_bars
 from vsparta.model.resolve import existing_dir, existing_path, resolve_model_path
 
 log = logging.getLogger(__name__)
@@ -65,7 +66,6 @@ def run(args: argparse.Namespace) -> int:
     model_dir = resolve_model_path(args.model, hub=False) if args.model else None
     dense_dir = resolve_model_path(args.dense, option="--dense", hub=False) if args.dense else None
     import torch
-    from transformers.utils import logging as hf_logging
 
     from vsparta.model.dense import DenseDualEncoder, load_model
     from vsparta.model.encode import resolve_device
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from vsparta.model.karpathy import load_records
     from vsparta.model.modeling import VisualSpartaModel
 
-    hf_logging.disable_progress_bar()  # per-file "Loading weights" bars would drown the real progress
+    quiet_library_bars()
 
     threads = args.threads or (
         int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS") else None

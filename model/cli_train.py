@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from vsparta.model.configuration import DEFAULT_TEXT_MODEL, PRESETS
+from vsparta.model.progress import quiet_library_bars
 from vsparta.model.resolve import existing_dir, existing_path
 
 log = logging.getLogger(__name__)
@@ -124,11 +125,10 @@ def run(args: argparse.Namespace) -> int:
 
         resolve_model_path(resolve_text_model(args.init), option="--init")
     import torch
-    from transformers.utils import logging as hf_logging
 
     from vsparta.model.train import TrainOptions, train
 
-    hf_logging.disable_progress_bar()  # per-file "Loading weights" bars would drown the real progress
+    quiet_library_bars()
 
     threads = args.threads or (
         int(os.environ["OMP_NUM_THREADS"]) if os.environ.get("OMP_NUM_THREADS") else None

@@ -7,6 +7,7 @@ per ``log_interval`` seconds instead. Disabled, it writes nothing. Torch-free.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
@@ -73,3 +74,17 @@ def progress_bar(
         ascii=True,
         **kwargs,
     )
+
+
+def quiet_library_bars() -> None:
+    """No Hugging Face bars ("Loading weights", "Writing model shards") beside our own progress.
+
+    They redraw with carriage returns whatever stderr is, so a log would fill with them; a user can
+    still ask for them with HF_HUB_DISABLE_PROGRESS_BARS=0 (read by huggingface_hub on import).
+    Torch-free: transformers is only touched if something imported it already.
+    """
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()

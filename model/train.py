@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
-from tqdm.auto import tqdm
 
 from vsparta.model.configuration import PRESETS, VisualSpartaConfig, config_from_spec
 from vsparta.model.data import ImageStore, epoch_order, make_batch
@@ -30,6 +29,7 @@ from vsparta.model.encode import autocast_for, resolve_device
 from vsparta.model.karpathy import load_records
 from vsparta.model.manifest import ManifestRecord
 from vsparta.model.modeling import build_model, text_model_dimensions
+from vsparta.model.progress import progress_bar, quiet_library_bars
 from vsparta.model.sparsity import SparsityRegularizer
 from vsparta.model.tokenization import load_tokenizer
 
@@ -215,12 +215,15 @@ def train(opts: TrainOptions) -> TrainResult:
             regularizer.load_state_dict(state["sparsity"])
     best = _best_epoch(result.val)
 
+    quiet_library_bars()  # checkpoint saves would draw "Writing model shards" bars into logs
     for epoch in range(start_epoch, opts.epochs):
         model.train()
         order = epoch_order(len(store), opts.seed, epoch)
         rng = np.random.default_rng([opts.seed, epoch, 1])
         batches = _batches(order, opts.batch_size)
-        bar = tqdm(batches, desc=f"epoch {epoch + 1}/{opts.epochs}", disable=not opts.progress, leave=False)
+        bar = progress_bar(
+            batches, desc=f"epoch {epoch + 1}/{opts.epochs}", enabled=opts.progress, leave=False
+        )
         epoch_loss = 0.0
         penalty_sum = torch.zeros((), device=device)  # summed on the device: no per-step host sync
         positive_sum = torch.zeros((), device=device)
@@ -253,7 +256,7 @@ def train(opts: TrainOptions) -> TrainResult:
             value = float(loss.detach())
             result.losses.append(value)
             epoch_loss += value
-            bar.set_postfix(loss=f"{value:.4f}")
+            bar.set_postfix(loss=f"{value:.4f}", refresh=False)  # drawn at the bar's own interval
         result.epoch_losses.append(epoch_loss / max(1, len(batches)))
         msg = f"epoch {epoch + 1}/{opts.epochs}: loss {result.epoch_losses[-1]:.4f}"
         if regularizer is not None:

@@ -12,10 +12,11 @@ import argparse
 import errno
 import importlib
 import logging
-import os
 import sys
 from collections.abc import Iterator
 from typing import NoReturn
+
+from vsparta.model.progress import quiet_library_bars
 
 DESCRIPTION = (
     "VisualSparta text-to-image search. Images become weighted bags of word-pieces offline (train, "
@@ -102,16 +103,6 @@ def user_error_message(exc: BaseException) -> str | None:
     return None
 
 
-def _quiet_transformers() -> None:
-    """Per-file "Loading weights" bars are noise beside each command's own progress; a user can
-    still ask for them with HF_HUB_DISABLE_PROGRESS_BARS=0. Read by huggingface_hub on import."""
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    if "transformers" in sys.modules:  # imported already (an in-process caller, e.g. tests)
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser, chosen = build_parser(argv)
@@ -123,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     if chosen is None or args.command is None:
         parser.print_help()
         return USER_ERROR_EXIT
-    _quiet_transformers()
+    quiet_library_bars()
     if not args.verbose:  # the client logs every request, and a traceback per failed connection
         logging.getLogger("elasticsearch").setLevel(logging.ERROR)
     module = importlib.import_module(SUBCOMMANDS[chosen][0])

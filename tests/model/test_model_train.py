@@ -80,3 +80,10 @@ def test_training_beats_random_recall_by_a_wide_margin(toy_manifest: Path, tmp_p
     assert r5_vs >= 80.0 and r5_vs > r5_rnd + 40.0, (r5_vs, r5_rnd)
     assert vs["recall"]["16"]["R@1"] > 3 * max(rnd["recall"]["16"]["R@1"], 100 / 16)
     assert vs["ndcg@25"] > rnd["ndcg@25"]
+
+
+def test_progress_in_a_redirected_log_is_plain_lines(toy_manifest: Path, tmp_path: Path, capsys) -> None:
+    """stderr captured (not a terminal): the epoch bars may print lines, never carriage returns."""
+    train(_opts(toy_manifest, tmp_path / "p", epochs=1, progress=True))
+    err = capsys.readouterr().err
+    assert "\r" not in err
