@@ -32,7 +32,7 @@ QUICK: dict[str, Any] = {
     "init": "none",
     "lrs": "2e-3",  # one rate each: a CPU smoke run (the full run sweeps two)
     "dense_lrs": "1e-3",
-    "weights": "0,3e-3",
+    "weights": "0,3e-4,3e-3",
     "batch_size": 32,
 }
 FULL: dict[str, Any] = {
