@@ -4,9 +4,9 @@ connections, chunked by bytes, retried with backoff.
 Why not ``elasticsearch.helpers.streaming_bulk``: it serializes one action at a time through
 the client's serializer and sends one request at a time. With one shard, one bulk request is
 indexed on one write thread, so a single sender leaves the node's other cores idle while Python
-builds the next chunk. Here each document becomes its NDJSON bytes once (orjson; a 1000-term
-``terms`` object is assembled from the weights serialized as one float32 array, shortest
-round-trip form, ~18 KB instead of ~27 KB as doubles), chunks are cut by bytes, and up to
+builds the next chunk. Here each document becomes its NDJSON bytes once (a 1000-term ``terms``
+object is copied together by ``elastic_text`` from per-value text that says only what
+Elasticsearch keeps: ~14 KB instead of ~27 KB as doubles), chunks are cut by bytes, and up to
 ``connections`` chunks are in flight at once.
 
 Every action is an ``index`` (or ``delete``) by ``_id``, so sending a chunk twice changes
@@ -21,7 +21,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -35,6 +34,7 @@ from vsparta.termindex.elastic_common import (
     doc_source,
     translate,
 )
+from vsparta.termindex.elastic_text import terms_texts
 from vsparta.termindex.errors import EngineUnavailable, InvalidDocument
 
 log = logging.getLogger(__name__)
@@ -79,29 +79,36 @@ def _dumps(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-@lru_cache(maxsize=8)
-def _key_table(size: int) -> np.ndarray:
-    """``b'"<id>":'`` for every vocabulary id below ``size`` (object array, indexed by term ids)."""
-    return np.array([b'"%d":' % i for i in range(size)], dtype=object)
-
-
-def _float32_json(weights: np.ndarray) -> list[bytes]:
-    """Each weight as the shortest text that parses back to the same float32."""
-    if orjson is not None:
-        body = orjson.dumps(weights, option=orjson.OPT_SERIALIZE_NUMPY)
-        return body[1:-1].split(b",") if len(weights) else []
-    return [repr(float(w)).encode() for w in weights]
+# The metadata JSON ``doc_source`` writes (json.dumps with these options builds an encoder per call).
+_META_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
 
 def _action_line(op: str, target: str, doc_id: str) -> bytes:
     return _dumps({op: {"_index": target, "_id": doc_id}}) + b"\n"
 
 
+def _index_action(target: str, doc_id: str, terms: bytes, metadata: Mapping[str, Any]) -> bytes:
+    """One index action: the fields of ``doc_source``, with ``terms`` already as text."""
+    meta = dict(metadata)
+    rest: dict[str, Any] = {
+        "metadata": meta,
+        METADATA_FIELD: _META_JSON.encode(meta),
+    }
+    if isinstance(meta.get("image"), str):
+        rest["image"] = meta["image"]
+    head = b'{"doc_id":' + _dumps(doc_id) + b',"terms":{' + terms + b"},"
+    return _action_line("index", target, doc_id) + head + _dumps(rest)[1:] + b"\n"
+
+
 def doc_actions(docs: Iterable[TermDocument], target: str) -> Iterator[Action]:
-    """Index actions for documents (validated as ``doc_source`` says)."""
+    """Index actions for documents (validated as ``doc_source`` says), stored exactly as
+    ``array_actions`` stores the same terms."""
     for doc in docs:
         source = doc_source(doc)
-        yield doc.id, _action_line("index", target, source["doc_id"]) + _dumps(source) + b"\n"
+        ids = np.fromiter((int(t) for t in source["terms"]), dtype=np.int64)
+        weights = np.fromiter(source["terms"].values(), dtype=np.float32)
+        (terms,) = terms_texts(np.array([0, len(ids)]), ids, weights)
+        yield doc.id, _index_action(target, source["doc_id"], terms, source["metadata"])
 
 
 def delete_actions(ids: Iterable[str], target: str) -> Iterator[Action]:
@@ -144,29 +151,35 @@ def array_actions(
 ) -> Iterator[Action]:
     """Index actions for CSR arrays: document i is ``term_ids/weights[indptr[i]:indptr[i+1]]``.
 
-    The same ``_source`` as ``doc_source`` (same fields, same metadata JSON), with weights sent
-    as float32 text, so a document written either way is stored identically.
+    The same ``_source`` as ``doc_actions`` writes for the same terms (same fields, same metadata
+    JSON, each weight as the shortest text of the value Elasticsearch keeps, see ``elastic_text``).
     """
     indptr, term_ids, weights = check_arrays(ids, indptr, term_ids, weights)
     if metadata is not None and len(metadata) != len(ids):
         raise InvalidDocument(f"metadata must have one entry per id ({len(ids)}), got {len(metadata)}")
-    keys = _key_table(int(term_ids.max()) + 1 if len(term_ids) else 1)
+    texts = terms_texts(indptr, term_ids, weights)
+    repeated = _docs_repeating_a_term(indptr, term_ids)
     for i, raw_id in enumerate(ids):
         doc_id = check_es_id(raw_id)
-        a, b = int(indptr[i]), int(indptr[i + 1])
-        t = term_ids[a:b]
-        if len(np.unique(t)) != len(t):
+        if i in repeated:
             raise InvalidDocument(f"document {doc_id!r} lists a term id twice")
-        terms = b",".join([k + v for k, v in zip(keys[t].tolist(), _float32_json(weights[a:b]), strict=True)])
-        meta = dict(metadata[i]) if metadata is not None else {}
-        rest: dict[str, Any] = {
-            "metadata": meta,
-            METADATA_FIELD: json.dumps(meta, ensure_ascii=False, separators=(",", ":")),
-        }
-        if isinstance(meta.get("image"), str):
-            rest["image"] = meta["image"]
-        head = b'{"doc_id":' + _dumps(doc_id) + b',"terms":{' + terms + b"},"
-        yield doc_id, _action_line("index", target, doc_id) + head + _dumps(rest)[1:] + b"\n"
+        yield doc_id, _index_action(target, doc_id, texts[i], metadata[i] if metadata is not None else {})
+
+
+def _docs_repeating_a_term(indptr: np.ndarray, term_ids: np.ndarray) -> set[int]:
+    """Rows that list a term id twice. Rows in ascending id order (the indexer's) are checked in
+    one vectorized pass; only the others are sorted."""
+    if len(term_ids) < 2:
+        return set()
+    rising = np.ones(len(term_ids), dtype=bool)
+    rising[1:] = term_ids[1:] > term_ids[:-1]
+    rising[indptr[:-1]] = True  # a row's first term has nothing before it
+    rows = np.unique(np.searchsorted(indptr, np.flatnonzero(~rising), side="right") - 1)
+    return {
+        int(i)
+        for i in rows.tolist()
+        if len(np.unique(term_ids[indptr[i] : indptr[i + 1]])) != indptr[i + 1] - indptr[i]
+    }
 
 
 def chunks(actions: Iterable[Action], options: BulkOptions) -> Iterator[list[Action]]:

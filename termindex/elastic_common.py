@@ -6,8 +6,10 @@ Layout of one document (``_id`` = document id, so a repeated load overwrites):
     {"doc_id": "img-1", "terms": {"2874": 1.53, ...}, "metadata": {...}, "image": "a/b.jpg"}
 
 ``terms`` is a ``rank_features`` field keyed by *vocabulary id* (feature names may not contain
-dots, and word-pieces such as "." exist). ``doc_id`` repeats ``_id`` as a keyword with doc values
-because sorting on ``_id`` is deprecated; it breaks score ties by id ascending, as the oracle does.
+dots, and word-pieces such as "." exist). Its values are written as the shortest text of what
+Elasticsearch keeps (9 significant bits, ``elastic_text``), and read back as that value.
+``doc_id`` repeats ``_id`` as a keyword with doc values because sorting on ``_id`` is deprecated;
+it breaks score ties by id ascending, as the oracle does.
 
 ``metadata_json`` repeats the metadata as one stored string. A search returns it instead of
 ``_source``: filtering a ~1000-term ``_source`` down to its metadata parses the whole JSON for
@@ -22,10 +24,11 @@ import dataclasses
 import json
 import math
 import re
-import struct
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
+
+import numpy as np
 
 from vsparta.termindex.base import (
     Hit,
@@ -35,6 +38,7 @@ from vsparta.termindex.base import (
     validate_id,
     validate_weights,
 )
+from vsparta.termindex.elastic_text import round_like_elasticsearch
 from vsparta.termindex.errors import (
     DocumentNotFound,
     EngineUnavailable,
@@ -77,16 +81,6 @@ def validate_alias(name: str) -> str:
             f"(not starting with a symbol), got {name!r}"
         )
     return name
-
-
-def stored_value(weight: float) -> float:
-    """The value Elasticsearch keeps for a feature weight (float32, then 9 significant bits).
-
-    Lucene's FeatureField stores ``floatToIntBits(v) >>> 15`` as a term frequency: the low 15
-    mantissa bits are truncated. Explanations use this value so contributions add up to the score.
-    """
-    bits = struct.unpack("<I", struct.pack("<f", weight))[0]
-    return struct.unpack("<f", struct.pack("<I", (bits >> 15) << 15))[0]
 
 
 def check_es_id(doc_id: Any) -> str:
@@ -185,7 +179,7 @@ def contributions(query: Mapping[int, float], terms: Mapping[str, Any]) -> dict[
     for t, b in query.items():
         w = terms.get(str(t))
         if w is not None:
-            v = stored_value(float(w))
+            v = float(round_like_elasticsearch(float(w)))
             out[t] = (v, float(b) * math.log1p(v))
     return out
 
@@ -240,7 +234,10 @@ def fill_metadata(hits: list[Hit], mget_resp: Mapping[str, Any]) -> list[Hit]:
 
 def parse_doc(resp: Mapping[str, Any]) -> TermDocument:
     src = resp.get("_source") or {}
-    terms = {int(t): float(w) for t, w in (src.get("terms") or {}).items()}
+    raw = src.get("terms") or {}
+    # The weights as Elasticsearch keeps them (9 significant bits), whatever text the source has.
+    values = round_like_elasticsearch(np.fromiter(raw.values(), dtype=np.float64, count=len(raw)))
+    terms = dict(zip((int(t) for t in raw), values.tolist(), strict=True))
     return TermDocument(id=resp["_id"], weights=terms, metadata=src.get("metadata") or {})
 
 

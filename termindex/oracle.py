@@ -1,10 +1,11 @@
 """Brute-force scoring every engine is checked against, and the weight roundings engines apply.
 
 Engines do not store weights exactly: Elasticsearch keeps 9 significant bits of a feature value,
-the embedded engine keeps an IEEE half float (11 significant bits; its rule lives with the engine,
-``vsparta.termindex.embedded_weights``, and is re-exported here). A parity test therefore
-builds the oracle on the *rounded* weights (``round_weights=round_like_...``) and then expects
-identical top-k ids and scores, instead of loosening the comparison until it passes.
+the embedded engine keeps an IEEE half float (11 significant bits). Each rule lives with its
+engine (``vsparta.termindex.elastic_text``, ``vsparta.termindex.embedded_weights``) and is
+re-exported here. A parity test therefore builds the oracle on the *rounded* weights
+(``round_weights=round_like_...``) and then expects identical top-k ids and scores, instead of
+loosening the comparison until it passes.
 
 Scores are summed in float64, term by term in ascending vocabulary id, the same order the
 embedded engine uses when it rescores its candidates, so the two agree bit for bit.
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 import numpy as np
 
 from vsparta.termindex.base import Hit, TermDocument, validate_weights
+from vsparta.termindex.elastic_text import round_like_elasticsearch
 from vsparta.termindex.embedded_weights import FLOAT16_MAX, FLOAT16_MIN_POSITIVE, round_like_embedded
 
 __all__ = [
@@ -30,18 +32,6 @@ __all__ = [
 ]
 
 RoundFn = Callable[[np.ndarray], np.ndarray]
-
-
-def round_like_elasticsearch(weights: np.ndarray | float) -> np.ndarray:
-    """The value Elasticsearch's ``rank_feature(s)`` stores for each weight.
-
-    Lucene's ``FeatureField`` parses the value as a float32 and keeps ``floatToIntBits(v) >>> 15``
-    as the term frequency, decoding with ``intBitsToFloat(tf << 15)``: the low 15 mantissa bits
-    are truncated (toward zero), leaving 8 stored + 1 implicit = 9 significant bits.
-    """
-    w32 = np.asarray(weights, dtype=np.float32)
-    bits = w32.view(np.uint32) >> np.uint32(15) << np.uint32(15)
-    return bits.view(np.float32).astype(np.float64)
 
 
 def _sort_hits(ids: list[str], scores: np.ndarray, k: int) -> list[tuple[str, float]]:
