@@ -31,18 +31,20 @@ def load_table(rows: list[dict], title: str) -> list[str]:
     out = [
         f"### {title}",
         "",
-        "| run | write path | nodes | docs | docs/s | B/term loaded | B/term merged | merge s |",
+        "| run | write path | nodes | docs | terms/doc | docs/s | B/term loaded | B/term merged | merge s |",
     ]
-    out.append("|---|---|---|---|---|---|---|---|")
+    out.append("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         options = ", ".join(f"{k}={v}" for k, v in r.get("options", {}).items())
         label = r["label"] + (f" ({options})" if options else "")
         out.append(
-            f"| {label} | {r['write_path']} | {r['nodes']} | {r['docs']:,} | {r['docs_per_s']:.0f} | "
+            f"| {label} | {r['write_path']} | {r['nodes']} | {r['docs']:,} | "
+            f"{r.get('terms_per_doc', 1000):,} | {r['docs_per_s']:.0f} | "
             f"{r['bytes_per_term_after_load']} | {r['bytes_per_term_after_merge']} | {r['force_merge_s']} |"
         )
     out += ["", "Commands, in order: " + "; ".join(f"`{r['command']}`" for r in rows) + ".", ""]
-    out += [f"Machine: {_machine(rows[0])}.", ""]
+    machines = list(dict.fromkeys(_machine(r) for r in rows))
+    out += [f"Machine: {'; '.join(machines)}.", ""]
     return out
 
 
@@ -64,7 +66,8 @@ def query_table(rows: list[dict]) -> list[str]:
         )
     commands = list(dict.fromkeys(r["command"] for r in rows))
     out += ["", "Commands: " + "; ".join(f"`{c}`" for c in commands) + ".", ""]
-    out += [f"Machine: {_machine(rows[0])}.", ""]
+    machines = list(dict.fromkeys(_machine(r) for r in rows))
+    out += [f"Machine: {'; '.join(machines)}.", ""]
     return out
 
 

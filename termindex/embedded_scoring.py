@@ -216,7 +216,9 @@ def search_segment(
             ub[b] += qboosts[j] * lut[blockmax[base + b]]
     order = np.argsort(-ub)
     block = 1 << block_shift
-    acc = np.zeros(block, dtype=np.float32)
+    # Every block sets acc[:nloc] before adding (a first dense run or a zero fill), so no memset
+    # here, and a small index does not allocate a whole block (256 KiB at 65,536 documents).
+    acc = np.empty(max(1, min(block, n_docs)), dtype=np.float32)
     cap = 4 * k + 64
     cand_s = np.empty(cap, dtype=np.float32)
     cand_l = np.empty(cap, dtype=np.int64)
