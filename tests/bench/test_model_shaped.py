@@ -55,3 +55,20 @@ def test_generated_corpus_has_the_fitted_df_and_weights(tmp_path: Path) -> None:
     assert np.array_equal(again.indices, made.indices[:end]) and np.array_equal(
         again.weights, made.weights[:end]
     )
+
+
+def test_no_sampled_weight_exceeds_the_largest_real_one(tmp_path: Path) -> None:
+    """A log-normal sampled a million times reaches far past what the model ever emitted; the
+    sample is clipped at each term's observed maximum so block maxima stay real."""
+    real = real_like(500, 50, seed=2)
+    profile = fit(real)
+    wmax = dict(zip(profile["term_ids"].tolist(), profile["max"].tolist(), strict=True))
+    for t in range(50):
+        mask = real.indices == t
+        if mask.any():
+            assert wmax[t] == float(real.weights[mask].max())
+    profile["sigma"] = profile["sigma"] * 4  # a wide fit: without the clip, many samples would exceed
+    made = generate(profile, 3000, tmp_path / "wide", seed=1)
+    top = np.array([wmax[int(t)] for t in made.indices], dtype=np.float32)
+    assert np.all(made.weights <= top)
+    assert np.mean(made.weights == top) > 0.01  # the clip was really needed
