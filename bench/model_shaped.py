@@ -86,7 +86,9 @@ def summary(profile: dict[str, np.ndarray]) -> dict[str, float]:
         "mean_terms_per_image": float(df.sum()),
         "terms_in_half_the_images": int((df >= 0.5).sum()),
         "median_weight": float(np.exp(np.median(mu))),
-        "p99_term_max_weight": float(np.percentile(np.exp(mu + 2.33 * sigma), 99)),
+        "p99_term_max_weight": float(
+            np.percentile(profile["max"] if "max" in profile else np.exp(mu + 2.33 * sigma), 99)
+        ),
     }
 
 
