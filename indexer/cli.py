@@ -70,7 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out = parser.add_argument_group("outputs")
     out.add_argument("--backend", help="embedded:PATH or http://HOST:9200/ALIAS")
     es = parser.add_argument_group("Elasticsearch")
-    es.add_argument("--shards", type=int, help="primary shards of a new index (default: one per data node)")
+    es.add_argument("--shards", type=int, help="primary shards of a new index (default: two per data node)")
     es.add_argument("--replicas", type=int, help="replicas after the load (default: 1 on a cluster, else 0)")
     es.add_argument(
         "--new-version",

@@ -305,7 +305,7 @@ def test_losing_a_node_mid_load_and_mid_search_loses_nothing(cluster: Cluster, t
         assert cluster.health(wait_for="green")["status"] == "green"  # the restored replicas recover
         (only,) = index._client.indices.get_settings(index=index.alias, flat_settings=True).values()
         assert only["settings"]["index.number_of_replicas"] == "1"  # restored after the load
-        assert only["settings"]["index.number_of_shards"] == str(NODES)  # one per data node
+        assert only["settings"]["index.number_of_shards"] == str(2 * NODES)  # two per data node
         for d in docs[::97]:
             got = index.get(d["id"])
             expected = {token_id[w]: float(round_like_elasticsearch(x)) for w, x in d["terms"].items()}
