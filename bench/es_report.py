@@ -25,6 +25,17 @@ def _machine(row: dict) -> str:
     return f"{m.get('cpu', '?')}, {m.get('cores', '?')} cores, shared (load avg at start {load})"
 
 
+def _machines(rows: list[dict]) -> str:
+    """One line for rows of one machine: the 1-minute load average at start as a range."""
+    machines = [r.get("machine", {}) for r in rows]
+    kinds = {(m.get("cpu", "?"), m.get("cores", "?")) for m in machines}
+    loads = [m["load_avg_at_start"][0] for m in machines if m.get("load_avg_at_start")]
+    if len(kinds) != 1 or not loads:
+        return "; ".join(dict.fromkeys(_machine(r) for r in rows))
+    ((cpu, cores),) = kinds
+    return f"{cpu}, {cores} cores, shared (1-minute load average at start {min(loads)}-{max(loads)})"
+
+
 def load_table(rows: list[dict], title: str) -> list[str]:
     if not rows:
         return []
@@ -43,8 +54,7 @@ def load_table(rows: list[dict], title: str) -> list[str]:
             f"{r['bytes_per_term_after_load']} | {r['bytes_per_term_after_merge']} | {r['force_merge_s']} |"
         )
     out += ["", "Commands, in order: " + "; ".join(f"`{r['command']}`" for r in rows) + ".", ""]
-    machines = list(dict.fromkeys(_machine(r) for r in rows))
-    out += [f"Machine: {'; '.join(machines)}.", ""]
+    out += [f"Machine: {_machines(rows)}.", ""]
     return out
 
 
@@ -66,8 +76,7 @@ def query_table(rows: list[dict]) -> list[str]:
         )
     commands = list(dict.fromkeys(r["command"] for r in rows))
     out += ["", "Commands: " + "; ".join(f"`{c}`" for c in commands) + ".", ""]
-    machines = list(dict.fromkeys(_machine(r) for r in rows))
-    out += [f"Machine: {'; '.join(machines)}.", ""]
+    out += [f"Machine: {_machines(rows)}.", ""]
     return out
 
 

@@ -39,6 +39,7 @@ from vsparta.termindex.elastic_common import (
     MAPPING,
     METADATA_FIELD,
     check_es_id,
+    choose_track_total_hits,
     client_options,
     errors,
     fill_metadata,
@@ -46,6 +47,7 @@ from vsparta.termindex.elastic_common import (
     parse_doc,
     parse_hits,
     pop_track_total_hits,
+    sample_body,
     search_body,
     validate_alias,
     without_metadata,
@@ -93,7 +95,8 @@ class ElasticsearchIndex(VersionedAlias, TermIndex):
     ``new_version`` (False: write a new version, aliased by ``finish_load``), ``merge_segments``
     (segments per shard after a full load, default 1; 0 = no force-merge), ``codec`` of new
     versions (``best_compression``, the default, or ``default``: LZ4), ``track_total_hits``
-    (True; False = block-max WAND, see ``elastic_common.search_body``), bulk: ``chunk_size``
+    (True = score every match, False = block-max WAND; by default chosen at the first search from
+    a sample's mean document length, ``elastic_common.choose_track_total_hits``), bulk: ``chunk_size``
     (500 docs), ``max_chunk_bytes`` (8 MiB), ``connections`` (2 requests in flight),
     ``shard_timeout`` (how long a bulk request waits for an unavailable shard, "1m"),
     ``max_retries`` (5), ``initial_backoff`` (0.5 s, doubling), ``max_backoff`` (30 s),
@@ -364,8 +367,26 @@ class ElasticsearchIndex(VersionedAlias, TermIndex):
             found.update(d["_id"] for d in resp["docs"] if d.get("found"))
         return found
 
+    @property
+    def track_total_hits(self) -> bool | None:
+        """The search algorithm: True scores every match, False is block-max WAND, None not yet
+        chosen (the option was not set and no search found documents to choose from)."""
+        return self._track_total_hits
+
+    def _algorithm(self) -> bool:
+        if self._track_total_hits is None:
+            with errors("sample documents"):
+                resp = self._client.search(index=self._target, **sample_body())
+            chosen = choose_track_total_hits(resp)
+            if chosen is None:
+                return True
+            self._track_total_hits = chosen
+            how = "every match scored" if chosen else "block-max WAND"
+            log.info("%s: searching with %s (mean terms per document of a sample)", self.alias, how)
+        return self._track_total_hits
+
     def search(self, query: Mapping[int, float], k: int = 10, explain: bool = False) -> list[Hit]:
-        body = search_body(query, k, explain, self._track_total_hits)
+        body = search_body(query, k, explain, self._algorithm())
         with errors("search"):
             resp = self._client.search(index=self._target, **body)
         hits = parse_hits(resp, query, explain)

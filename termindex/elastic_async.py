@@ -14,6 +14,7 @@ from elasticsearch import AsyncElasticsearch
 from vsparta.termindex.base import Hit, TermDocument
 from vsparta.termindex.elastic_common import (
     check_es_id,
+    choose_track_total_hits,
     client_options,
     errors,
     fill_metadata,
@@ -21,6 +22,7 @@ from vsparta.termindex.elastic_common import (
     parse_doc,
     parse_hits,
     pop_track_total_hits,
+    sample_body,
     search_body,
     similar_query,
     validate_alias,
@@ -46,8 +48,23 @@ class AsyncElasticsearchIndex:
             raise ValueError(f"unknown Elasticsearch options: {sorted(rest)}")
         self._client = AsyncElasticsearch([url], **client_kwargs)
 
+    @property
+    def track_total_hits(self) -> bool | None:
+        """As ``ElasticsearchIndex.track_total_hits``."""
+        return self._track_total_hits
+
+    async def _algorithm(self) -> bool:
+        if self._track_total_hits is None:
+            with errors("sample documents"):
+                resp = await self._client.search(index=self.alias, **sample_body())
+            chosen = choose_track_total_hits(resp)
+            if chosen is None:
+                return True
+            self._track_total_hits = chosen
+        return self._track_total_hits
+
     async def search(self, query: Mapping[int, float], k: int = 10, explain: bool = False) -> list[Hit]:
-        body = search_body(query, k, explain, self._track_total_hits)
+        body = search_body(query, k, explain, await self._algorithm())
         with errors("search"):
             resp = await self._client.search(index=self.alias, **body)
         hits = parse_hits(resp, query, explain)

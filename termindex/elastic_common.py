@@ -148,13 +148,14 @@ def search_body(
 
     ``track_total_hits`` (the engine's option of the same name) picks Lucene's algorithm.
     True: every matching document is scored in windows of 2048 (BooleanScorer). False: block-max
-    WAND skips documents that cannot enter the top k. WAND sounds faster but is not for these
-    queries: 8-12 caption tokens with similar maximum contributions over ~1000-term documents
-    leave little to skip, and it pays per-document bookkeeping (113K images, 300 queries:
-    p50 6-7 ms scoring everything vs 12-13 ms with WAND; see ``vsparta bench engines``). Ties sort
-    by ``doc_id`` ascending. Metadata comes from the stored ``metadata_json``, not ``_source``.
-    ``explain`` fetches the hit's query terms from ``_source`` (slower) so contributions can be
-    computed here, exactly, without the (slow, per-hit) explain API.
+    WAND skips documents that cannot enter the top k. Which is faster depends on the documents
+    (``choose_track_total_hits``): over ~1000-term documents 8-12 caption tokens with similar
+    maximum contributions leave little to skip and WAND pays per-document bookkeeping; over a
+    sparse model's few terms per image it skips most of the images that only share common words
+    with the query. Both return the same top k. Ties sort by ``doc_id`` ascending. Metadata
+    comes from the stored ``metadata_json``, not ``_source``. ``explain`` fetches the hit's query
+    terms from ``_source`` (slower) so contributions can be computed here, exactly, without the
+    (slow, per-hit) explain API.
     """
     q = validate_weights(query, what="query")
     k = check_k(k)
@@ -343,12 +344,36 @@ def json_serializer() -> Any:
     return OrjsonSerializer()
 
 
-def pop_track_total_hits(options: dict[str, Any]) -> bool:
-    """The ``track_total_hits`` engine option (see ``search_body``): a bool, default True."""
-    value = options.pop("track_total_hits", True)
-    if not isinstance(value, bool):
+def pop_track_total_hits(options: dict[str, Any]) -> bool | None:
+    """The ``track_total_hits`` engine option (see ``search_body``): True, False, or None (the
+    default: chosen per index from its documents, see ``choose_track_total_hits``)."""
+    value = options.pop("track_total_hits", None)
+    if value is not None and not isinstance(value, bool):
         raise ValueError(f"track_total_hits must be true or false, got {value!r}")
     return value
+
+
+# Block-max WAND pays off when an image has few terms, and costs when it has ~1,000 (measured,
+# docs/elasticsearch.md): a sparse model's index (28 terms per image, 1M images) searched in
+# 68 instead of 127 ms p50 on one shard and 40 instead of 70 on two; 1,000-term documents were
+# slower with WAND (1M adversarial: 120 vs 65 ms; 10K fitted from a 1,000-term model: 7.0 vs
+# 5.4 ms). Between 28 and 1,000 nothing was measured; the cut sits nearer the sparse side.
+WAND_MAX_MEAN_TERMS = 200
+SAMPLE_DOCS = 20
+
+
+def sample_body() -> dict[str, Any]:
+    """A few documents' terms: what ``choose_track_total_hits`` decides from."""
+    return {"size": SAMPLE_DOCS, "query": {"match_all": {}}, "_source": ["terms"], "track_total_hits": False}
+
+
+def choose_track_total_hits(resp: Mapping[str, Any]) -> bool | None:
+    """Score every match (True) for long documents, WAND (False) for short ones; None while the
+    index is empty (decide at a later search)."""
+    lengths = [len((h.get("_source") or {}).get("terms") or {}) for h in resp["hits"]["hits"]]
+    if not lengths:
+        return None
+    return sum(lengths) / len(lengths) > WAND_MAX_MEAN_TERMS
 
 
 def client_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
