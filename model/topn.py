@@ -42,13 +42,22 @@ def to_csr(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``select_top_terms`` output as host CSR arrays ``(indptr int64, term_ids int32, weights float32)``.
 
-    Image i's terms are ``term_ids[indptr[i]:indptr[i+1]]``, heaviest first.
+    Image i's terms are ``term_ids[indptr[i]:indptr[i+1]]``, heaviest first. The kept slots are
+    gathered where the tensors live and cross to the host in one copy (counts, ids and weight
+    bits packed as one int32 tensor): a sparse model fills ~30 of 1,000 slots, so this moves ~30x
+    fewer bytes than copying the fixed-shape tensors, and synchronizes once.
     """
-    ids_h, w_h, c_h = ids.cpu().numpy(), weights.float().cpu().numpy(), counts.cpu().numpy()
-    keep = np.arange(ids_h.shape[1])[None, :] < c_h[:, None]
-    indptr = np.zeros(len(c_h) + 1, dtype=np.int64)
-    np.cumsum(c_h, out=indptr[1:])
-    return indptr, ids_h[keep].astype(np.int32), w_h[keep].astype(np.float32)
+    n, k = ids.shape
+    keep = torch.arange(k, device=ids.device)[None, :] < counts[:, None]
+    packed = torch.cat(
+        [counts.to(torch.int32), ids[keep].to(torch.int32), weights[keep].float().view(torch.int32)]
+    )
+    host = packed.cpu().numpy()
+    counts_h = host[:n]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts_h, out=indptr[1:])
+    total = int(indptr[-1])
+    return indptr, host[n : n + total], host[n + total : n + 2 * total].view(np.float32)
 
 
 def csr_to_dicts(indptr: np.ndarray, term_ids: np.ndarray, weights: np.ndarray) -> list[dict[int, float]]:

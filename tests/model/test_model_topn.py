@@ -26,3 +26,12 @@ def test_all_terms_when_n_is_none_match_heaviest_terms_order() -> None:
         positive = {i: v for i, v in enumerate(row) if v > 0}
         assert list(doc) == [i for i, _ in heaviest_terms(positive)]
         assert doc == positive
+
+
+def test_csr_of_images_without_terms_and_of_an_empty_batch() -> None:
+    phi = torch.tensor([[-1.0, -2.0, 0.0], [0.5, -1.0, 2.0], [0.0, 0.0, 0.0]])
+    indptr, term_ids, w = to_csr(*select_top_terms(phi, n=2))
+    assert indptr.tolist() == [0, 0, 2, 2] and term_ids.tolist() == [2, 0] and w.tolist() == [2.0, 0.5]
+    assert (indptr.dtype, term_ids.dtype, w.dtype) == ("int64", "int32", "float32")
+    indptr, term_ids, w = to_csr(*select_top_terms(torch.zeros(0, 5), n=3))
+    assert indptr.tolist() == [0] and len(term_ids) == 0 and len(w) == 0
