@@ -45,7 +45,8 @@ def to_csr(
     Image i's terms are ``term_ids[indptr[i]:indptr[i+1]]``, heaviest first. The kept slots are
     gathered where the tensors live and cross to the host in one copy (counts, ids and weight
     bits packed as one int32 tensor): a sparse model fills ~30 of 1,000 slots, so this moves ~30x
-    fewer bytes than copying the fixed-shape tensors, and synchronizes once.
+    fewer bytes than copying the fixed-shape tensors. (Selecting by mask waits for the device
+    to know the sizes, as the copy would.)
     """
     n, k = ids.shape
     keep = torch.arange(k, device=ids.device)[None, :] < counts[:, None]
