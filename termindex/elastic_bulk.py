@@ -34,7 +34,7 @@ from vsparta.termindex.elastic_common import (
     doc_source,
     translate,
 )
-from vsparta.termindex.elastic_text import terms_texts
+from vsparta.termindex.elastic_text import rows_repeating_a_term, terms_texts
 from vsparta.termindex.errors import EngineUnavailable, InvalidDocument
 
 log = logging.getLogger(__name__)
@@ -158,28 +158,12 @@ def array_actions(
     if metadata is not None and len(metadata) != len(ids):
         raise InvalidDocument(f"metadata must have one entry per id ({len(ids)}), got {len(metadata)}")
     texts = terms_texts(indptr, term_ids, weights)
-    repeated = _docs_repeating_a_term(indptr, term_ids)
+    repeated = rows_repeating_a_term(indptr, term_ids).tolist()
     for i, raw_id in enumerate(ids):
         doc_id = check_es_id(raw_id)
-        if i in repeated:
+        if repeated[i]:
             raise InvalidDocument(f"document {doc_id!r} lists a term id twice")
         yield doc_id, _index_action(target, doc_id, texts[i], metadata[i] if metadata is not None else {})
-
-
-def _docs_repeating_a_term(indptr: np.ndarray, term_ids: np.ndarray) -> set[int]:
-    """Rows that list a term id twice. Rows in ascending id order (the indexer's) are checked in
-    one vectorized pass; only the others are sorted."""
-    if len(term_ids) < 2:
-        return set()
-    rising = np.ones(len(term_ids), dtype=bool)
-    rising[1:] = term_ids[1:] > term_ids[:-1]
-    rising[indptr[:-1]] = True  # a row's first term has nothing before it
-    rows = np.unique(np.searchsorted(indptr, np.flatnonzero(~rising), side="right") - 1)
-    return {
-        int(i)
-        for i in rows.tolist()
-        if len(np.unique(term_ids[indptr[i] : indptr[i + 1]])) != indptr[i + 1] - indptr[i]
-    }
 
 
 def chunks(actions: Iterable[Action], options: BulkOptions) -> Iterator[list[Action]]:

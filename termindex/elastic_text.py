@@ -119,6 +119,26 @@ def _write_terms(term_ids, codes, key_flat, key_off, val_text, val_len, out):
         p += 1
 
 
+@njit(cache=True, nogil=True)
+def _repeating_rows(indptr, term_ids, last_row):
+    out = np.zeros(indptr.shape[0] - 1, dtype=np.bool_)
+    for r in range(indptr.shape[0] - 1):
+        for i in range(indptr[r], indptr[r + 1]):
+            t = term_ids[i]
+            if last_row[t] == r:
+                out[r] = True
+            last_row[t] = r
+    return out
+
+
+def rows_repeating_a_term(indptr: np.ndarray, term_ids: np.ndarray) -> np.ndarray:
+    """Which rows list a term id twice (bool per row), in one pass whatever the order of the
+    terms (the indexer's are heaviest first)."""
+    term_ids = np.asarray(term_ids, dtype=np.int64)
+    size = int(term_ids.max()) + 1 if len(term_ids) else 1
+    return _repeating_rows(np.asarray(indptr, dtype=np.int64), term_ids, np.full(size, -1, dtype=np.int64))
+
+
 def terms_texts(indptr: np.ndarray, term_ids: np.ndarray, weights: np.ndarray) -> list[bytes]:
     """The inside of each document's ``terms`` object (``"12":0.37,"40":1.2``), CSR input whose
     weights are already checked (positive, normal float32)."""
