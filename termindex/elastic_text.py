@@ -145,7 +145,9 @@ def terms_texts(indptr: np.ndarray, term_ids: np.ndarray, weights: np.ndarray) -
     term_ids = np.asarray(term_ids, dtype=np.int64)
     codes = stored_codes(weights)
     _VALUES.fill(codes)
-    key_flat, key_off = _key_table(int(term_ids.max()) + 1 if len(term_ids) else 1)
+    needed = int(term_ids.max()) + 1 if len(term_ids) else 1
+    # A power of two, at least 32,768 (a BERT vocabulary): every batch reuses one cached table.
+    key_flat, key_off = _key_table(1 << max(15, (needed - 1).bit_length()))
     sizes = (key_off[term_ids + 1] - key_off[term_ids]) + _VALUES.length[codes] + 1
     ends = np.zeros(len(sizes) + 1, dtype=np.int64)
     np.cumsum(sizes, out=ends[1:])
