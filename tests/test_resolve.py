@@ -60,7 +60,14 @@ def test_a_file_is_refused_unless_it_is_the_needed_file(saved: Path) -> None:
 
 
 @pytest.mark.parametrize("value", ["/no/such/model", "./runs/final", "../x", "runs/final/", "a/b/c", "x"])
-def test_a_missing_path_that_is_not_hub_shaped_fails_without_the_network(value: str, no_hub: None) -> None:
+def test_a_missing_path_that_is_not_hub_shaped_fails_without_the_network(
+    value: str, no_hub: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # From an empty folder: "../x" or "x" must not happen to exist beside the checkout (a clone
+    # in /tmp/x made "../x" the checkout itself).
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
     with pytest.raises(ModelPathError) as exc:
         resolve_model_path(value)
     assert str(exc.value) == f"--model {value}: no such folder"
