@@ -189,3 +189,7 @@ class TermEncoder:
 
     def id_to_token(self, i: int) -> str:
         return self._query_tokenizer.id_to_token(i)
+
+    def tokenize(self, text: str) -> list[int]:
+        """A query's vocabulary ids, as the search engines tokenize it."""
+        return self._query_tokenizer.tokenize(text)
