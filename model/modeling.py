@@ -20,6 +20,7 @@ from transformers import PreTrainedModel
 from vsparta.model.configuration import DEFAULT_TEXT_MODEL, VisualSpartaConfig
 from vsparta.model.layers import Encoder, HFStem, PatchStem, TextEmbeddings, box_locations
 from vsparta.model.regions import RegionBatch
+from vsparta.model.text_init import copy_prefix, load_bert_state
 from vsparta.model.tokenization import load_tokenizer, non_query_ids, query_tokenizer_for, resolve_text_model
 from vsparta.model.topn import csr_to_dicts, select_top_terms, to_csr
 
@@ -174,89 +175,20 @@ class VisualSpartaPreTrainedModel(PreTrainedModel):
         Also attaches its tokenizer. Returns how many tensors were copied.
         """
         location = resolve_text_model(path_or_hub_id)
-        state = _load_bert_state(location)
+        state = load_bert_state(location)
         copied = 0
         for embeddings, encoder in self._text_targets():
-            copied += _copy_prefix(state, "embeddings.", embeddings)
+            copied += copy_prefix(state, "embeddings.", embeddings)
             n_src = 1 + max(
                 (int(k.split(".")[2]) for k in state if k.startswith("encoder.layer.")), default=-1
             )
             if n_src < len(encoder.layer):  # type: ignore[arg-type]
                 raise ValueError(f"{location} has {n_src} layers; the config asks for {len(encoder.layer)}")  # type: ignore[arg-type]
-            copied += _copy_prefix(state, "encoder.", encoder)
+            copied += copy_prefix(state, "encoder.", encoder)
         self.set_tokenizer(load_tokenizer(location))
         self.config.text_model = str(path_or_hub_id or DEFAULT_TEXT_MODEL)
         log.info("initialized %d tensors from %s", copied, location)
         return copied
-
-
-def _load_bert_state(location: str) -> dict[str, torch.Tensor]:
-    """State dict of a BERT-family model with the ``bert.``/``model.`` prefix removed."""
-    folder = Path(location)
-    if (folder / "model.safetensors").exists():
-        from safetensors.torch import load_file
-
-        raw = load_file(str(folder / "model.safetensors"))
-    else:
-        from transformers import AutoModel
-
-        raw = AutoModel.from_pretrained(location).state_dict()
-    state: dict[str, torch.Tensor] = {}
-    for key, value in raw.items():
-        for prefix in ("bert.", "model.", "roberta."):
-            if key.startswith(prefix):
-                key = key[len(prefix) :]
-        state[key] = value
-    if "embeddings.word_embeddings.weight" not in state:
-        raise ValueError(f"{location} does not look like a BERT-family model (no embeddings.word_embeddings)")
-    return state
-
-
-def _copy_prefix(
-    state: dict[str, torch.Tensor], prefix: str, module: nn.Module, allow_extra: bool = False
-) -> int:
-    """Copy ``state[prefix + name]`` into each parameter of ``module``; shapes must match exactly."""
-    copied = 0
-    targets = dict(module.named_parameters())
-    for name, param in targets.items():
-        key = prefix + name
-        if key not in state:
-            raise ValueError(f"the text model has no tensor {key!r}")
-        src = state[key]
-        if tuple(src.shape) != tuple(param.shape):
-            raise ValueError(
-                f"{key}: text model shape {tuple(src.shape)} != model shape {tuple(param.shape)}; "
-                "make the config's text dimensions match the text model (see config_for_text_model)"
-            )
-        with torch.no_grad():
-            param.copy_(src.to(param.dtype))
-        copied += 1
-    return copied
-
-
-def text_model_dimensions(path_or_hub_id: str | Path | None = None) -> dict[str, Any]:
-    """The transformer dimensions of a BERT-family model, as config fields (so weights can be copied)."""
-    from transformers import AutoConfig
-
-    text = AutoConfig.from_pretrained(resolve_text_model(path_or_hub_id))
-    keys = (
-        "vocab_size",
-        "hidden_size",
-        "num_hidden_layers",
-        "num_attention_heads",
-        "intermediate_size",
-        "hidden_act",
-        "max_position_embeddings",
-        "type_vocab_size",
-        "layer_norm_eps",
-        "pad_token_id",
-    )
-    return {k: getattr(text, k) for k in keys if getattr(text, k, None) is not None}
-
-
-def config_for_text_model(path_or_hub_id: str | Path | None = None, **overrides: Any) -> VisualSpartaConfig:
-    """A config whose transformer dimensions match a BERT-family model (so it can be initialized from it)."""
-    return VisualSpartaConfig(**{**text_model_dimensions(path_or_hub_id), **overrides})
 
 
 class VisualSpartaModel(VisualSpartaPreTrainedModel):

@@ -28,9 +28,10 @@ from vsparta.model.dense import MODEL_CLASSES, DenseConfig
 from vsparta.model.encode import autocast_for, resolve_device
 from vsparta.model.karpathy import load_records
 from vsparta.model.manifest import ManifestRecord
-from vsparta.model.modeling import build_model, text_model_dimensions
+from vsparta.model.modeling import build_model
 from vsparta.model.progress import progress_bar, quiet_library_bars
 from vsparta.model.sparsity import SparsityRegularizer
+from vsparta.model.text_init import text_model_dimensions
 from vsparta.model.tokenization import load_tokenizer
 
 log = logging.getLogger(__name__)

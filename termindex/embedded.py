@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,7 @@ from vsparta.termindex.embedded_policy import (
 )
 from vsparta.termindex.embedded_search import search_segments
 from vsparta.termindex.embedded_weights import half_bits
-from vsparta.termindex.embedded_writer import build_segment, merge_segments
+from vsparta.termindex.embedded_writer import build_segment, merge_segments, tombstone
 from vsparta.termindex.errors import DocumentNotFound, IndexNotFound, InvalidQuery, TermIndexError
 
 log = logging.getLogger(__name__)
@@ -266,28 +266,6 @@ class EmbeddedIndex(TermIndex):
             out.append(seg.with_deletes(entry.get("deletes")))
         return out
 
-    def _tombstone(self, manifest: dict[str, Any], segments: list[fmt.Segment], ids: list[str]) -> int:
-        """Mark every live copy of ``ids`` deleted (new tombstone files); returns how many existed.
-
-        Counts the tombstone bytes in ``manifest`` (written by ``_commit``)."""
-        hashes = np.array([fmt.id_hash(i) for i in ids], dtype=np.uint64)
-        existed = 0
-        gen = int(manifest["generation"]) + 1
-        for n, seg in enumerate(segments):
-            locs = seg.lookup(ids, hashes)
-            locs = locs[locs >= 0]
-            locs = locs[seg.deleted[locs] == 0]
-            if not len(locs):
-                continue
-            existed += len(locs)
-            deleted = np.array(seg.deleted, dtype=np.uint8)
-            deleted[locs] = 1
-            fname = f"deletes-g{gen:08d}.u8"
-            fmt.write_file(seg.path / fname, deleted)
-            manifest["bytes_written"] = manifest.get("bytes_written", 0) + len(deleted)
-            segments[n] = replace(seg, deleted=deleted, deletes_file=fname)
-        return existed
-
     def _new_name(self, manifest: dict[str, Any]) -> str:
         manifest["segment_counter"] = int(manifest["segment_counter"]) + 1
         return f"seg-{manifest['segment_counter']:06d}-{os.urandom(4).hex()}"
@@ -321,7 +299,7 @@ class EmbeddedIndex(TermIndex):
         doc_of = np.repeat(np.arange(len(ids), dtype=np.int64), batch.lens)
         with self._writing() as manifest:
             segments = self._open_segments(manifest)
-            self._tombstone(manifest, segments, ids)
+            tombstone(manifest, segments, ids)
             name = self._new_name(manifest)
             shift = int(manifest["block_size"]).bit_length() - 1
             nbytes = build_segment(
@@ -363,7 +341,7 @@ class EmbeddedIndex(TermIndex):
             return 0
         with self._writing() as manifest:
             segments = self._open_segments(manifest)
-            existed = self._tombstone(manifest, segments, wanted)
+            existed = tombstone(manifest, segments, wanted)
             if existed:
                 self._commit(manifest, segments)
         return existed

@@ -1,4 +1,5 @@
-"""Writing the embedded engine's segments: from a batch of postings, or by merging segments.
+"""Writing the embedded engine's segments: from a batch of postings, by merging segments, and
+their tombstones.
 
 Every segment is written under a temp directory, fsync'd file by file, then renamed into place,
 so a crash leaves either no segment or a complete one (the manifest names it only afterwards).
@@ -11,7 +12,9 @@ import json
 import os
 import secrets
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -262,3 +265,27 @@ def _join_offsets(parts: list[np.ndarray]) -> np.ndarray:
         out.append(p[1:] + base)
         base += int(p[-1])
     return np.concatenate(out)
+
+
+def tombstone(manifest: dict[str, Any], segments: list[Segment], ids: list[str]) -> int:
+    """Mark every live copy of ``ids`` deleted (a new deletes file per segment touched, replacing
+    its entry in ``segments``); returns how many existed.
+
+    Counts the tombstone bytes in ``manifest``; the caller commits it."""
+    hashes = np.array([id_hash(i) for i in ids], dtype=np.uint64)
+    existed = 0
+    gen = int(manifest["generation"]) + 1
+    for n, seg in enumerate(segments):
+        locs = seg.lookup(ids, hashes)
+        locs = locs[locs >= 0]
+        locs = locs[seg.deleted[locs] == 0]
+        if not len(locs):
+            continue
+        existed += len(locs)
+        deleted = np.array(seg.deleted, dtype=np.uint8)
+        deleted[locs] = 1
+        fname = f"deletes-g{gen:08d}.u8"
+        fmt.write_file(seg.path / fname, deleted)
+        manifest["bytes_written"] = manifest.get("bytes_written", 0) + len(deleted)
+        segments[n] = replace(seg, deleted=deleted, deletes_file=fname)
+    return existed

@@ -33,7 +33,9 @@ def test_a_run_on_scene_jpegs_writes_both_decodes_figures(tmp_path: Path, capsys
 
     torch.manual_seed(0)
     build_model(config_from_spec("tiny")).save_pretrained(tmp_path / "model")
-    test = generate_scenes(tmp_path / "scenes", n_train=0, n_val=0, n_test=12, image_size=256, progress=False)["test"]
+    test = generate_scenes(
+        tmp_path / "scenes", n_train=0, n_val=0, n_test=12, image_size=256, progress=False
+    )["test"]
     out = tmp_path / "agreement.json"
     assert main(["--model", str(tmp_path / "model"), "--manifest", str(test), "--json", str(out)]) == 0
     res = json.loads(out.read_text())
