@@ -38,7 +38,7 @@ def validate_shard(shard: int, num_shards: int) -> None:
         raise ValueError(f"--shard must be in [0, {num_shards - 1}], got {shard}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a job holds one per input file (millions)
 class WorkItem:
     """One unit of input. Exactly one of ``image``/``regions``/``terms`` drives the encoding.
 

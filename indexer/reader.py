@@ -96,13 +96,15 @@ def image_folder_items(root: Path, *, follow_symlinks: bool = False) -> list[Wor
     if not root.is_dir():
         raise ValueError(f"image folder {root} is not a directory")
     real_root = root.resolve()
+    root_text = str(real_root)  # one string shared by every item's metadata
     items = []
     for file in iter_image_files(root, include_symlinks=True):
-        rel = Path(file).relative_to(root).as_posix()
-        meta = {"image": rel, "image_root": str(real_root)}
-        rejected = _link_problem(Path(file), real_root, follow_symlinks)
+        rel = file.relative_to(root).as_posix()
+        meta = {"image": rel, "image_root": root_text}
+        rejected = _link_problem(file, real_root, follow_symlinks)
+        # The listed Path itself (no copy); str() of it is the string it caches.
         items.append(
-            WorkItem(id=path_id(rel), location=str(file), image=Path(file), metadata=meta, rejected=rejected)
+            WorkItem(id=path_id(rel), location=str(file), image=file, metadata=meta, rejected=rejected)
         )
     return items
 
