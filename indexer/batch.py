@@ -19,8 +19,11 @@ from vsparta.termindex.base import heaviest_terms
 Csr = tuple[np.ndarray, np.ndarray, np.ndarray]  # (indptr int64 [n+1], term_ids int32, weights float32)
 
 
-def canonical_csr(indptr: np.ndarray, term_ids: np.ndarray, weights: np.ndarray, top_n: int | None) -> Csr:
-    """Positive finite weights only, each row heaviest first (ties by id), at most ``top_n`` per row.
+def canonical_csr(
+    indptr: np.ndarray, term_ids: np.ndarray, weights: np.ndarray, top_n: int | None, min_weight: float = 0.0
+) -> Csr:
+    """Positive finite weights only, each row heaviest first (ties by id), at most ``top_n`` per row,
+    and none lighter than ``min_weight`` except a row's heaviest (an image stays findable).
 
     The array form of ``vsparta.termindex.base.heaviest_terms`` (a test checks they agree row by row).
     The encoder's top-k output is already in this order; then this costs a few vector passes
@@ -42,12 +45,14 @@ def canonical_csr(indptr: np.ndarray, term_ids: np.ndarray, weights: np.ndarray,
             order = np.lexsort((term_ids, -weights, rows))
             rows, term_ids, weights = rows[order], term_ids[order], weights[order]
     counts = np.bincount(rows, minlength=len(indptr) - 1).astype(np.int64)
-    if top_n is not None and len(rows) and counts.max() > top_n:
+    limit = len(weights) if top_n is None else top_n
+    light = min_weight > 0 and bool(len(weights)) and bool(weights.min() < min_weight)
+    if len(rows) and (counts.max() > limit or light):
         starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
         rank = np.arange(len(rows)) - starts[rows]
-        cut = rank < top_n
+        cut = (rank < limit) & ((weights >= min_weight) | (rank == 0))
         rows, term_ids, weights = rows[cut], term_ids[cut], weights[cut]
-        counts = np.minimum(counts, top_n)
+        counts = np.bincount(rows, minlength=len(indptr) - 1).astype(np.int64)
     out_indptr = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=out_indptr[1:])
     return out_indptr, term_ids, weights

@@ -44,6 +44,16 @@ def _top_n(value: str) -> int | None:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def _min_weight(value: str) -> float:
+    try:
+        w = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--min-weight must be a number, got {value!r}") from None
+    if not w >= 0 or w == float("inf"):
+        raise argparse.ArgumentTypeError(f"--min-weight must be a finite number >= 0, got {value!r}")
+    return w
+
+
 def _input(value: str) -> object:
     """An existing input path, or the word ``rollback`` (``vsparta index rollback --backend URL``)."""
     if value == "rollback" and not Path(value).exists():
@@ -109,6 +119,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     model.add_argument(
         "--top-n", type=_top_n, default=1000, help="terms kept per image, or 'all' (default 1000)"
+    )
+    model.add_argument(
+        "--min-weight",
+        type=_min_weight,
+        default=0.0,
+        metavar="W",
+        help="leave out terms lighter than W (an image's heaviest term is always kept): shorter posting "
+        "lists, faster queries, some recall (python -m bench.query_cost measures it); default 0",
     )
     model.add_argument("--device", default="auto", help="auto (CUDA when present), cpu or cuda")
     model.add_argument(
@@ -222,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
         model=model,
         tokenizer=tokenizer,
         top_n=args.top_n,
+        min_weight=args.min_weight,
         batch_size=args.batch_size,
         workers=args.workers,
         device=args.device,

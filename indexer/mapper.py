@@ -77,9 +77,11 @@ class EncoderMapper:
         gpu_decoder: GpuJpegDecoder | None = None,
         max_pixels: int | None = None,
         fast_decode: bool = True,
+        min_weight: float = 0.0,
     ) -> None:
         self.encoder = encoder
         self.top_n = top_n
+        self.min_weight = min_weight
         self.gpu_decoder = gpu_decoder
         self.max_pixels = max_pixels
         self.fast_decode = fast_decode
@@ -131,7 +133,7 @@ class EncoderMapper:
     def _emit(
         self, decoded: Sequence[Decoded], csr: Csr, out: list[TermBatch], failures: list[Failure]
     ) -> None:
-        batch, empty = documents(decoded, csr, self.top_n)
+        batch, empty = documents(decoded, csr, self.top_n, self.min_weight)
         failures += empty
         if batch is not None:
             out.append(batch)
@@ -180,9 +182,12 @@ class EncoderMapper:
 class TermsMapper:
     """Term-document input: token strings -> vocabulary ids, no model."""
 
-    def __init__(self, token_to_id: Callable[[str], int | None], top_n: int | None) -> None:
+    def __init__(
+        self, token_to_id: Callable[[str], int | None], top_n: int | None, min_weight: float = 0.0
+    ) -> None:
         self.token_to_id = token_to_id
         self.top_n = top_n
+        self.min_weight = min_weight
         self.seconds = 0.0
         self.images = 0
         self.device_busy_seconds = None
@@ -199,7 +204,7 @@ class TermsMapper:
                 ok.append(d)
             except TermDocError as exc:
                 failures.append(Failure(d.item.id, d.item.location, "unknown_token", str(exc)))
-        out, empty = documents(ok, csr_from_dicts(terms), self.top_n)
+        out, empty = documents(ok, csr_from_dicts(terms), self.top_n, self.min_weight)
         self.seconds += time.perf_counter() - start
         self.images += len(batch)
         return ([out] if out is not None else []), failures + empty
@@ -209,11 +214,11 @@ class TermsMapper:
 
 
 def documents(
-    decoded: Sequence[Decoded], csr: Csr, top_n: int | None
+    decoded: Sequence[Decoded], csr: Csr, top_n: int | None, min_weight: float = 0.0
 ) -> tuple[TermBatch | None, list[Failure]]:
     """Attach ids and metadata to CSR rows; an image left with no positive term is a failure
     (nothing could ever match it; say so rather than index an empty document)."""
-    indptr, term_ids, weights = canonical_csr(*csr, top_n)
+    indptr, term_ids, weights = canonical_csr(*csr, top_n, min_weight)
     counts = np.diff(indptr)
     failures = [
         Failure(d.item.id, d.item.location, "no_terms", "no term with a positive weight")

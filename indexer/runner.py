@@ -51,6 +51,7 @@ class IndexConfig:
     model: Path | None = None
     tokenizer: Path | None = None
     top_n: int | None = 1000
+    min_weight: float = 0.0  # terms lighter than this are not indexed (a row's heaviest always is)
     batch_size: int = 32
     workers: int = 1
     device: str = "auto"
@@ -279,7 +280,7 @@ class IndexJob:
         cfg = self.config
         if fmt == "terms":
             tok = _tokenizer(cfg)
-            return TermsMapper(tok.token_to_id, cfg.top_n), tok.id_to_token, None
+            return TermsMapper(tok.token_to_id, cfg.top_n, cfg.min_weight), tok.id_to_token, None
         encoder = self._encoder if self._encoder is not None else _load_encoder(cfg)
         gpu = None
         if cfg.gpu_decode is not False and not cfg.fake_encoder:
@@ -291,7 +292,12 @@ class IndexJob:
             elif cfg.gpu_decode:
                 raise ValueError("--gpu-decode needs a CUDA device and torchvision")
         mapper = EncoderMapper(
-            encoder, cfg.top_n, gpu, max_pixels=cfg.max_pixels, fast_decode=cfg.fast_decode
+            encoder,
+            cfg.top_n,
+            gpu,
+            max_pixels=cfg.max_pixels,
+            fast_decode=cfg.fast_decode,
+            min_weight=cfg.min_weight,
         )
         return mapper, encoder.id_to_token, encoder.preprocessor
 

@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import psutil
 import pytest
 
@@ -128,6 +129,34 @@ def test_two_shards_give_the_same_embedded_index(
     _shards_equal_one_job(
         f"embedded:{tmp_path / 'one'}", f"embedded:{tmp_path / 'sharded'}", image_folder, tiny_model
     )
+
+
+def test_min_weight_indexes_the_same_documents_without_their_light_terms(
+    image_folder: Path, tiny_model: Path, tmp_path: Path, capsys
+) -> None:
+    common = ("--workers", "0", "--batch-size", "1")  # batch size 1: identical φ in both jobs
+    assert vsparta(index_args(image_folder, tiny_model, f"embedded:{tmp_path / 'all'}", *common)) == 0
+    ids = [it.id for it in read_items(image_folder)]
+    with open_index(f"embedded:{tmp_path / 'all'}") as index:
+        full = snapshot(index, ids)
+    # About half the stored terms; the cut sits halfway between two neighbouring half floats (what
+    # the engine stores), so a weight below it is stored below it and one above it above it.
+    v = np.float16(sorted(w for weights, _ in full.values() for w in weights.values())[len(full) * 32])
+    cut = (float(v) + float(np.nextafter(v, np.float16(np.inf)))) / 2
+    light = index_args(image_folder, tiny_model, f"embedded:{tmp_path / 'cut'}", *common)
+    assert vsparta([*light, "--min-weight", str(cut)]) == 0
+    with open_index(f"embedded:{tmp_path / 'cut'}") as index:
+        pruned = snapshot(index, ids)
+    assert pruned.keys() == full.keys()  # no image lost
+    for doc_id, (weights, meta) in full.items():
+        kept = {t: w for t, w in weights.items() if w >= cut} or dict(
+            [max(weights.items(), key=lambda x: x[1])]
+        )
+        assert pruned[doc_id] == (kept, meta)
+    assert sum(map(len, (w for w, _ in pruned.values()))) < sum(map(len, (w for w, _ in full.values())))
+    with pytest.raises(SystemExit) as exc:
+        vsparta([*light, "--min-weight", "-1"])
+    assert exc.value.code == 2 and "--min-weight must be a finite number >= 0" in capsys.readouterr().err
 
 
 @pytest.mark.elasticsearch

@@ -171,6 +171,20 @@ def test_top_n_parsing_and_cleaning() -> None:
     assert indptr.tolist() == [0, 2] and ids.tolist() == [4, 1] and weights.tolist() == [2.0, 0.5]
 
 
+def test_min_weight_leaves_out_light_terms_but_never_a_whole_image() -> None:
+    indptr = np.array([0, 4, 6, 6, 9])  # the third image has no terms at all
+    ids = np.array([10, 11, 12, 13, 20, 21, 30, 31, 32], dtype=np.int32)
+    weights = np.array([0.2, 3.0, 0.6, 0.5, 0.1, 0.3, 0.5, 4.0, 0.49], dtype=np.float32)
+    out = canonical_csr(indptr, ids, weights, None, min_weight=0.5)
+    rows = [out[1][a:b].tolist() for a, b in zip(out[0][:-1], out[0][1:], strict=True)]
+    # >= 0.5 kept, heaviest first; the second image has nothing >= 0.5: its heaviest (0.3) stays
+    assert rows == [[11, 12, 13], [21], [], [31, 30]]
+    capped = canonical_csr(indptr, ids, weights, 1, min_weight=0.5)
+    assert capped[0].tolist() == [0, 1, 2, 2, 3] and capped[1].tolist() == [11, 21, 31]
+    same = canonical_csr(indptr, ids, weights, None, min_weight=0.0)
+    assert np.diff(same[0]).tolist() == [4, 2, 0, 3]  # 0: every positive term, as before
+
+
 def test_array_term_order_is_heaviest_terms() -> None:
     """canonical_csr is the array form of termindex.base.heaviest_terms: same rows, ties by id."""
     rng = np.random.default_rng(3)
