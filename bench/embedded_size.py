@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from vsparta.bench.hardware import describe
 from vsparta.bench.model_shaped import load_or_generate
 from vsparta.termindex.embedded import EmbeddedIndex
 
@@ -74,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
         f"loaded in {res['load_seconds']:.0f} s)"
     )
     if args.json:
+        given = sys.argv[1:] if argv is None else argv
+        res["command"] = " ".join(["python -m bench.embedded_size", *given])
+        res["machine"] = describe()
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(res, indent=2) + "\n")
     return 0
