@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         if task == "embedded-load":
             return int(importlib.import_module("vsparta.bench.embedded_load").run(args) or 0)
         if task in {"topn", "quality"}:
-            return int(importlib.import_module(f"bench.{task}").run(args) or 0)
+            return int(importlib.import_module(f"vsparta.bench.{task}").run(args) or 0)
         return _run_engines(args)
     except ValueError as e:
         log.error("%s", e)

@@ -121,5 +121,26 @@ def test_project_modules_are_imported_by_their_vsparta_name_only() -> None:
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 names = [node.module]
+            elif _import_module_call(node):
+                names = [_leading_text(node.args[0])]  # type: ignore[attr-defined]
             offenders += [f"{rel}:{node.lineno} {n}" for n in names if n.split(".")[0] in BARE]
     assert offenders == []
+
+
+def _import_module_call(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "import_module"
+        and bool(node.args)
+    )
+
+
+def _leading_text(arg: ast.expr) -> str:
+    """The literal start of a module name: a string, or an f-string's text before its first field
+    (``f"bench.{task}"`` -> ``bench.``: a bare name only the repository root on sys.path finds)."""
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
+    if isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant):
+        return str(arg.values[0].value)
+    return ""
