@@ -17,14 +17,13 @@ is far more sensitive than any trained model's positive terms; this measures the
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-from vsparta.bench.hardware import describe
+from vsparta.bench.hardware import write_result
 
 
 def _term_matrix(indptr: np.ndarray, ids: np.ndarray, weights: np.ndarray, vocab: int) -> sp.csr_matrix:
@@ -126,12 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     _print(res)
     if args.json:
-        res["command"] = " ".join(
-            ["python -m bench.decode_agreement", *(sys.argv[1:] if argv is None else argv)]
-        )
-        res["machine"] = describe()
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(res, indent=2) + "\n")
+        write_result(args.json, res, "decode_agreement", argv)
     return 0
 
 

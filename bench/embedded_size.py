@@ -13,14 +13,13 @@ user would run.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from vsparta.bench.hardware import describe
+from vsparta.bench.hardware import write_result
 from vsparta.bench.model_shaped import load_or_generate
 from vsparta.termindex.embedded import EmbeddedIndex
 
@@ -75,11 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         f"loaded in {res['load_seconds']:.0f} s)"
     )
     if args.json:
-        given = sys.argv[1:] if argv is None else argv
-        res["command"] = " ".join(["python -m bench.embedded_size", *given])
-        res["machine"] = describe()
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(res, indent=2) + "\n")
+        write_result(args.json, res, "embedded_size", argv)
     return 0
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import sys
 from pathlib import Path
 
 import psutil
@@ -34,3 +36,11 @@ def describe() -> dict:
 def one_line(hw: dict) -> str:
     load = hw["load_avg_at_start"]
     return f"{hw['cpu']}, {hw['cores']} cores, {hw['ram_gib']} GiB RAM (load avg at start {load})"
+
+
+def write_result(path: Path, result: dict, module: str, argv: list[str] | None) -> None:
+    """A ``python -m bench.X`` result as JSON, with the command that made it and this machine."""
+    given = sys.argv[1:] if argv is None else argv
+    stamped = {**result, "command": " ".join([f"python -m bench.{module}", *given]), "machine": describe()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(stamped, indent=2) + "\n")

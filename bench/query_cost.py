@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from vsparta.bench.corpus import Corpus
-from vsparta.bench.hardware import describe
+from vsparta.bench.hardware import write_result
 
 
 def caption_queries(corpus: Corpus, manifest: Path, tokenize) -> tuple[sp.csr_matrix, np.ndarray]:
@@ -108,15 +108,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{rec['R@1']:4.1f} | {rec['R@5']:4.1f} | {rec['R@10']:4.1f}"
         )
     if args.json:
-        out = {
-            "command": " ".join(["python -m bench.query_cost", *(sys.argv[1:] if argv is None else argv)]),
-            "machine": describe(),
-            "images": corpus.n_docs,
-            "queries": len(targets),
-            "rows": rows,
-        }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=2) + "\n")
+        write_result(
+            args.json, {"images": corpus.n_docs, "queries": len(targets), "rows": rows}, "query_cost", argv
+        )
     return 0
 
 
