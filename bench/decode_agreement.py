@@ -21,15 +21,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 from vsparta.bench.hardware import write_result
-
-
-def _term_matrix(indptr: np.ndarray, ids: np.ndarray, weights: np.ndarray, vocab: int) -> sp.csr_matrix:
-    """``[V, N]`` of log(1 + φ), what an engine scores a query's tokens against."""
-    cols = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
-    return sp.csr_matrix((np.log1p(weights), (ids, cols)), shape=(vocab, len(indptr) - 1), dtype=np.float32)
+from vsparta.bench.query_cost import term_matrix
 
 
 def compare(model: Path, manifest: Path, top_n: int = 1000, batch: int = 64) -> dict:
@@ -59,7 +53,7 @@ def compare(model: Path, manifest: Path, top_n: int = 1000, batch: int = 64) -> 
         pixels[name] = np.concatenate([c.pixels for c in chunks])
         csr = enc.encode_uint8(pixels[name], top_n)
         docs[name] = csr_to_dicts(*csr)
-        scores = sparse_scores(_term_matrix(*csr, enc.config.vocab_size), qmat)
+        scores = sparse_scores(term_matrix(*csr, enc.config.vocab_size), qmat)
         out[name] = {
             "recall": recall_at_k(scores, queries.targets, KS),
             "terms_per_image": float(np.diff(csr[0]).mean()),

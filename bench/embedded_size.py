@@ -64,9 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.docs < 1:
         print(f"error: --docs must be >= 1, got {args.docs}", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(
-        dir=args.cache_dir.parent if args.cache_dir.parent.exists() else None
-    ) as tmp:
+    with tempfile.TemporaryDirectory() as tmp:
         res = measure(args.profile, args.docs, args.cache_dir, Path(tmp))
     print(
         f"{res['images']} images, {res['terms_per_image']:.1f} terms/image: {res['bytes_per_image']:.1f} "

@@ -50,22 +50,25 @@ def caption_queries(corpus: Corpus, manifest: Path, tokenize) -> tuple[sp.csr_ma
     return q, np.asarray(targets, dtype=np.int64)
 
 
+def term_matrix(indptr: np.ndarray, ids: np.ndarray, weights: np.ndarray, vocab: int) -> sp.csr_matrix:
+    """``[V, N]`` of log(1 + w) from CSR rows: what an engine scores a query's tokens against."""
+    image = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    return sp.csr_matrix((np.log1p(weights), (ids, image)), shape=(vocab, len(indptr) - 1), dtype=np.float32)
+
+
 def cost_at(corpus: Corpus, queries: sp.csr_matrix, targets: np.ndarray, min_weight: float) -> dict:
-    """Terms per image, postings per query per image and Recall@1/5/10, weights < ``min_weight`` dropped."""
+    """Terms per image, postings per query per image and Recall@1/5/10 of the index that
+    ``vsparta index --min-weight`` would build (the same rule: ``indexer.batch.canonical_csr``)."""
+    from vsparta.indexer.batch import canonical_csr
     from vsparta.model.metrics import recall_at_k
 
-    keep = corpus.weights >= min_weight
-    image = np.repeat(np.arange(corpus.n_docs), np.diff(corpus.indptr))[keep]
-    terms = sp.csr_matrix(
-        (np.log1p(corpus.weights[keep]), (corpus.indices[keep], image)),
-        shape=(corpus.vocab_size, corpus.n_docs),
-    )
-    df = np.bincount(corpus.indices[keep], minlength=corpus.vocab_size) / corpus.n_docs
+    indptr, ids, weights = canonical_csr(corpus.indptr, corpus.indices, corpus.weights, None, min_weight)
+    df = np.bincount(ids, minlength=corpus.vocab_size) / corpus.n_docs
     present = (queries > 0).astype(np.float32)
-    scores = np.asarray((queries @ terms).todense())
+    scores = np.asarray((queries @ term_matrix(indptr, ids, weights, corpus.vocab_size)).todense())
     return {
         "min_weight": min_weight,
-        "terms_per_image": float(keep.sum() / corpus.n_docs),
+        "terms_per_image": float(len(ids) / corpus.n_docs),
         "terms_in_half_the_images": int((df >= 0.5).sum()),
         "postings_per_query_per_image": float(np.asarray(present @ df).mean()),
         "recall": recall_at_k(scores, targets, (1, 5, 10)),

@@ -47,3 +47,21 @@ def test_a_missing_export_is_one_sentence(tmp_path: Path, capsys) -> None:
     missing = tmp_path / "nope"
     assert main([str(missing), "--model", str(tmp_path), "--manifest", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == f"error: {missing} does not exist"
+
+
+def test_the_cut_is_the_indexers_an_image_keeps_its_heaviest_term() -> None:
+    import numpy as np
+    import scipy.sparse as sp
+
+    from vsparta.bench.corpus import Corpus
+    from vsparta.bench.query_cost import cost_at
+
+    # image 0: {1: 2.0}; image 1: {2: 0.3, 3: 0.2}, all below the cut
+    corpus = Corpus(
+        np.array([0, 1, 3]), np.array([1, 2, 3], np.int32), np.array([2.0, 0.3, 0.2], np.float32), 8
+    )
+    queries = sp.csr_matrix(np.array([[0, 1, 0, 0, 0, 0, 0, 0], [0, 0, 1, 1, 0, 0, 0, 0]], np.float32))
+    row = cost_at(corpus, queries, np.array([0, 1]), min_weight=0.5)
+    assert row["terms_per_image"] == pytest.approx(1.0)  # term 3 gone, term 2 kept as image 1's heaviest
+    assert row["postings_per_query_per_image"] == pytest.approx((0.5 + 0.5) / 2)
+    assert row["recall"]["R@1"] == pytest.approx(100.0)  # image 1 is still found
