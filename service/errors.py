@@ -2,7 +2,7 @@
 
 Every 422 has the same body, ``{"detail": [{"loc", "msg", "type"}, ...]}`` (the schema's
 ``HTTPValidationError``), whether pydantic or an engine found the problem. Engine outages are
-logged through the app's ``OutageLog``: one line per failed request, a traceback once per outage.
+logged through the app's ``OutageLog``: the first failure, a summary per interval, the recovery.
 """
 
 from __future__ import annotations
