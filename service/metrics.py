@@ -36,7 +36,8 @@ class ServiceMetrics:
         )
         self.stage_latency = Histogram(
             "vsparta_search_stage_duration_seconds",
-            "Time spent in each stage of a search: tokenize, engine (query round trip), rerank (if any), total.",
+            "Time spent in each stage of a search: tokenize, engine (query round trip), rerank (if any), "
+            "total.",
             ["stage"],
             buckets=_BUCKETS,
             registry=self.registry,

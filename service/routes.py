@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import anyio.to_thread
-from fastapi import APIRouter, Body, HTTPException, Query
+from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, Response
@@ -76,6 +76,20 @@ DocId = Annotated[
 Fields = Annotated[list[FieldName] | None, Query(max_length=MAX_FIELDS, description=FIELDS_DESCRIPTION)]
 
 
+JSON_TYPE = "application/json"
+
+
+def require_json(request: Request) -> None:
+    """415 naming the type for a body sent as anything but JSON (``curl -d`` sends a form type).
+
+    FastAPI would read such a body as bytes and answer a puzzling 422 "valid dictionary" error.
+    """
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media != JSON_TYPE and not (media.startswith("application/") and media.endswith("+json")):
+        sent = f"Content-Type {media!r}" if media else "no Content-Type"
+        raise HTTPException(415, f"the body must be JSON sent as Content-Type: {JSON_TYPE} (got {sent})")
+
+
 def build_router(settings: ServiceSettings) -> APIRouter:
     search_request = search_request_model(settings)
     router = APIRouter()
@@ -88,6 +102,7 @@ def build_router(settings: ServiceSettings) -> APIRouter:
         response_model=SearchResponse,
         response_model_exclude_unset=True,
         responses={**_ERRORS, **_TOO_BIG, **_NOT_JSON, 422: _VOCABULARY_422},
+        dependencies=[Depends(require_json)],
         tags=["search"],
         summary="Search images by text or weighted tokens",
     )
@@ -232,7 +247,7 @@ def build_router(settings: ServiceSettings) -> APIRouter:
     async def metrics_route(metrics: MetricsDep) -> Response:
         return Response(metrics.render(), media_type=metrics.content_type)
 
-    @router.get("/", response_class=HTMLResponse, include_in_schema=False)
+    @router.api_route("/", methods=["GET", "HEAD"], response_class=HTMLResponse, include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
 
