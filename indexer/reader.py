@@ -138,11 +138,12 @@ def region_folder_items(root: Path) -> list[WorkItem]:
 
 
 def manifest_items(manifest: Path, *, ignore_regions: bool = False) -> list[WorkItem]:
-    from vsparta.model.manifest import read_manifest
+    from vsparta.model.manifest import read_manifest, routable_id
 
     root = manifest.resolve().parent
     items = []
     for rec in read_manifest(manifest):
+        routable_id(rec.id, str(manifest))
         meta = dict(rec.metadata)
         meta.update({"image": _rel(rec.image, root), "image_root": str(root)})
         if rec.captions:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from vsparta.model.manifest import JsonlError, iter_jsonl
+from vsparta.model.manifest import JsonlError, iter_jsonl, routable_id
 
 if TYPE_CHECKING:
     from vsparta.indexer.batch import TermBatch
@@ -50,6 +50,10 @@ def _check_record(obj: Any, where: str) -> dict[str, Any]:
         raise TermDocError(f"{where}: expected a JSON object")
     if not isinstance(obj.get("id"), str) or not obj["id"]:
         raise TermDocError(f"{where}: 'id' must be a non-empty string")
+    try:
+        routable_id(obj["id"], where)
+    except ValueError as exc:
+        raise TermDocError(str(exc)) from None
     terms = obj.get("terms")
     if not isinstance(terms, dict) or not all(isinstance(k, str) for k in terms):
         raise TermDocError(f"{where}: 'terms' must be an object of token -> weight")

@@ -57,6 +57,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
     parser.add_argument("--threads", type=int, help="torch CPU threads")
     parser.add_argument("--json", help="write the results to this JSON file")
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="a progress bar while images are encoded (a line every 30 s in a log; default); "
+        "--no-progress: none",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -102,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
             ndcg_queries=args.ndcg_queries,
             time_queries=args.time_queries,
             seed=args.seed,
+            progress=args.progress,
         )
     except (ValueError, FileNotFoundError) as exc:
         log.error("%s", exc)

@@ -24,6 +24,7 @@ from vsparta.model.encode import autocast_for
 from vsparta.model.manifest import ManifestRecord
 from vsparta.model.metrics import caption_relevance, ndcg_at_k, recall_at_k
 from vsparta.model.modeling import VisualSpartaModel
+from vsparta.model.progress import progress_bar
 from vsparta.model.topn import select_top_terms, to_csr
 from vsparta.termindex.saturation import saturate_array
 
@@ -81,15 +82,26 @@ class SparseImages:
         )
 
 
+def _batch_starts(store: ImageStore, batch_size: int, progress: bool) -> Any:
+    """The first index of each image batch, behind a progress bar when ``progress``."""
+    starts = range(0, len(store), batch_size)
+    return progress_bar(starts, desc="encoding images", unit="batch", enabled=progress, leave=False)
+
+
 @torch.inference_mode()
 def encode_sparse(
-    model: VisualSpartaModel, store: ImageStore, batch_size: int, device: torch.device, amp: bool
+    model: VisualSpartaModel,
+    store: ImageStore,
+    batch_size: int,
+    device: torch.device,
+    amp: bool,
+    progress: bool = False,
 ) -> SparseImages:
     """φ for every vocabulary id of every image (query-impossible ids zeroed), sorted, positive only."""
     model.eval()
     drop = model.non_query_ids().to(device)
     ids_out, vals_out = [], []
-    for start in range(0, len(store), batch_size):
+    for start in _batch_starts(store, batch_size, progress):
         idx = list(range(start, min(len(store), start + batch_size)))
         pixels, regions = store.image_batch(idx)
         with autocast_for(device, amp):
@@ -146,11 +158,16 @@ def time_sparse_queries(
 # ---- dense baseline ------------------------------------------------------------------------
 @torch.inference_mode()
 def encode_dense_images(
-    model: DenseDualEncoder, store: ImageStore, batch_size: int, device: torch.device, amp: bool
+    model: DenseDualEncoder,
+    store: ImageStore,
+    batch_size: int,
+    device: torch.device,
+    amp: bool,
+    progress: bool = False,
 ) -> np.ndarray:
     model.eval()
     out = []
-    for start in range(0, len(store), batch_size):
+    for start in _batch_starts(store, batch_size, progress):
         idx = list(range(start, min(len(store), start + batch_size)))
         pixels, regions = store.image_batch(idx)
         with autocast_for(device, amp):
@@ -278,6 +295,7 @@ def evaluate(
     ndcg_queries: int = 1000,
     time_queries: int = 500,
     seed: int = 0,
+    progress: bool = False,
 ) -> EvalReport:
     """All rows of the report: VisualSparta at each top-n, the dense baseline, random."""
     records = [r for r in records if r.captions]
@@ -302,7 +320,7 @@ def evaluate(
         queries = build_queries(records, qtok.tokenize)
         store = ImageStore(records, model.config, qtok.tokenize, cache=False)
         t0 = time.perf_counter()
-        images = encode_sparse(model, store, batch_size, device, amp)
+        images = encode_sparse(model, store, batch_size, device, amp, progress)
         log.info("VisualSparta: encoded %d images in %.1fs", n, time.perf_counter() - t0)
         qmat = query_matrix(queries, images.vocab_size)
         for top_n in top_ns:
@@ -323,7 +341,7 @@ def evaluate(
         dtok = dense.query_tokenizer()
         queries = build_queries(records, dtok.tokenize)
         store = ImageStore(records, dense.config, dtok.tokenize, cache=False)
-        vectors = encode_dense_images(dense, store, batch_size, device, amp)
+        vectors = encode_dense_images(dense, store, batch_size, device, amp, progress)
         q = encode_dense_queries(dense, queries, 256, device, amp)
         scores = q @ vectors.T
         ms = time_dense_queries(dense, vectors, queries, 10, time_queries)

@@ -19,6 +19,7 @@ from vsparta.service.metrics import ServiceMetrics
 from vsparta.service.middleware import BodyLimitMiddleware, MetricsMiddleware
 from vsparta.service.outage import DropClientFailures, OutageLog, client_loggers
 from vsparta.service.routes import STATIC_DIR, build_router
+from vsparta.service.search import QueryWeighting, Reranker, SearchPipeline, term_counts
 from vsparta.service.settings import ServiceSettings
 from vsparta.termindex.saturation import TEXT as SATURATION
 
@@ -31,8 +32,16 @@ index. Score = sum over query tokens of {SATURATION} (weight: the token's in the
 """
 
 
-def create_app(settings: ServiceSettings) -> FastAPI:
-    """A new app with its own metrics registry; the lifespan opens the tokenizer and engine."""
+def create_app(
+    settings: ServiceSettings,
+    *,
+    weighting: QueryWeighting = term_counts,
+    reranker: Reranker | None = None,
+) -> FastAPI:
+    """A new app with its own metrics registry; the lifespan opens the tokenizer and engine.
+
+    ``weighting`` and ``reranker`` are the search pipeline's hooks (``vsparta.service.search``).
+    """
     outage = OutageLog()
 
     @asynccontextmanager
@@ -43,6 +52,13 @@ def create_app(settings: ServiceSettings) -> FastAPI:
             logger.addFilter(quiet)
         app.state.tokenizer = QueryTokenizer.from_pretrained(
             settings.model_path, max_tokens=settings.max_query_tokens
+        )
+        app.state.pipeline = SearchPipeline(
+            app.state.tokenizer,
+            settings.image_roots,
+            weighting=weighting,
+            reranker=reranker,
+            stage=app.state.metrics.stage,
         )
         app.state.engine = open_engine(settings.backend, settings.engine_timeout_s, outage)
         app.state.thumbnailer = Thumbnailer(settings.thumbnail_cache_dir, settings.thumbnail_sizes)

@@ -6,10 +6,10 @@ Same tokenizer, engines and result shape as ``POST /search``; no torch.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
 import sys
-import time
 from typing import Any, TextIO
 
 from pydantic import ValidationError
@@ -21,9 +21,8 @@ from vsparta.service.cli import (
     explain_settings_error,
     settings_from_args,
 )
-from vsparta.service.images import resolve_image
-from vsparta.service.results import ResultView, hit_to_result, query_from_text
-from vsparta.service.words import words_of
+from vsparta.service.results import ResultView
+from vsparta.service.search import QueryError, SearchPipeline, SearchQuery, SyncRetriever
 from vsparta.termindex import open_index
 from vsparta.termindex.errors import EngineUnavailable, IndexNotFound, InvalidInput
 
@@ -76,14 +75,14 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     tokenizer = QueryTokenizer.from_pretrained(
         checked_model_path(args, settings), max_tokens=settings.max_query_tokens
     )
-    start = time.perf_counter()
-    query, tokens = query_from_text(args.query, tokenizer)
-    if not query:
-        log.error("the query has no searchable words (none in the model's vocabulary)")
-        return 2
+    pipeline = SearchPipeline(tokenizer, settings.image_roots)
+    query = SearchQuery(text=args.query, k=args.k, view=ResultView(explain=args.explain))
     try:
         with open_index(settings.backend) as index:
-            hits = index.search(query, k=args.k, explain=args.explain)
+            outcome = asyncio.run(pipeline.search(query, SyncRetriever(index)))
+    except QueryError as exc:
+        log.error("the %s", exc)
+        return 2
     except IndexNotFound as exc:  # a user's mistake (wrong path or alias): one sentence, exit 2
         log.error("%s", exc)
         return 2
@@ -93,25 +92,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     except InvalidInput as exc:
         log.error("invalid query: %s", exc)
         return 2
-    view = ResultView(explain=args.explain)  # the same JSON as POST /search
-    words = words_of(tokens)
-    response = {
-        "results": [
-            hit_to_result(
-                h,
-                tokenizer,
-                view,
-                has_file=resolve_image(h.metadata, settings.image_roots) is not None,
-                words=words,
-            )
-            for h in hits
-        ],
-        "query_tokens": tokens,
-        "query_words": [w.text for w in words],
-        "took_ms": round((time.perf_counter() - start) * 1000, 3),
-    }
-    if args.json:
-        out.write(json.dumps(response, indent=2) + "\n")
+    if args.json:  # the same JSON as POST /search
+        out.write(json.dumps(outcome.response, indent=2) + "\n")
     else:
-        out.write(format_table(response, args.explain, [str(h.metadata.get("image", "")) for h in hits]))
+        images = [str(h.metadata.get("image", "")) for h in outcome.hits]
+        out.write(format_table(outcome.response, args.explain, images))
     return 0

@@ -10,6 +10,7 @@ from vsparta.model.query_tokenizer import QueryTokenizer
 from vsparta.service.engines import ServiceEngine
 from vsparta.service.images import Thumbnailer
 from vsparta.service.metrics import ServiceMetrics
+from vsparta.service.search import SearchPipeline
 from vsparta.service.settings import ServiceSettings
 
 
@@ -29,6 +30,10 @@ def get_metrics(request: Request) -> ServiceMetrics:
     return request.app.state.metrics
 
 
+def get_pipeline(request: Request) -> SearchPipeline:
+    return request.app.state.pipeline
+
+
 def get_thumbnailer(request: Request) -> Thumbnailer:
     return request.app.state.thumbnailer
 
@@ -37,4 +42,5 @@ SettingsDep = Annotated[ServiceSettings, Depends(get_settings)]
 EngineDep = Annotated[ServiceEngine, Depends(get_engine)]
 TokenizerDep = Annotated[QueryTokenizer, Depends(get_tokenizer)]
 MetricsDep = Annotated[ServiceMetrics, Depends(get_metrics)]
+PipelineDep = Annotated[SearchPipeline, Depends(get_pipeline)]
 ThumbnailerDep = Annotated[Thumbnailer, Depends(get_thumbnailer)]

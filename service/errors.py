@@ -2,7 +2,7 @@
 
 Every 422 has the same body, ``{"detail": [{"loc", "msg", "type"}, ...]}`` (the schema's
 ``HTTPValidationError``), whether pydantic or an engine found the problem. Engine outages are
-logged through the app's ``OutageLog``: one line per failed request, a traceback once per outage.
+logged through the app's ``OutageLog``: the first failure, a summary per interval, the recovery.
 """
 
 from __future__ import annotations
@@ -58,6 +58,10 @@ def install_error_handlers(app: FastAPI, retry_after_s: int, outage: OutageLog) 
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 400 and isinstance(exc.__cause__, RecursionError):
+            # json.loads gives up on deep nesting ([[[[...]]]]): a body error like the others.
+            msg = "body is not valid JSON: nested too deeply"
+            return invalid([{"loc": ["body"], "msg": msg, "type": "json_invalid"}])
         if exc.status_code == 400 and isinstance(exc.__cause__, ValueError):
             # FastAPI's "error parsing the body" (e.g. not UTF-8): the same 422 as invalid JSON.
             return invalid(

@@ -1,7 +1,7 @@
 """Prometheus metrics of one app instance, in its own registry (no process-global state).
 
 Requests are counted by route template (not raw path: ids would explode the label set) and
-status; latency is recorded per request and per stage of a search (tokenize, engine, total).
+status; latency is recorded per request and per stage of a search (tokenize, engine, rerank if any, total).
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ class ServiceMetrics:
         )
         self.stage_latency = Histogram(
             "vsparta_search_stage_duration_seconds",
-            "Time spent in each stage of a search: tokenize, engine (query round trip), total.",
+            "Time spent in each stage of a search: tokenize, engine (query round trip), rerank (if any), "
+            "total.",
             ["stage"],
             buckets=_BUCKETS,
             registry=self.registry,

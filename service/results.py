@@ -113,16 +113,6 @@ def top_terms(terms: Mapping[int, float], tokenizer: QueryTokenizer, n: int) -> 
     return [{"token": tokenizer.id_to_token(tid), "weight": float(w)} for tid, w in heaviest_terms(terms, n)]
 
 
-def query_from_text(text: str, tokenizer: QueryTokenizer) -> tuple[dict[int, float], list[str]]:
-    """``({id: count}, tokens in order)`` of a text query; ``tokenize`` already drops the ids no query
-    contains, [UNK] included (the rule: ``vsparta.model.query_tokenizer.non_query_ids``)."""
-    ids = tokenizer.tokenize(text)
-    weights: dict[int, float] = {}
-    for i in ids:
-        weights[i] = weights.get(i, 0.0) + 1.0
-    return weights, [tokenizer.id_to_token(i) for i in ids]
-
-
 def caption_words(metadata: Mapping[str, Any], tokenizer: QueryTokenizer) -> list[Word]:
     """The words of an image's captions, to name its heaviest tokens as whole words."""
     words: list[Word] = []

@@ -5,28 +5,25 @@ annotations at runtime, and ``SearchRequest`` is a class made inside ``build_rou
 string annotations could not name.
 """
 
-import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import anyio.to_thread
-from fastapi import APIRouter, Body, HTTPException, Query
+from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
-from vsparta.service.deps import EngineDep, MetricsDep, SettingsDep, ThumbnailerDep, TokenizerDep
-from vsparta.service.images import resolve_image
-from vsparta.service.results import (
-    ResultView,
-    caption_words,
-    hit_to_result,
-    image_fields,
-    query_from_text,
-    similar_words,
-    top_terms,
+from vsparta.service.deps import (
+    EngineDep,
+    MetricsDep,
+    PipelineDep,
+    SettingsDep,
+    ThumbnailerDep,
+    TokenizerDep,
 )
+from vsparta.service.images import resolve_image
+from vsparta.service.results import ResultView, image_fields, top_terms
 from vsparta.service.schemas import (
     FIELDS_DESCRIPTION,
     MAX_FIELDS,
@@ -39,9 +36,8 @@ from vsparta.service.schemas import (
     SearchResponse,
     search_request_model,
 )
+from vsparta.service.search import QueryError, SearchQuery
 from vsparta.service.settings import ServiceSettings
-from vsparta.service.words import words_of
-from vsparta.termindex import Hit, heaviest_terms
 from vsparta.termindex.base import MAX_ID_LENGTH
 
 STATIC_DIR = Path(__file__).parent / "static"
@@ -57,6 +53,9 @@ _TOO_BIG: dict[int | str, dict[str, Any]] = {
 }
 _NO_FILE: dict[int | str, dict[str, Any]] = {
     404: {"model": Message, "description": "No image with that id, or no readable file for it."}
+}
+_NOT_JSON: dict[int | str, dict[str, Any]] = {
+    415: {"model": Message, "description": "The body is not sent as application/json."}
 }
 _VOCABULARY_422: dict[str, Any] = {
     "description": "Invalid body: the schema's rules, and also tokens that are not in the model's "
@@ -77,12 +76,18 @@ DocId = Annotated[
 Fields = Annotated[list[FieldName] | None, Query(max_length=MAX_FIELDS, description=FIELDS_DESCRIPTION)]
 
 
-def _invalid(loc: tuple[str | int, ...], msg: str) -> RequestValidationError:
-    return RequestValidationError([{"loc": loc, "msg": msg, "type": "value_error"}])
+JSON_TYPE = "application/json"
 
 
-def _elapsed_ms(start: float) -> float:
-    return round((time.perf_counter() - start) * 1000, 3)
+def require_json(request: Request) -> None:
+    """415 naming the type for a body sent as anything but JSON (``curl -d`` sends a form type).
+
+    FastAPI would read such a body as bytes and answer a puzzling 422 "valid dictionary" error.
+    """
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media != JSON_TYPE and not (media.startswith("application/") and media.endswith("+json")):
+        sent = f"Content-Type {media!r}" if media else "no Content-Type"
+        raise HTTPException(415, f"the body must be JSON sent as Content-Type: {JSON_TYPE} (got {sent})")
 
 
 def build_router(settings: ServiceSettings) -> APIRouter:
@@ -92,71 +97,28 @@ def build_router(settings: ServiceSettings) -> APIRouter:
     default_size = sizes[len(sizes) // 2]
     roots = settings.image_roots
 
-    async def have_files(metadata: Sequence[Any], view: ResultView) -> list[bool]:
-        """Which images have a file to serve (URLs are offered only for those); off the event loop."""
-        if not (view.wants("image_url") or view.wants("thumbnail_url")):
-            return [False] * len(metadata)
-        return await anyio.to_thread.run_sync(lambda: [resolve_image(m, roots) is not None for m in metadata])
-
-    async def results_of(
-        hits: list[Hit], tokenizer: Any, view: ResultView, words: Sequence[Any]
-    ) -> list[dict[str, Any]]:
-        files = await have_files([h.metadata for h in hits], view)
-        return [
-            hit_to_result(h, tokenizer, view, has_file=f, words=words)
-            for h, f in zip(hits, files, strict=True)
-        ]
-
     @router.post(
         "/search",
         response_model=SearchResponse,
         response_model_exclude_unset=True,
-        responses={**_ERRORS, **_TOO_BIG, 422: _VOCABULARY_422},
+        responses={**_ERRORS, **_TOO_BIG, **_NOT_JSON, 422: _VOCABULARY_422},
+        dependencies=[Depends(require_json)],
         tags=["search"],
         summary="Search images by text or weighted tokens",
     )
     async def search(
         body: Annotated[search_request, Body(openapi_examples=SEARCH_EXAMPLES)],  # type: ignore[valid-type]
         engine: EngineDep,
-        tokenizer: TokenizerDep,
-        metrics: MetricsDep,
+        pipeline: PipelineDep,
     ) -> dict[str, Any]:
         """Rank images by the sum over query tokens of log(1 + weight of the token in the image)."""
-        start = time.perf_counter()
-        view = ResultView.of(body.explain, body.fields)
-        with metrics.stage("total"):
-            with metrics.stage("tokenize"):
-                if body.query is not None:
-                    query, tokens = query_from_text(body.query, tokenizer)
-                    if not query:
-                        raise _invalid(
-                            ("body", "query"), "query has no searchable words (none in the vocabulary)"
-                        )
-                else:
-                    unknown = [t for t in body.terms if tokenizer.token_to_id(t) is None]
-                    if unknown:
-                        raise RequestValidationError(
-                            [
-                                {
-                                    "loc": ("body", "terms", t),
-                                    "msg": f"unknown token {t!r}: not in the model's vocabulary",
-                                    "type": "value_error",
-                                }
-                                for t in unknown
-                            ]
-                        )
-                    query = tokenizer.terms_to_ids(body.terms)
-                    tokens = list(body.terms)
-                words = words_of(tokens)
-            with metrics.stage("engine"):
-                hits = await engine.search(query, k=body.k, explain=body.explain)
-            results = await results_of(hits, tokenizer, view, words)
-        return {
-            "results": results,
-            "query_tokens": tokens,
-            "query_words": [w.text for w in words],
-            "took_ms": _elapsed_ms(start),
-        }
+        query = SearchQuery(body.query, body.terms, body.k, ResultView.of(body.explain, body.fields))
+        try:
+            return (await pipeline.search(query, engine)).response
+        except QueryError as exc:
+            raise RequestValidationError(
+                [{"loc": loc, "msg": msg, "type": "value_error"} for loc, msg in exc.errors]
+            ) from None
 
     @router.get(
         "/images/{doc_id:path}/similar",
@@ -169,27 +131,16 @@ def build_router(settings: ServiceSettings) -> APIRouter:
     async def similar(
         doc_id: DocId,
         engine: EngineDep,
-        tokenizer: TokenizerDep,
-        metrics: MetricsDep,
+        pipeline: PipelineDep,
         k: Annotated[int, Query(ge=1, le=settings.max_k)] = settings.default_k,
         explain: bool = False,
         fields: Fields = None,
     ) -> dict[str, Any]:
         """The image's heaviest terms as the query (``TermIndex.similar``), the image itself left out."""
-        start = time.perf_counter()
+        doc = await engine.get_image(doc_id)
         view = ResultView.of(explain, fields)
-        with metrics.stage("engine"):
-            doc = await engine.get_image(doc_id)
-            hits = await engine.similar(doc_id, k=k, n_terms=settings.similar_terms, explain=explain)
-        top = heaviest_terms(doc.weights, settings.similar_terms)
-        (has_file,) = await have_files([doc.metadata], view)
-        return {
-            "results": await results_of(hits, tokenizer, view, caption_words(doc.metadata, tokenizer)),
-            "query_tokens": [tokenizer.id_to_token(t) for t, _ in top],
-            "query_words": similar_words(top, doc.metadata, tokenizer),
-            "similar_to": {"id": doc.id, **image_fields(doc.id, doc.metadata, has_file, view)},
-            "took_ms": _elapsed_ms(start),
-        }
+        outcome = await pipeline.similar(engine, doc, k, settings.similar_terms, view)
+        return outcome.response
 
     async def _image_path(doc_id: str, engine: Any) -> Path:
         doc = await engine.get_image(doc_id)
@@ -251,10 +202,11 @@ def build_router(settings: ServiceSettings) -> APIRouter:
         doc_id: DocId,
         engine: EngineDep,
         tokenizer: TokenizerDep,
+        pipeline: PipelineDep,
         top: Annotated[int, Query(ge=1, le=settings.top_terms)] = settings.top_terms,
     ) -> dict[str, Any]:
         doc = await engine.get_image(doc_id)
-        (has_file,) = await have_files([doc.metadata], ResultView())
+        (has_file,) = await pipeline.have_files([doc.metadata], ResultView())
         return {
             "id": doc.id,
             **image_fields(doc.id, doc.metadata, has_file, ResultView()),
@@ -295,7 +247,7 @@ def build_router(settings: ServiceSettings) -> APIRouter:
     async def metrics_route(metrics: MetricsDep) -> Response:
         return Response(metrics.render(), media_type=metrics.content_type)
 
-    @router.get("/", response_class=HTMLResponse, include_in_schema=False)
+    @router.api_route("/", methods=["GET", "HEAD"], response_class=HTMLResponse, include_in_schema=False)
     async def page() -> FileResponse:
         return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
 

@@ -194,8 +194,13 @@ Token = Annotated[str, StringConstraints(min_length=1)]
 
 
 def _one_of_query_or_terms(schema: dict[str, Any]) -> None:
-    """The schema says what the validator enforces: exactly one of ``query`` and ``terms``, not null."""
-    schema["oneOf"] = [{"required": ["query"]}, {"required": ["terms"]}]
+    """The schema says what the validator enforces: exactly one of ``query`` and ``terms``, not null.
+
+    The ``oneOf`` sits inside an ``allOf`` (same meaning): a top-level ``oneOf`` whose branches
+    hold only ``required`` made client generators (openapi-python-client 0.29) type the body of
+    ``POST /search`` as ``Any``; this way they generate a ``SearchRequest`` model.
+    """
+    schema["allOf"] = [{"oneOf": [{"required": ["query"]}, {"required": ["terms"]}]}]
     for name in ("query", "terms"):
         schema["properties"][name].pop("default", None)
 

@@ -22,7 +22,8 @@ def test_train_then_eval_both_models(toy_manifest: Path, tmp_path: Path, capsys)
          "--dense", str(tmp_path / "dense" / "final"), "--top-n", "5,all", "--json", str(out_json)]
     )  # fmt: skip
     assert code == 0
-    table = capsys.readouterr().out
+    table, err = capsys.readouterr()
+    assert "encoding images: " in err  # a progress line (stderr is not a terminal here)
     assert "VisualSparta" in table and "dense" in table and "random" in table and "NDCG@25" in table
     report = json.loads(out_json.read_text())
     assert report["n_images"] == 16 and report["n_queries"] == 48
@@ -35,6 +36,10 @@ def test_train_then_eval_both_models(toy_manifest: Path, tmp_path: Path, capsys)
     assert report["rows"][0]["terms_per_image"] <= 5
     for row in report["rows"]:
         assert set(row["recall"]["16"]) == {"R@1", "R@5", "R@10"} and 0.0 <= row["ndcg@25"] <= 1.0
+    quiet = ["eval", "--manifest", str(toy_manifest), "--model", str(tmp_path / "vs" / "final")]
+    assert main([*quiet, "--top-n", "5", "--no-progress"]) == 0  # like train and index
+    table, err = capsys.readouterr()
+    assert "VisualSparta" in table and "encoding images" not in err
 
 
 def test_eval_rejects_wrong_model_kind(toy_manifest: Path, tmp_path: Path) -> None:

@@ -199,7 +199,7 @@ def test_one_rule_for_ids_a_query_never_contains(tiny_model) -> None:
     assert set(tiny_model.non_query_ids().tolist()) == set(non_query_ids(qtok._tok))
     tokens = qtok.tokenize("a red ☃ cube")
     assert unk not in tokens and tokens == [1037, 2417, 14291]  # the snowman is [UNK]: dropped
-    from vsparta.service.results import query_from_text
+    from vsparta.service.search import query_from_text
 
     weights, shown = query_from_text("a red ☃ cube", qtok)
     assert list(weights) == tokens and "[UNK]" not in shown

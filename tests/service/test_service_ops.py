@@ -100,11 +100,12 @@ def test_openapi_says_what_the_server_does(embedded_client: TestClient) -> None:
     c = embedded_client
     spec = c.get("/openapi.json").json()
     request = spec["components"]["schemas"]["SearchRequest"]
-    assert request["oneOf"] == [{"required": ["query"]}, {"required": ["terms"]}]
+    # exactly one of the two, as an allOf so client generators still make a model (24.5)
+    assert request["allOf"] == [{"oneOf": [{"required": ["query"]}, {"required": ["terms"]}]}]
     weight = request["properties"]["terms"]["additionalProperties"]
     assert weight["maximum"] == MAX_QUERY_WEIGHT and weight["exclusiveMinimum"] == 0
     search = spec["paths"]["/search"]["post"]["responses"]
-    assert {"200", "413", "422", "503"} <= set(search)
+    assert {"200", "413", "415", "422", "503"} <= set(search)
     for path, methods in spec["paths"].items():
         for method, op in methods.items():
             for status, answer in op["responses"].items():
@@ -256,3 +257,13 @@ def test_slow_first_open_is_503_then_served(embedded_spec: str) -> None:
         await engine.close()
 
     asyncio.run(scenario())
+
+
+def test_image_sub_resources_are_the_ids_the_indexer_refuses(embedded_client: TestClient) -> None:
+    """An id ending in "/X" for a route ``/images/{doc_id}/X`` would be unreachable (24.4)."""
+    from vsparta.model.manifest import RESERVED_ID_SUFFIXES
+
+    paths = embedded_client.get("/openapi.json").json()["paths"]
+    prefix = "/images/{doc_id}"
+    sub_resources = {p.removeprefix(prefix) for p in paths if p.startswith(prefix + "/")}
+    assert sub_resources == set(RESERVED_ID_SUFFIXES)

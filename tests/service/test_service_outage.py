@@ -7,18 +7,25 @@ is not Elasticsearch is a real little web server started here.
 
 from __future__ import annotations
 
+import http.client
+import json
 import logging
+import re
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 from fastapi.testclient import TestClient
-from service_testdata import TcpProxy
+from service_testdata import Corpus, TcpProxy, running_server, serve_args
 
 from vsparta.service.app import create_app
+from vsparta.service.outage import OutageLog
 from vsparta.service.settings import ServiceSettings
 
 
@@ -98,7 +105,7 @@ def test_engine_hanging_times_out_as_503(proxied_client: TestClient, proxy: TcpP
 
 
 @pytest.mark.elasticsearch
-def test_outage_logs_one_line_per_failure_and_one_traceback(
+def test_outage_logs_first_failure_then_recovery_in_one_line_each(
     proxied_client: TestClient, proxy: TcpProxy, caplog: pytest.LogCaptureFixture
 ) -> None:
     c = proxied_client
@@ -114,16 +121,123 @@ def test_outage_logs_one_line_per_failure_and_one_traceback(
         while _search(c)[0] != 200 and time.monotonic() < deadline:
             time.sleep(0.5)
     records = [r for r in caplog.records if r.levelno >= logging.WARNING]
-    with_traceback = [r for r in records if r.exc_info]
-    assert len(with_traceback) == 1  # the first failure of the outage
-    failed = [r for r in records if "unavailable" in r.getMessage()]
-    assert failures <= len(failed) <= failures + 40  # one per failed request (and retries above)
+    assert not [r for r in records if r.exc_info]  # the traceback only at DEBUG (-v)
     assert not [r for r in records if r.name.startswith("elasticsearch")]  # the client's own repeats
-    assert "available again" in records[-1].getMessage()
-    # every record one line, except the one traceback (before: two ~44-line ones per request)
-    lines = ["\n".join(logging.Formatter().format(r) for r in records)][0].splitlines()
-    traceback_lines = len(logging.Formatter().format(with_traceback[0]).splitlines())
-    assert len(lines) == len(records) - 1 + traceback_lines
+    # well under the summary interval: the first failure and the recovery, nothing in between
+    assert [r.name for r in records] == ["vsparta.service.outage"] * 2, [r.getMessage() for r in records]
+    first, back = (r.getMessage() for r in records)
+    assert first.startswith("POST /search: search engine unreachable: ")
+    assert len(first) > len("POST /search: search engine unreachable: ") + 10  # with its reason
+    assert re.fullmatch(r"search engine available again after [\d.]+ s \((\d+) requests answered 503\)", back)
+    assert int(re.findall(r"\((\d+) requests", back)[0]) >= failures
+    assert all("\n" not in logging.Formatter().format(r) for r in records)
+
+
+def test_outage_log_summarizes_per_interval_and_stays_quiet_while_flapping(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The state machine alone, with real exceptions and a short interval."""
+    outage = OutageLog(interval_s=0.2)
+    reason = ConnectionRefusedError(111, "Connection refused")
+    with caplog.at_level(logging.DEBUG, logger="vsparta.service.outage"):
+        outage.failed("POST /search", reason)
+        end = time.monotonic() + 0.5
+        n = 1
+        while time.monotonic() < end:
+            outage.failed("POST /search", reason)
+            n += 1
+            time.sleep(0.001)
+        outage.recovered()
+        for _ in range(50):  # a flapping engine: failures and successes right after the recovery
+            outage.failed("GET /ready", reason)
+            outage.recovered()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    debug = [r for r in caplog.records if r.levelno == logging.DEBUG]
+    assert warnings[0] == "POST /search: search engine unreachable: [Errno 111] Connection refused"
+    assert len(debug) == 1 and debug[0].exc_info  # the traceback, for -v
+    summaries = [m for m in warnings if "in the last" in m]
+    assert 1 <= len(summaries) <= 3, warnings  # 0.5 s at one per 0.2 s
+    counted = sum(
+        int(re.findall(r"unreachable: ([\d,]+) requests", m)[0].replace(",", "")) for m in summaries
+    )
+    assert counted <= n - 1
+    assert warnings[len(summaries) + 1].startswith("search engine available again")
+    assert f"({n:,} requests answered 503)" in warnings[len(summaries) + 1]
+    assert len(warnings) == len(summaries) + 2  # the flaps within the interval added no line
+    time.sleep(0.25)
+    outage.failed("POST /search", reason)  # a new outage, after the interval: announced again
+    last = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING][-1]
+    assert last.endswith("(before it, 50 requests answered 503 in brief outages)"), last
+
+
+def _hammer(url: str, stop: threading.Event, statuses: list[int]) -> None:
+    """One client: POST /search and GET /images/... on a kept-alive connection until ``stop``."""
+    u = urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname or "127.0.0.1", u.port, timeout=30)
+    body = json.dumps({"query": "red cube", "k": 3})
+    headers = {"content-type": "application/json"}
+    while not stop.is_set():
+        if len(statuses) % 4 == 3:
+            conn.request("GET", "/images/red-cube/similar")
+        else:
+            conn.request("POST", "/search", body=body, headers=headers)
+        response = conn.getresponse()
+        response.read()
+        statuses.append(response.status)
+    conn.close()
+
+
+@pytest.mark.slow
+@pytest.mark.elasticsearch
+def test_outage_log_volume_is_bounded_for_many_clients(
+    corpus: Corpus, elastic_spec: str, proxy: TcpProxy
+) -> None:
+    """A real `vsparta serve`, its engine cut for 22 s while 48 clients keep asking: the bytes its
+    log grows by stay under 10 KB per minute (it was ~260 bytes per failed request)."""
+    name = elastic_spec.rsplit("/", 1)[1]
+    args = serve_args(corpus, f"http://127.0.0.1:{proxy.port}/{name}")
+    with running_server([*args, "--engine-timeout", "2"]) as (url, proc):
+        log_path: Path = proc.log_path  # type: ignore[attr-defined]
+        with urllib.request.urlopen(f"{url}/ready", timeout=10) as r:
+            assert r.status == 200
+        before = log_path.stat().st_size
+        proxy.stop()
+        start = time.monotonic()
+        stop, statuses = threading.Event(), []  # list.append is atomic: shared by the threads
+        clients = [threading.Thread(target=_hammer, args=(url, stop, statuses)) for _ in range(48)]
+        for t in clients:
+            t.start()
+        time.sleep(22)
+        stop.set()
+        for t in clients:
+            t.join(timeout=60)
+        proxy.start()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{url}/ready", timeout=10) as r:
+                    if r.status == 200:
+                        break
+            except urllib.error.HTTPError:
+                time.sleep(0.5)
+        elapsed = time.monotonic() - start
+        time.sleep(0.5)  # let the recovery line reach the file
+        logged = log_path.read_bytes()[before:].decode()
+    failed = statuses.count(503)
+    assert failed > 2000 and set(statuses) == {503}, (failed, set(statuses))
+    per_minute = len(logged.encode()) * 60 / elapsed
+    assert per_minute < 10_240, logged
+    lines = logged.splitlines()
+    assert "search engine unreachable: " in lines[0] and "Traceback" not in logged
+    summaries = [line for line in lines if "requests answered 503 in the last" in line]
+    assert 1 <= len(summaries) <= 3, logged  # one per 10 s of the 22 s
+    assert "search engine available again after" in lines[-1], logged
+    recovered = int(re.findall(r"\(([\d,]+) requests answered 503\)", lines[-1])[0].replace(",", ""))
+    assert recovered >= failed  # every 503 is counted (the readiness probes too)
+    print(
+        f"{failed} requests answered 503 in {elapsed:.1f} s; log grew {len(logged)} bytes "
+        f"({per_minute:.0f} bytes/minute); before: ~260 bytes per failed request"
+    )
 
 
 class _NotElasticsearch(BaseHTTPRequestHandler):

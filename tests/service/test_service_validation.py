@@ -83,7 +83,6 @@ def test_nan_weight_is_422(embedded_client: TestClient) -> None:
     ("content", "content_type"),
     [
         (b"{not json", "application/json"),
-        (b"query=red", "application/x-www-form-urlencoded"),
         (b"", "application/json"),
         (b'"red cube"', "application/json"),
     ],
@@ -91,6 +90,48 @@ def test_nan_weight_is_422(embedded_client: TestClient) -> None:
 def test_malformed_bodies_are_422(embedded_client: TestClient, content: bytes, content_type: str) -> None:
     r = embedded_client.post("/search", content=content, headers={"content-type": content_type})
     assert r.status_code == 422, r.text
+
+
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data", None]
+)
+def test_a_body_not_sent_as_json_is_415_naming_the_type(
+    embedded_client: TestClient, content_type: str | None
+) -> None:
+    headers = {"content-type": content_type} if content_type else {}
+    r = embedded_client.post("/search", content=b'{"query": "red cube"}', headers=headers)
+    assert r.status_code == 415, r.text
+    assert r.json()["detail"].startswith("the body must be JSON sent as Content-Type: application/json (got ")
+    assert (content_type or "no Content-Type") in r.json()["detail"]
+    ok = embedded_client.post(
+        "/search",
+        content=b'{"query": "red cube"}',
+        headers={"content-type": "application/json; charset=utf-8"},
+    )
+    assert ok.status_code == 200  # parameters and +json types stay welcome
+    vendor = embedded_client.post(
+        "/search", content=b'{"query": "red cube"}', headers={"content-type": "application/vnd.api+json"}
+    )
+    assert vendor.status_code == 200
+
+
+@pytest.mark.parametrize("depth", [10, 900, 1000, 5000, 20_000])
+def test_deeply_nested_json_is_422_like_other_body_errors(embedded_client: TestClient, depth: int) -> None:
+    body = '{"query": "red", "fields": ' + "[" * depth + "]" * depth + "}"
+    r = embedded_client.post("/search", content=body, headers={"content-type": "application/json"})
+    assert r.status_code == 422, r.text
+    (error,) = r.json()["detail"]
+    assert set(error) == {"loc", "msg", "type"} and error["loc"][0] == "body"
+    if error["type"] == "json_invalid":  # too deep for the parser
+        assert error["msg"] == "body is not valid JSON: nested too deeply"
+
+
+def test_head_root_answers_like_get(embedded_client: TestClient) -> None:
+    get, head = embedded_client.get("/"), embedded_client.head("/")
+    assert head.status_code == get.status_code == 200
+    assert head.headers["content-type"] == get.headers["content-type"]
+    assert head.headers["content-length"] == get.headers["content-length"] == str(len(get.content))
+    assert head.content == b""
 
 
 @pytest.mark.parametrize(

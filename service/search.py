@@ -1,0 +1,249 @@
+"""The one search pipeline: parse -> tokenize and weight -> retrieve -> re-rank (optional) -> present.
+
+``POST /search``, ``GET /images/{id}/similar`` and ``vsparta search`` all run it, so a response is
+built in one place and a new stage is added once. Each step is a method or a hook:
+
+- **parse** (``SearchQuery``): what was asked, already checked against the schema's limits.
+- **tokenize and weight** (``SearchPipeline.weigh``): a text becomes vocabulary ids with their
+  counts, then ``QueryWeighting`` turns counts into the weights the engine is sent. The default
+  keeps the counts (``term_counts``); a query-side weighting (e.g. IDF from the index's
+  statistics) is a ``QueryWeighting`` given to ``SearchPipeline``/``create_app``, nothing else
+  changes. Explicit ``terms`` are the client's own weights and are not re-weighted.
+- **retrieve**: any ``Retriever`` (the service's async engines; ``SyncRetriever`` wraps a
+  ``TermIndex`` for the command line).
+- **re-rank**: an optional ``Reranker``; none by default.
+- **present**: ``vsparta.service.results`` turns hits into the JSON of ``SearchResponse``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import anyio.to_thread
+
+from vsparta.model.query_tokenizer import QueryTokenizer
+from vsparta.service.images import resolve_image
+from vsparta.service.results import ResultView, caption_words, hit_to_result, image_fields, similar_words
+from vsparta.service.words import Word, words_of
+from vsparta.termindex import Hit, TermDocument, TermIndex, heaviest_terms
+
+
+class QueryError(ValueError):
+    """A query the schema allows but that cannot be searched; ``errors`` are ``(loc, message)``."""
+
+    def __init__(self, errors: Sequence[tuple[tuple[str | int, ...], str]]) -> None:
+        super().__init__("; ".join(msg for _, msg in errors))
+        self.errors = list(errors)
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """A parsed search: ``text`` or ``terms`` (exactly one), how many results and what to show."""
+
+    text: str | None = None
+    terms: Mapping[str, float] | None = None
+    k: int = 10
+    view: ResultView = field(default_factory=ResultView)
+
+
+@dataclass(frozen=True)
+class WeightedQuery:
+    """What the engine is asked (``weights``: vocabulary id -> weight), and how to name it for people.
+
+    ``tokens``: the query's tokens in order; ``words``: the words that name a hit's matched tokens;
+    ``query_words``: the searched-for words the response lists.
+    """
+
+    weights: dict[int, float]
+    tokens: list[str]
+    words: list[Word]
+    query_words: list[str]
+
+
+class QueryWeighting(Protocol):
+    """Token counts of a text query -> the weights the engine is sent (the clause boosts).
+
+    Must keep every weight finite and in (0, ``MAX_QUERY_WEIGHT``]; it may drop ids.
+    """
+
+    def __call__(self, counts: Mapping[int, float]) -> dict[int, float]: ...
+
+
+def term_counts(counts: Mapping[int, float]) -> dict[int, float]:
+    """The default weighting: a token's weight is how often the query has it (the paper's rule)."""
+    return dict(counts)
+
+
+class Reranker(Protocol):
+    """Re-orders the first ``candidates(k)`` hits and keeps at most ``k`` (best first)."""
+
+    def candidates(self, k: int) -> int: ...
+
+    async def rerank(self, query: WeightedQuery, hits: list[Hit], k: int) -> list[Hit]: ...
+
+
+class Retriever(Protocol):
+    """What the pipeline needs of an engine (``vsparta.service.engines.ServiceEngine`` has it)."""
+
+    async def search(self, query: Mapping[int, float], k: int, explain: bool) -> list[Hit]: ...
+
+    async def similar(self, doc_id: str, k: int, n_terms: int, explain: bool) -> list[Hit]: ...
+
+
+class SyncRetriever:
+    """A synchronous ``TermIndex`` as a ``Retriever``, for the one-shot command line."""
+
+    def __init__(self, index: TermIndex) -> None:
+        self._index = index
+
+    async def search(self, query: Mapping[int, float], k: int, explain: bool) -> list[Hit]:
+        return self._index.search(dict(query), k=k, explain=explain)
+
+    async def similar(self, doc_id: str, k: int, n_terms: int, explain: bool) -> list[Hit]:
+        return self._index.similar(doc_id, k=k, n_terms=n_terms, explain=explain)
+
+
+@dataclass
+class SearchOutcome:
+    """The response (``SearchResponse``'s JSON) and the hits it was made of (for local display)."""
+
+    response: dict[str, Any]
+    hits: list[Hit]
+
+
+Stage = Callable[[str], AbstractContextManager[Any]]
+
+
+def _no_stage(name: str) -> AbstractContextManager[Any]:
+    return contextlib.nullcontext()
+
+
+def query_from_text(text: str, tokenizer: QueryTokenizer) -> tuple[dict[int, float], list[str]]:
+    """``({id: count}, tokens in order)`` of a text query; ``tokenize`` already drops the ids no query
+    contains, [UNK] included (the rule: ``vsparta.model.query_tokenizer.non_query_ids``)."""
+    ids = tokenizer.tokenize(text)
+    counts: dict[int, float] = {}
+    for i in ids:
+        counts[i] = counts.get(i, 0.0) + 1.0
+    return counts, [tokenizer.id_to_token(i) for i in ids]
+
+
+class SearchPipeline:
+    """One pipeline per app (or per command), with its tokenizer, image roots and hooks."""
+
+    def __init__(
+        self,
+        tokenizer: QueryTokenizer,
+        image_roots: Sequence[Path] = (),
+        *,
+        weighting: QueryWeighting = term_counts,
+        reranker: Reranker | None = None,
+        stage: Stage = _no_stage,
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.image_roots = list(image_roots)
+        self.weighting = weighting
+        self.reranker = reranker
+        self.stage = stage
+
+    # ---- tokenize and weight -----------------------------------------------------------------
+    def weigh(self, query: SearchQuery) -> WeightedQuery:
+        """The engine query of a parsed search; ``QueryError`` for one that has nothing to search."""
+        if query.text is not None:
+            counts, tokens = query_from_text(query.text, self.tokenizer)
+            if not counts:
+                raise QueryError(
+                    [(("body", "query"), "query has no searchable words (none in the vocabulary)")]
+                )
+            weights = self.weighting(counts)
+        else:
+            terms = dict(query.terms or {})
+            unknown = [t for t in terms if self.tokenizer.token_to_id(t) is None]
+            if unknown:
+                raise QueryError(
+                    [
+                        (("body", "terms", t), f"unknown token {t!r}: not in the model's vocabulary")
+                        for t in unknown
+                    ]
+                )
+            weights = self.tokenizer.terms_to_ids(terms)
+            tokens = list(terms)
+        words = words_of(tokens)
+        return WeightedQuery(weights, tokens, words, [w.text for w in words])
+
+    def similar_query(self, doc: TermDocument, n_terms: int) -> WeightedQuery:
+        """A "more like this" query as people read it: the image's heaviest terms, named by its captions."""
+        top = heaviest_terms(doc.weights, n_terms)
+        return WeightedQuery(
+            dict(top),
+            [self.tokenizer.id_to_token(t) for t, _ in top],
+            caption_words(doc.metadata, self.tokenizer),
+            similar_words(top, doc.metadata, self.tokenizer),
+        )
+
+    # ---- the whole path ------------------------------------------------------------------------
+    async def search(self, query: SearchQuery, engine: Retriever) -> SearchOutcome:
+        """parse (done: ``query``) -> weigh -> retrieve -> re-rank -> present."""
+        start = time.perf_counter()
+        with self.stage("total"):
+            with self.stage("tokenize"):
+                weighted = self.weigh(query)
+            depth = self.reranker.candidates(query.k) if self.reranker else query.k
+            with self.stage("engine"):
+                hits = await engine.search(weighted.weights, k=depth, explain=query.view.explain)
+            hits = await self._rerank(weighted, hits, query.k)
+            response = await self.present(weighted, hits, query.view)
+        return SearchOutcome(self._timed(response, start), hits)
+
+    async def similar(
+        self, engine: Retriever, doc: TermDocument, k: int, n_terms: int, view: ResultView
+    ) -> SearchOutcome:
+        """More like this ``doc`` (``TermIndex.similar``: the image itself left out), then the same
+        re-rank and presentation as a search."""
+        start = time.perf_counter()
+        weighted = self.similar_query(doc, n_terms)
+        depth = self.reranker.candidates(k) if self.reranker else k
+        with self.stage("engine"):
+            hits = await engine.similar(doc.id, k=depth, n_terms=n_terms, explain=view.explain)
+        hits = await self._rerank(weighted, hits, k)
+        response = await self.present(weighted, hits, view)
+        (has_file,) = await self.have_files([doc.metadata], view)
+        response["similar_to"] = {"id": doc.id, **image_fields(doc.id, doc.metadata, has_file, view)}
+        return SearchOutcome(self._timed(response, start), hits)
+
+    async def _rerank(self, weighted: WeightedQuery, hits: list[Hit], k: int) -> list[Hit]:
+        if self.reranker is None:
+            return hits
+        with self.stage("rerank"):
+            return (await self.reranker.rerank(weighted, hits, k))[:k]
+
+    # ---- present -------------------------------------------------------------------------------
+    async def have_files(self, metadata: Sequence[Mapping[str, Any]], view: ResultView) -> list[bool]:
+        """Which images have a file to serve (URLs are offered only for those); off the event loop."""
+        if not (view.wants("image_url") or view.wants("thumbnail_url")):
+            return [False] * len(metadata)
+        roots = self.image_roots
+        return await anyio.to_thread.run_sync(lambda: [resolve_image(m, roots) is not None for m in metadata])
+
+    async def present(self, weighted: WeightedQuery, hits: list[Hit], view: ResultView) -> dict[str, Any]:
+        """``SearchResponse``'s JSON, without ``took_ms``."""
+        files = await self.have_files([h.metadata for h in hits], view)
+        return {
+            "results": [
+                hit_to_result(h, self.tokenizer, view, has_file=f, words=weighted.words)
+                for h, f in zip(hits, files, strict=True)
+            ],
+            "query_tokens": weighted.tokens,
+            "query_words": weighted.query_words,
+        }
+
+    @staticmethod
+    def _timed(response: dict[str, Any], start: float) -> dict[str, Any]:
+        response["took_ms"] = round((time.perf_counter() - start) * 1000, 3)
+        return response
