@@ -27,12 +27,13 @@ import sys
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from vsparta.cli import UsageError
 from vsparta.indexer.mapper import parse_top_n
 from vsparta.indexer.reader import INPUT_FORMATS
 from vsparta.indexer.runner import IndexConfig, run_index
 from vsparta.model.progress import quiet_library_bars
-from vsparta.model.resolve import existing_path, resolve_model_path
-from vsparta.termindex import TermIndexError
+from vsparta.model.resolve import ModelPathError, existing_path, resolve_model_path
+from vsparta.termindex import TermIndexError, parse_spec
 
 log = logging.getLogger(__name__)
 
@@ -185,6 +186,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _es_options(args: argparse.Namespace) -> dict[str, object]:
     opts: dict[str, object] = {"shards": args.shards, "replicas": args.replicas}
+    if args.shards is not None and args.shards < 1:
+        raise ValueError(f"--shards must be >= 1, got {args.shards}")
+    if args.replicas is not None and args.replicas < 0:
+        raise ValueError(f"--replicas must be >= 0, got {args.replicas}")
     if args.new_version:
         if args.resume or args.num_shards > 1:
             raise ValueError("--new-version writes one new version in one job: drop --resume/--num-shards")
@@ -195,35 +200,37 @@ def _es_options(args: argparse.Namespace) -> dict[str, object]:
     return opts
 
 
-def _rollback(backend: str | None) -> int:
-    """`vsparta index rollback --backend URL`: point the alias back at the previous version."""
-    from vsparta.termindex import open_index
-
-    if not backend or not backend.startswith(("http://", "https://")):
-        log.error("rollback needs an Elasticsearch --backend http://HOST:9200/ALIAS")
-        return 2
-    try:
-        with open_index(backend) as index:
-            version = index.rollback()  # type: ignore[attr-defined]
-    except TermIndexError as exc:
-        log.error("could not roll back: %s", exc)
-        return 1
-    log.info("%s now points at %s", backend, version)
-    return 0
+def _place_for(path: Path, option: str, *, folder: bool) -> None:
+    """``path`` can be written as a file (``folder=False``) or a folder: refused now, not after hours."""
+    if path.exists() and path.is_dir() != folder:
+        raise ValueError(
+            f"{option} {path} is a {'file' if folder else 'folder'}, not a {'folder' if folder else 'file'}"
+        )
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ValueError(f"{option} {path}: {parent} is a file, not a folder")
 
 
-def run(args: argparse.Namespace) -> int:
-    if not getattr(args, "verbose", False):
-        logging.getLogger("elasticsearch").setLevel(
-            logging.ERROR
-        )  # a line per request, a traceback per retry
-    if str(args.input) == "rollback" and not Path(args.input).exists():
-        return _rollback(args.backend)
-    try:
-        backend_options = _es_options(args)
-    except ValueError as exc:
-        log.error("%s", exc)
-        return 2
+def _backend_place(spec: str) -> None:
+    """A malformed spec (``embeded:/x``) or an embedded index path that cannot be one."""
+    engine, location, _name = parse_spec(spec)
+    if engine == "embedded":
+        _place_for(Path(location), "--backend", folder=True)
+
+
+def _config(args: argparse.Namespace) -> IndexConfig:
+    """Every argument checked, in the order a user reads them; nothing loaded, nothing listed."""
+    backend_options = _es_options(args)
+    if args.backend:
+        _backend_place(args.backend)
+    if args.export_jsonl is not None:
+        _place_for(args.export_jsonl, "--export-jsonl", folder=True)
+    if args.failures is not None:
+        _place_for(args.failures, "--failures", folder=False)
+    if args.export_docs_per_file < 1:
+        raise ValueError(f"--export-docs-per-file must be >= 1, got {args.export_docs_per_file}")
     # Resolved before any engine is opened: a mistyped --model leaves no empty index folder behind.
     model = Path(resolve_model_path(args.model)) if args.model else None
     tokenizer = None
@@ -260,6 +267,40 @@ def run(args: argparse.Namespace) -> int:
         fake_image_size=args.fake_image_size,
         backend_options=backend_options,
     )
+    config.validate()
+    return config
+
+
+def _rollback(backend: str | None) -> int:
+    """`vsparta index rollback --backend URL`: point the alias back at the previous version."""
+    from vsparta.termindex import open_index
+
+    if not backend or not backend.startswith(("http://", "https://")):
+        raise UsageError("rollback needs an Elasticsearch --backend http://HOST:9200/ALIAS")
+    parse_spec(backend)
+    try:
+        with open_index(backend) as index:
+            version = index.rollback()  # type: ignore[attr-defined]
+    except TermIndexError as exc:
+        log.error("could not roll back: %s", exc)
+        return 1
+    log.info("%s now points at %s", backend, version)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if not getattr(args, "verbose", False):
+        logging.getLogger("elasticsearch").setLevel(
+            logging.ERROR
+        )  # a line per request, a traceback per retry
+    try:
+        if str(args.input) == "rollback" and not Path(args.input).exists():
+            return _rollback(args.backend)
+        config = _config(args)
+    except ModelPathError:
+        raise
+    except ValueError as exc:  # a mistake in the arguments: one sentence before anything is loaded
+        raise UsageError(str(exc)) from exc
     if not args.fake_encoder and (args.progress is False or not sys.stderr.isatty()):
         quiet_library_bars()
     try:
@@ -267,9 +308,10 @@ def run(args: argparse.Namespace) -> int:
     except TermIndexError as exc:  # engine unreachable or refusing writes
         log.error("the index could not be written: %s", exc)
         return 1
-    except (ValueError, FileNotFoundError) as exc:  # bad options or input: the user can fix it
-        log.error("%s", exc)
-        return 2
+    except ModelPathError:
+        raise
+    except ValueError as exc:  # the input or what it needs (a --tokenizer ...): the user can fix it
+        raise UsageError(str(exc)) from exc
     except BrokenProcessPool:
         log.error("a decode worker process died (out of memory?); rerun with --resume, fewer --workers")
         return 1

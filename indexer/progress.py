@@ -28,7 +28,12 @@ class Progress:
         self.done = 0
         self._lock = threading.Lock()
         self._bar = progress_bar(
-            total=total, unit="img", enabled=enabled is not False, log_interval=log_every, stream=stream
+            total=total,
+            unit="img",
+            enabled=enabled is not False,
+            log_interval=log_every,
+            stream=stream,
+            postfix=None if total is not None else "listing: 0 found so far",
         )
 
     def found(self, n: int) -> None:

@@ -53,6 +53,11 @@ _OS_ERRORS = {
 }
 
 
+class UsageError(ValueError):
+    """A mistake in a command's arguments, found by its ``run()`` (argparse finds the rest):
+    reported as one sentence with exit code 2, a traceback only with ``-v``."""
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, minus the usage block before a mistake: the one sentence is what the user needs."""
 
@@ -87,7 +92,7 @@ def user_error_message(exc: BaseException) -> str | None:
     """The one sentence to show for a mistake the user can fix, or None for a bug (traceback)."""
     from vsparta.model.resolve import ModelPathError
 
-    if isinstance(exc, ModelPathError):
+    if isinstance(exc, UsageError | ModelPathError):
         return str(exc)
     if isinstance(exc, OSError) and exc.filename is not None and exc.errno is not None:
         # FileNotFoundError, NotADirectoryError, PermissionError ... raised by open()/mkdir() on a
