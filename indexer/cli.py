@@ -186,10 +186,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _es_options(args: argparse.Namespace) -> dict[str, object]:
     opts: dict[str, object] = {"shards": args.shards, "replicas": args.replicas}
-    if args.shards is not None and args.shards < 1:
-        raise ValueError(f"--shards must be >= 1, got {args.shards}")
-    if args.replicas is not None and args.replicas < 0:
-        raise ValueError(f"--replicas must be >= 0, got {args.replicas}")
     if args.new_version:
         if args.resume or args.num_shards > 1:
             raise ValueError("--new-version writes one new version in one job: drop --resume/--num-shards")
@@ -200,17 +196,41 @@ def _es_options(args: argparse.Namespace) -> dict[str, object]:
     return opts
 
 
+def _rollback(backend: str | None) -> int:
+    """`vsparta index rollback --backend URL`: point the alias back at the previous version."""
+    from vsparta.termindex import open_index
+
+    if not backend or not backend.startswith(("http://", "https://")):
+        raise UsageError("rollback needs an Elasticsearch --backend http://HOST:9200/ALIAS")
+    parse_spec(backend)
+    try:
+        with open_index(backend) as index:
+            version = index.rollback()  # type: ignore[attr-defined]
+    except TermIndexError as exc:
+        log.error("could not roll back: %s", exc)
+        return 1
+    log.info("%s now points at %s", backend, version)
+    return 0
+
+
 def _place_for(path: Path, option: str, *, folder: bool) -> None:
     """``path`` can be written as a file (``folder=False``) or a folder: refused now, not after hours."""
     if path.exists() and path.is_dir() != folder:
-        raise ValueError(
-            f"{option} {path} is a {'file' if folder else 'folder'}, not a {'folder' if folder else 'file'}"
-        )
+        want, got = ("folder", "file") if folder else ("file", "folder")
+        raise ValueError(f"{option} {path} is a {got}, not a {want}")
     parent = path.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
     if not parent.is_dir():
         raise ValueError(f"{option} {path}: {parent} is a file, not a folder")
+
+
+def _check_counts(backend_options: dict[str, object]) -> None:
+    """Engine options that are counts (an Elasticsearch index's shards and replicas)."""
+    for name, least in (("shards", 1), ("replicas", 0)):
+        value = backend_options.get(name)
+        if isinstance(value, int) and value < least:
+            raise ValueError(f"--{name} must be >= {least}, got {value}")
 
 
 def _backend_place(spec: str) -> None:
@@ -223,6 +243,7 @@ def _backend_place(spec: str) -> None:
 def _config(args: argparse.Namespace) -> IndexConfig:
     """Every argument checked, in the order a user reads them; nothing loaded, nothing listed."""
     backend_options = _es_options(args)
+    _check_counts(backend_options)
     if args.backend:
         _backend_place(args.backend)
     if args.export_jsonl is not None:
@@ -269,23 +290,6 @@ def _config(args: argparse.Namespace) -> IndexConfig:
     )
     config.validate()
     return config
-
-
-def _rollback(backend: str | None) -> int:
-    """`vsparta index rollback --backend URL`: point the alias back at the previous version."""
-    from vsparta.termindex import open_index
-
-    if not backend or not backend.startswith(("http://", "https://")):
-        raise UsageError("rollback needs an Elasticsearch --backend http://HOST:9200/ALIAS")
-    parse_spec(backend)
-    try:
-        with open_index(backend) as index:
-            version = index.rollback()  # type: ignore[attr-defined]
-    except TermIndexError as exc:
-        log.error("could not roll back: %s", exc)
-        return 1
-    log.info("%s now points at %s", backend, version)
-    return 0
 
 
 def run(args: argparse.Namespace) -> int:
