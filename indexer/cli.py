@@ -30,8 +30,9 @@ from pathlib import Path
 from vsparta.indexer.mapper import parse_top_n
 from vsparta.indexer.reader import INPUT_FORMATS
 from vsparta.indexer.runner import IndexConfig, run_index
+from vsparta.model.errors import UsageError
 from vsparta.model.progress import quiet_library_bars
-from vsparta.model.resolve import existing_path, resolve_model_path
+from vsparta.model.resolve import ModelPathError, existing_path, resolve_model_path
 from vsparta.termindex import TermIndexError, registry
 
 log = logging.getLogger(__name__)
@@ -183,8 +184,7 @@ def _rollback(backend: str | None) -> int:
     except ValueError:
         versioned = False
     if not versioned:
-        log.error("rollback needs a --backend that keeps versions: %s", registry.versioned_examples())
-        return 2
+        raise UsageError(f"rollback needs a --backend that keeps versions: {registry.versioned_examples()}")
     try:
         with registry.open_index(backend) as index:
             version = index.rollback()  # type: ignore[attr-defined]
@@ -195,16 +195,45 @@ def _rollback(backend: str | None) -> int:
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
-    if not getattr(args, "verbose", False):
-        registry.quiet_client_loggers(logging.ERROR)  # a line per request, a traceback per retry
-    if str(args.input) == "rollback" and not Path(args.input).exists():
-        return _rollback(args.backend)
-    try:
-        backend_options = registry.index_options(args.backend, args)
-    except ValueError as exc:
-        log.error("%s", exc)
-        return 2
+def _place_for(path: Path, option: str, *, folder: bool) -> None:
+    """``path`` can be written as a file (``folder=False``) or a folder: refused now, not after hours."""
+    if path.exists() and path.is_dir() != folder:
+        want, got = ("folder", "file") if folder else ("file", "folder")
+        raise ValueError(f"{option} {path} is a {got}, not a {want}")
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ValueError(f"{option} {path}: {parent} is a file, not a folder")
+
+
+def _check_counts(backend_options: dict[str, object]) -> None:
+    """Engine options that are counts (an Elasticsearch index's shards and replicas)."""
+    for name, least in (("shards", 1), ("replicas", 0)):
+        value = backend_options.get(name)
+        if isinstance(value, int) and value < least:
+            raise ValueError(f"--{name} must be >= {least}, got {value}")
+
+
+def _backend_place(spec: str) -> None:
+    """A malformed spec (``embeded:/x``) or an embedded index path that cannot be one."""
+    engine, location, _name = registry.parse_spec(spec)
+    if engine == "embedded":
+        _place_for(Path(location), "--backend", folder=True)
+
+
+def _config(args: argparse.Namespace) -> IndexConfig:
+    """Every argument checked, in the order a user reads them; nothing loaded, nothing listed."""
+    backend_options = registry.index_options(args.backend, args)
+    _check_counts(backend_options)
+    if args.backend:
+        _backend_place(args.backend)
+    if args.export_jsonl is not None:
+        _place_for(args.export_jsonl, "--export-jsonl", folder=True)
+    if args.failures is not None:
+        _place_for(args.failures, "--failures", folder=False)
+    if args.export_docs_per_file < 1:
+        raise ValueError(f"--export-docs-per-file must be >= 1, got {args.export_docs_per_file}")
     # Resolved before any engine is opened: a mistyped --model leaves no empty index folder behind.
     model = Path(resolve_model_path(args.model)) if args.model else None
     tokenizer = None
@@ -241,6 +270,21 @@ def run(args: argparse.Namespace) -> int:
         fake_image_size=args.fake_image_size,
         backend_options=backend_options,
     )
+    config.validate()
+    return config
+
+
+def run(args: argparse.Namespace) -> int:
+    if not getattr(args, "verbose", False):
+        registry.quiet_client_loggers(logging.ERROR)  # a line per request, a traceback per retry
+    try:
+        if str(args.input) == "rollback" and not Path(args.input).exists():
+            return _rollback(args.backend)
+        config = _config(args)
+    except ModelPathError:
+        raise
+    except ValueError as exc:  # a mistake in the arguments: one sentence before anything is loaded
+        raise UsageError(str(exc)) from exc
     if not args.fake_encoder and (args.progress is False or not sys.stderr.isatty()):
         quiet_library_bars()
     try:
@@ -248,9 +292,10 @@ def run(args: argparse.Namespace) -> int:
     except TermIndexError as exc:  # engine unreachable or refusing writes
         log.error("the index could not be written: %s", exc)
         return 1
-    except (ValueError, FileNotFoundError) as exc:  # bad options or input: the user can fix it
-        log.error("%s", exc)
-        return 2
+    except ModelPathError:
+        raise
+    except ValueError as exc:  # the input or what it needs (a --tokenizer ...): the user can fix it
+        raise UsageError(str(exc)) from exc
     except BrokenProcessPool:
         log.error("a decode worker process died (out of memory?); rerun with --resume, fewer --workers")
         return 1

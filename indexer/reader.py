@@ -7,13 +7,16 @@ manifest JSONL (docs/architecture.md section 3, optional ``regions`` per line), 
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
 from vsparta.indexer.items import WorkItem, path_id
 from vsparta.indexer.termdocs import iter_term_records
+from vsparta.model.walk import BY_COMPONENTS, sorted_walk
 
 InputFormat = Literal["auto", "images", "manifest", "regions", "terms"]
 INPUT_FORMATS: tuple[str, ...] = ("auto", "images", "manifest", "regions", "terms")
@@ -67,7 +70,19 @@ def detect_format(path: str | Path) -> str:
 def read_items(
     path: str | Path, fmt: str = "auto", *, ignore_regions: bool = False, follow_symlinks: bool = False
 ) -> list[WorkItem]:
-    """All work items of the input, in a deterministic order."""
+    """All work items of the input, in a deterministic order (a list: for tests and small inputs)."""
+    return list(iter_items(path, fmt, ignore_regions=ignore_regions, follow_symlinks=follow_symlinks))
+
+
+def iter_items(
+    path: str | Path, fmt: str = "auto", *, ignore_regions: bool = False, follow_symlinks: bool = False
+) -> Iterator[WorkItem]:
+    """The work items of the input in :func:`read_items`' order; folders are walked lazily.
+
+    A folder of images or regions is listed as the job goes (model/walk.py: one folder's names in
+    memory at a time); a manifest or term-document input is read whole first, because a duplicate
+    id must stop the job before anything is written. Bad arguments raise here, before the walk.
+    """
     if fmt not in INPUT_FORMATS:
         raise ValueError(f"input format must be one of {INPUT_FORMATS}, got {fmt!r}")
     path = Path(path)
@@ -78,12 +93,12 @@ def read_items(
     if fmt == "regions":
         return region_folder_items(path)
     if fmt == "manifest":
-        return manifest_items(path, ignore_regions=ignore_regions)
-    return term_items(path)
+        return iter(manifest_items(path, ignore_regions=ignore_regions))
+    return iter(term_items(path))
 
 
-def image_folder_items(root: Path, *, follow_symlinks: bool = False) -> list[WorkItem]:
-    """One item per image file; symbolic links follow one rule (``vsparta index --help``):
+def image_folder_items(root: Path, *, follow_symlinks: bool = False) -> Iterator[WorkItem]:
+    """One item per image file, lazily; symbolic links follow one rule (``vsparta index --help``):
 
     - every file, link or not, gets the id of its OWN path relative to the folder, so a link and
       its target are two documents and the job's counts match the index;
@@ -91,27 +106,28 @@ def image_folder_items(root: Path, *, follow_symlinks: bool = False) -> list[Wor
       read, unless ``follow_symlinks``: indexing must not wander into files nobody put there;
     - a dangling link (or a loop) is reported as ``broken_symlink``, with the link's own id.
     """
-    from vsparta.model.images import iter_image_files
+    from vsparta.model.images import walk_image_files
 
     if not root.is_dir():
         raise ValueError(f"image folder {root} is not a directory")
-    real_root = root.resolve()
+    files = walk_image_files(root, include_symlinks=True)
+    return _image_items(files, root.resolve(), follow_symlinks)
+
+
+def _image_items(
+    files: Iterator[tuple[str, str, bool]], real_root: Path, follow_symlinks: bool
+) -> Iterator[WorkItem]:
     root_text = str(real_root)  # one string shared by every item's metadata
-    items = []
-    for file in iter_image_files(root, include_symlinks=True):
-        rel = file.relative_to(root).as_posix()
+    for rel, path, is_link in files:
+        file = Path(path)
+        location = str(file)  # the same text the listing used to give ("./a.jpg" -> "a.jpg")
         meta = {"image": rel, "image_root": root_text}
-        rejected = _link_problem(file, real_root, follow_symlinks)
-        # The listed Path itself (no copy); str() of it is the string it caches.
-        items.append(
-            WorkItem(id=path_id(rel), location=str(file), image=file, metadata=meta, rejected=rejected)
-        )
-    return items
+        rejected = _link_problem(file, real_root, follow_symlinks) if is_link else None
+        yield WorkItem(id=path_id(rel), location=location, image=file, metadata=meta, rejected=rejected)
 
 
 def _link_problem(file: Path, real_root: Path, follow_symlinks: bool) -> tuple[str, str] | None:
-    if not file.is_symlink():
-        return None
+    """Why a symbolic link cannot be indexed, or None when its target is a file it may read."""
     try:
         target = file.resolve(strict=True)
     except (OSError, RuntimeError):
@@ -126,15 +142,29 @@ def _link_problem(file: Path, real_root: Path, follow_symlinks: bool) -> tuple[s
     return None
 
 
-def region_folder_items(root: Path) -> list[WorkItem]:
+def region_folder_items(root: Path) -> Iterator[WorkItem]:
+    """One item per ``*.npz`` under the folder, lazily, in ``sorted(root.rglob("*.npz"))`` order."""
     if not root.is_dir():
         raise ValueError(f"region folder {root} is not a directory")
-    items = []
-    for file in sorted(root.rglob("*.npz")):
-        rel = _rel(file, root)
-        meta = {"regions": rel, "image_root": str(root.resolve())}
-        items.append(WorkItem(id=path_id(rel), location=str(file), regions=file, metadata=meta))
-    return items
+    real_root = str(root.resolve())
+
+    def keep(entry: os.DirEntry[str]) -> bool:  # what rglob("*.npz") matches: any entry, hidden too
+        return fnmatch.fnmatchcase(entry.name, "*.npz")
+
+    def enter(entry: os.DirEntry[str]) -> bool:  # rglob enters real folders, not linked ones
+        try:
+            return entry.is_dir(follow_symlinks=False)
+        except OSError:
+            return False
+
+    def items() -> Iterator[WorkItem]:
+        for _rel_path, path, _link in sorted_walk(root, keep=keep, enter=enter, order=BY_COMPONENTS):
+            file = Path(path)
+            rel = _rel(file, root)
+            meta = {"regions": rel, "image_root": real_root}
+            yield WorkItem(id=path_id(rel), location=str(file), regions=file, metadata=meta)
+
+    return items()
 
 
 def manifest_items(manifest: Path, *, ignore_regions: bool = False) -> list[WorkItem]:

@@ -24,10 +24,10 @@ from vsparta.indexer.failures import FailureReport
 from vsparta.indexer.items import Failure, WorkItem, shard_of, validate_shard
 from vsparta.indexer.mapper import EncoderMapper, ImageTermEncoder, TermsMapper
 from vsparta.indexer.progress import Progress
-from vsparta.indexer.reader import INPUT_FORMATS, detect_format, read_items
+from vsparta.indexer.reader import INPUT_FORMATS, detect_format, iter_items
 from vsparta.indexer.summary import IndexSummary
 from vsparta.indexer.termdocs import TermDocExporter
-from vsparta.indexer.writer import DocumentWriter, IndexTarget, chunked_ids, writing
+from vsparta.indexer.writer import DocumentWriter, IndexTarget, chunked, writing
 from vsparta.termindex import IndexNotFound, TermIndex, open_index
 
 log = logging.getLogger(__name__)
@@ -117,6 +117,15 @@ def stop_on_signals(stop: threading.Event, caught: list[int]) -> Iterator[None]:
             signal.signal(s, h)
 
 
+def check_needs(config: IndexConfig, fmt: str, *, encoder_given: bool = False) -> None:
+    """What this input format needs from the options: raised before any model loads."""
+    if fmt == "terms":
+        if config.tokenizer is None and config.model is None:
+            raise ValueError("term-document input needs --tokenizer (or --model) to map tokens to ids")
+    elif config.model is None and not config.fake_encoder and not encoder_given:
+        raise ValueError("--model (or --fake-encoder) is required to encode images or regions")
+
+
 def _load_encoder(config: IndexConfig) -> ImageTermEncoder:
     if config.fake_encoder:
         from vsparta.indexer.fake import FakeEncoder
@@ -189,12 +198,12 @@ class IndexJob:
         cfg = self.config
         start = time.perf_counter()
         fmt = detect_format(cfg.input) if cfg.input_format == "auto" else cfg.input_format
-        read = read_items(
+        # What the format needs (a --model ...) is said now, before the model loads or the walk starts.
+        check_needs(cfg, fmt, encoder_given=self._encoder is not None)
+        listing = iter_items(
             cfg.input, fmt, ignore_regions=cfg.ignore_regions, follow_symlinks=cfg.follow_symlinks
         )
-        items = [it for it in read if self._mine(it)]
-        self.summary.total = len(items)
-        log.info("%d items to index (%s input, shard %d/%d)", len(items), fmt, cfg.shard, cfg.num_shards)
+        log.info("listing %s (%s input, shard %d/%d)", cfg.input, fmt, cfg.shard, cfg.num_shards)
 
         with contextlib.ExitStack() as resources:
             # The model first: a bad --model must not leave an empty index folder behind.
@@ -229,8 +238,9 @@ class IndexJob:
                 resources.callback(exporter.close)
             report = FailureReport(cfg.failures)
             resources.callback(report.close)
-            bar = Progress(len(items), cfg.progress)
+            bar = Progress(None, cfg.progress)
             resources.callback(bar.close)
+            items = self._listed(listing, bar)
             caught: list[int] = []
             # Up to ~2 engine commits of documents may wait: a slow engine gets fewer, larger writes.
             writer = DocumentWriter(
@@ -276,6 +286,22 @@ class IndexJob:
     def _mine(self, item: WorkItem) -> bool:
         return self.config.num_shards == 1 or shard_of(item.id, self.config.num_shards) == self.config.shard
 
+    def _listed(self, listing: Iterator[WorkItem], bar: Progress) -> Iterator[WorkItem]:
+        """This shard's items as the walk finds them; the count is the job's total once it ends."""
+        found = 0
+        self.summary.listing_complete = False
+        try:
+            for item in listing:
+                if self._mine(item):
+                    found += 1
+                    bar.found(found)
+                    yield item
+            self.summary.listing_complete = True
+            bar.listing_done(found)
+            log.info("%d items listed", found)
+        finally:
+            self.summary.total = found
+
     def _mapper(self, fmt: str) -> tuple[EncoderMapper | TermsMapper, Callable[[int], str], Any]:
         cfg = self.config
         if fmt == "terms":
@@ -303,28 +329,31 @@ class IndexJob:
 
     def _pending(
         self,
-        items: list[WorkItem],
+        items: Iterable[WorkItem],
         target: IndexTarget | None,
         exporter: TermDocExporter | None,
         bar: Progress,
     ) -> Iterator[WorkItem]:
-        """Items still to do; with --resume, those already committed are counted and skipped."""
+        """Items still to do; with --resume, those already committed are counted and skipped.
+
+        Checked in chunks of the listing's order, so the memory is one chunk, whatever the input.
+        """
         if not self.config.resume:
             yield from items
             return
-        by_id = {it.id: it for it in items}
-        for ids in chunked_ids(by_id, RESUME_CHECK_CHUNK):
+        for chunk in chunked(items, RESUME_CHECK_CHUNK):
             if self.stop.is_set():
                 return
+            ids = [it.id for it in chunk]
             done = target.existing(ids) if target is not None else set(ids)
             if exporter is not None:
                 done &= exporter.ids
             if done:
                 self.summary.skipped += len(done)
                 bar.update(len(done))
-            for doc_id in ids:
-                if doc_id not in done:
-                    yield by_id[doc_id]
+            for item in chunk:
+                if item.id not in done:
+                    yield item
 
     def _encode_loop(
         self,

@@ -18,7 +18,8 @@ class IndexSummary:
     the stage near 100% is the bottleneck. Figures with nothing measured are None, never NaN.
     """
 
-    total: int = 0
+    total: int = 0  # items of this shard listed (all of them unless the job stopped early)
+    listing_complete: bool = True  # False when the job stopped before the folder walk ended
     indexed: int = 0
     skipped: int = 0
     failed: int = 0
@@ -87,7 +88,7 @@ class IndexSummary:
         rate = self.images_per_second
         out = [
             f"indexed {self.indexed}, skipped (resume) {self.skipped}, failed {self.failed}"
-            f" of {self.total} in {self.seconds:.1f}s"
+            f" of {self.total}{'' if self.listing_complete else ' listed so far'} in {self.seconds:.1f}s"
             + (f" ({rate:.1f} images/s)" if rate is not None else "")
         ]
         shares = self.busy_shares()

@@ -14,12 +14,14 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
 
 from vsparta.indexer.batch import TermBatch
 from vsparta.indexer.termdocs import TermDocExporter
 from vsparta.termindex import TermIndex
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class IndexTarget:
@@ -161,10 +163,11 @@ def writing(writer: DocumentWriter) -> Iterator[DocumentWriter]:
         writer.finish()
 
 
-def chunked_ids(ids: Iterable[str], size: int) -> Iterator[list[str]]:
-    chunk: list[str] = []
-    for doc_id in ids:
-        chunk.append(doc_id)
+def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """Lists of ``size`` consecutive items (the last one shorter), taken lazily."""
+    chunk: list[T] = []
+    for item in items:
+        chunk.append(item)
         if len(chunk) >= size:
             yield chunk
             chunk = []

@@ -8,6 +8,7 @@ evaluation) needs torch.
 """
 
 TORCH_FREE = (
+    "errors",
     "images",
     "karpathy",
     "manifest",

@@ -10,11 +10,14 @@ from __future__ import annotations
 import io
 import os
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
+
+from vsparta.model.walk import BY_PATH_STRING, sorted_walk
 
 IMAGE_EXTENSIONS = {".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp"}
 
@@ -153,6 +156,36 @@ def _high_bit_depth_to_rgb(im: Image.Image) -> Image.Image:
     return Image.fromarray(grey, mode="L").convert("RGB")
 
 
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def walk_image_files(root: str | Path, *, include_symlinks: bool = False) -> Iterator[tuple[str, str, bool]]:
+    """Image files under ``root``, lazily: ``(relative POSIX path, path, is_symlink)`` each.
+
+    The rules of :func:`iter_image_files` and its order, without holding the list (model/walk.py).
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise ValueError(f"{root} is not a directory")
+
+    def enter(entry: os.DirEntry[str]) -> bool:  # real folders, not hidden, links not followed
+        return not entry.name.startswith(".") and _is_dir(entry) and not entry.is_symlink()
+
+    def keep(entry: os.DirEntry[str]) -> bool:
+        name = entry.name
+        if name.startswith(".") or os.path.splitext(name)[1].lower() not in IMAGE_EXTENSIONS:
+            return False
+        if _is_dir(entry):  # a folder (or a link to one) with an image's name
+            return False
+        return entry.is_file() or (include_symlinks and entry.is_symlink())
+
+    return sorted_walk(root, keep=keep, enter=enter, order=BY_PATH_STRING)
+
+
 def iter_image_files(root: str | Path, *, include_symlinks: bool = False) -> list[Path]:
     """All image files under ``root`` by extension (any case), in a deterministic sorted order.
 
@@ -164,19 +197,4 @@ def iter_image_files(root: str | Path, *, include_symlinks: bool = False) -> lis
     those are editor backups, ``.git`` or thumbnails caches, never images to index. The order is
     by relative POSIX path so shards (issue 4) agree across machines.
     """
-    root = Path(root)
-    if not root.is_dir():
-        raise ValueError(f"{root} is not a directory")
-    found: list[tuple[str, Path]] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-        for fname in filenames:
-            if fname.startswith("."):
-                continue
-            if Path(fname).suffix.lower() not in IMAGE_EXTENSIONS:
-                continue
-            path = Path(dirpath) / fname
-            if path.is_file() or (include_symlinks and path.is_symlink()):
-                found.append((path.relative_to(root).as_posix(), path))
-    found.sort(key=lambda item: item[0])
-    return [p for _, p in found]
+    return [Path(p) for _, p, _ in walk_image_files(root, include_symlinks=include_symlinks)]

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Iterator
 from typing import NoReturn
 
+from vsparta.model.errors import UsageError
 from vsparta.model.progress import quiet_library_bars
 
 DESCRIPTION = (
@@ -88,7 +89,7 @@ def user_error_message(exc: BaseException) -> str | None:
     """The one sentence to show for a mistake the user can fix, or None for a bug (traceback)."""
     from vsparta.model.resolve import ModelPathError
 
-    if isinstance(exc, ModelPathError):
+    if isinstance(exc, UsageError | ModelPathError):
         return str(exc)
     if isinstance(exc, OSError) and exc.filename is not None and exc.errno is not None:
         # FileNotFoundError, NotADirectoryError, PermissionError ... raised by open()/mkdir() on a

@@ -32,7 +32,7 @@ def test_other_ids_pass(doc_id: str) -> None:
 
 
 def test_index_refuses_a_manifest_id_before_indexing_anything(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     images = tmp_path / "data"
     images.mkdir()
@@ -44,7 +44,9 @@ def test_index_refuses_a_manifest_id_before_indexing_anything(
     index = tmp_path / "index"
     rc = main(["index", str(manifest), "--fake-encoder", "--backend", f"embedded:{index}", "--workers", "0"])
     assert rc == 2
-    assert "id 'cats/b/similar' ends in '/similar'" in caplog.text
+    err = capsys.readouterr().err  # the one-sentence form of every user mistake
+    assert err.startswith("vsparta index: error: ") and err.count("\n") == 1, err
+    assert "id 'cats/b/similar' ends in '/similar'" in err
     assert not (index / "manifest.json").exists()  # nothing written
 
 
