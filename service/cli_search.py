@@ -1,6 +1,6 @@
 """`vsparta search "query"`: query an index from the command line, without the HTTP service.
 
-Same tokenizer, engines and result shape as ``POST /search``; no torch.
+The same search pipeline as ``POST /search`` (``vsparta.service.search``), so the same JSON; no torch.
 """
 
 from __future__ import annotations

@@ -69,7 +69,9 @@ class WeightedQuery:
 class QueryWeighting(Protocol):
     """Token counts of a text query -> the weights the engine is sent (the clause boosts).
 
-    Must keep every weight finite and in (0, ``MAX_QUERY_WEIGHT``]; it may drop ids.
+    Must keep every weight finite and in (0, ``MAX_QUERY_WEIGHT``]; it may drop ids. It runs on the
+    event loop for every text query, so one that needs the index's statistics (document
+    frequencies for an IDF) reads them once, before ``create_app`` or on its first call, not per query.
     """
 
     def __call__(self, counts: Mapping[int, float]) -> dict[int, float]: ...
