@@ -133,6 +133,14 @@ def test_fake_encoder_job_is_deterministic_and_writes_the_embedded_engine(tmp_pa
     assert figures["busy_shares"]["gpu"] is None  # no CUDA here: absent, not zero
 
 
+def _jpeg_bytes(image) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    image.save(buf, format="JPEG", quality=90)
+    return buf.getvalue()
+
+
 def test_only_plain_jpegs_are_handed_to_the_gpu_decoder(tmp_path: Path) -> None:
     """The worker sends bytes only where nvJPEG gives what load_image would; the rest stays on the CPU."""
     from PIL import Image
@@ -150,6 +158,7 @@ def test_only_plain_jpegs_are_handed_to_the_gpu_decoder(tmp_path: Path) -> None:
         "rotated.jpg": (lambda p: photo.save(p, exif=exif.tobytes()), False),
         "a.png": (lambda p: photo.save(p), False),
         "a.webp": (lambda p: photo.save(p), False),
+        "truncated.jpg": (lambda p: p.write_bytes(_jpeg_bytes(photo)[:-300]), False),
     }
     for name, (write, expected) in cases.items():
         write(tmp_path / name)
@@ -160,22 +169,28 @@ def test_only_plain_jpegs_are_handed_to_the_gpu_decoder(tmp_path: Path) -> None:
 def test_files_the_gpu_refuses_are_decoded_on_the_cpu_with_the_same_result(
     image_folder: Path, colour_encoder, max_pixels
 ) -> None:
-    """Every JPEG nvJPEG refuses takes the CPU path: same documents, same failure reasons."""
+    """Every JPEG nvJPEG refuses takes the CPU path inside the decode stage: same documents, same
+    failure reasons; the mapper only ever sees pictures."""
+    from vsparta.indexer.decoder import Decoder
     from vsparta.indexer.gpu_decode import GpuJpegDecoder
     from vsparta.indexer.mapper import EncoderMapper
 
     class RefusesAll(GpuJpegDecoder):
         def decode(self, files):
-            return None, list(range(len(files)))
+            self.seen = len(files)
+            return [None] * len(files)
 
     items = read_items(image_folder)
     pre = colour_encoder.preprocessor
 
     def run(gpu: GpuJpegDecoder | None) -> tuple[dict, dict]:
-        decoded = decode_chunk(items, pre, max_pixels, gpu_jpeg=gpu is not None).decoded()
+        decoder = Decoder(pre, None, max_pixels=max_pixels, gpu=gpu, gpu_batch=3)
+        decoded = list(decoder.iter_decoded(items))
+        assert [d.item.id for d in decoded] == [it.id for it in items]  # input order kept
+        assert not any(d.encoded for d in decoded)  # nothing undecoded leaves the stage
         if gpu is not None:
-            assert any(d.encoded for d in decoded)
-        mapper = EncoderMapper(colour_encoder, 1000, gpu, max_pixels=max_pixels)
+            assert decoder.gpu_fallbacks > 0 and decoder.gpu_fallbacks == gpu.seen
+        mapper = EncoderMapper(colour_encoder, 1000)
         ok = [d for d in decoded if d.failure is None]
         batches, failures = mapper.map(ok)
         more, late = mapper.drain()
