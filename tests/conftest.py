@@ -2,6 +2,10 @@
 
 Outside CI an absent node skips those tests with a message saying how to start one; in CI
 (``CI=true``) it fails them, because a skipped test must never be counted as a pass there.
+
+``gpu`` tests are different: no CI machine has a GPU, so where CUDA is absent they are
+deselected at collection (never run, never counted as skipped or passed) and the run says so in
+one line; ``scripts/gpu-check.sh`` runs them on a GPU machine.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import os
 import urllib.error
 import urllib.request
+from typing import Any
 
 import pytest
 
@@ -28,6 +33,35 @@ def require_service(available: bool, what: str, how: str) -> None:
     if _in_ci():
         pytest.fail(f"CI must run this test. {message}", pytrace=False)
     pytest.skip(message)
+
+
+GPU_DESELECTED = pytest.StashKey[int]()
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without CUDA, deselect ``gpu`` tests (torch is only imported when some were collected)."""
+    gpu = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if not gpu or _cuda_available():
+        return
+    config.hook.pytest_deselected(items=gpu)
+    items[:] = [item for item in items if item.get_closest_marker("gpu") is None]
+    config.stash[GPU_DESELECTED] = len(gpu)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    n = config.stash.get(GPU_DESELECTED, 0)
+    if n:
+        terminalreporter.write_line(
+            f"gpu: {n} test(s) deselected, not run: no CUDA device here (scripts/gpu-check.sh runs them)"
+        )
 
 
 @pytest.fixture(scope="session")

@@ -36,23 +36,8 @@ def test_a_chunk_crosses_processes_as_one_uint8_array(image_folder: Path, bad_fi
     assert all(np.shares_memory(d.payload, chunk.pixels) for d in ok)  # views, no per-image copy
 
 
-def _sharp_tiny_model(folder: Path) -> Path:
-    """The tiny config with word embeddings scaled up, so φ depends on the picture (a fresh tiny
-    model gives near-equal φ for every image, which would make any comparison pass)."""
-    import torch
-
-    from vsparta.model.configuration import config_from_spec
-    from vsparta.model.modeling import build_model
-
-    torch.manual_seed(0)
-    model = build_model(config_from_spec("tiny"))
-    torch.nn.init.normal_(model.word_embeddings.weight, std=0.5)
-    model.save_pretrained(folder)
-    return folder
-
-
 @pytest.mark.slow
-def test_new_path_gives_the_old_paths_terms(tmp_path: Path) -> None:
+def test_new_path_gives_the_old_paths_terms(tmp_path: Path, sharp_model: Path) -> None:
     """200 images: float32 per image + dicts (the old path) vs uint8 chunk + device normalization +
     CSR (the new one). Full decode: >= 99% of each image's terms, weights within fp16 rounding
     (measured: identical sets, differences of a few float32 ulps). Draft decode (320x240 -> 1/2 scale
@@ -62,7 +47,7 @@ def test_new_path_gives_the_old_paths_terms(tmp_path: Path) -> None:
     from vsparta.model.images import load_image
     from vsparta.model.topn import csr_to_dicts
 
-    enc = TermEncoder.from_pretrained(_sharp_tiny_model(tmp_path / "model"), device="cpu")
+    enc = TermEncoder.from_pretrained(sharp_model, device="cpu")
     paths = make_images(tmp_path / "images", 200, (320, 240))
     pre = enc.preprocessor
     old = enc.encode_pixels(np.stack([pre(load_image(p)) for p in paths]), top_n=1000)
