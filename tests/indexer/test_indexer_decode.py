@@ -42,7 +42,7 @@ def test_new_path_gives_the_old_paths_terms(tmp_path: Path, sharp_model: Path) -
     CSR (the new one). Full decode: >= 99% of each image's terms, weights within fp16 rounding
     (measured: identical sets, differences of a few float32 ulps). Draft decode (320x240 -> 1/2 scale
     for a 64 px model): the stated bound, mean set agreement >= 98.5%, every image >= 97%."""
-    from vsparta.bench.indexing import make_images
+    from vsparta.bench.photos import make_images
     from vsparta.model.encode import TermEncoder
     from vsparta.model.images import load_image
     from vsparta.model.topn import csr_to_dicts
@@ -99,7 +99,7 @@ def test_symlinks_follow_one_rule(tmp_path: Path, write_images, colour_encoder, 
 
 
 def test_fake_encoder_job_is_deterministic_and_writes_the_embedded_engine(tmp_path: Path) -> None:
-    from vsparta.bench.indexing import make_images
+    from vsparta.bench.photos import make_images
     from vsparta.termindex import open_index
 
     make_images(tmp_path / "images", 10, (96, 64))

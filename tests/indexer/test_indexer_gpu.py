@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from vsparta.bench.indexing import make_images
+from vsparta.bench.photos import make_images
 from vsparta.indexer.decoder import Decoder
 from vsparta.indexer.reader import read_items
 from vsparta.indexer.runner import IndexConfig, run_index
