@@ -74,7 +74,8 @@ class GpuJpegDecoder:
         import torch
         from torchvision.io import ImageReadMode, decode_jpeg
 
-        tensors = [torch.from_numpy(np.asarray(f, dtype=np.uint8)) for f in files]
+        # The bytes stay on the host (decode_jpeg reads them there); a read-only buffer is copied.
+        tensors = [torch.from_numpy(np.require(f, np.uint8, ["W"])) for f in files]
         try:
             images: list[Any] = list(decode_jpeg(tensors, mode=ImageReadMode.RGB, device=self.device))
         except RuntimeError:

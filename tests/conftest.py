@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -62,6 +63,28 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         terminalreporter.write_line(
             f"gpu: {n} test(s) deselected, not run: no CUDA device here (scripts/gpu-check.sh runs them)"
         )
+
+
+@pytest.fixture
+def float32_on_cuda() -> Iterator[None]:
+    """Float32 on CUDA means float32 for the test: no TF32 in matrix products or convolutions
+    (cuDNN allows TF32 convolutions by default), so a CUDA result can be held to a CPU one."""
+    import torch
+
+    matmul, conv = torch.backends.cuda.matmul, torch.backends.cudnn
+    if hasattr(matmul, "fp32_precision"):  # torch >= 2.9; the allow_tf32 flags are on their way out
+        before: tuple[Any, ...] = (matmul.fp32_precision, conv.conv.fp32_precision)
+        matmul.fp32_precision = conv.conv.fp32_precision = "ieee"
+    else:
+        before = (matmul.allow_tf32, conv.allow_tf32)
+        matmul.allow_tf32 = conv.allow_tf32 = False
+    try:
+        yield
+    finally:
+        if hasattr(matmul, "fp32_precision"):
+            matmul.fp32_precision, conv.conv.fp32_precision = before
+        else:
+            matmul.allow_tf32, conv.allow_tf32 = before
 
 
 @pytest.fixture(scope="session")

@@ -220,37 +220,18 @@ def _index_on(device: str, images: Path, model: Path, out: Path) -> dict[str, di
     return _exported(out)
 
 
-def _no_tf32() -> Any:
-    """Float32 on CUDA means float32: TF32 convolutions and matrix products off for the block."""
-    import contextlib
-
-    import torch
-
-    @contextlib.contextmanager
-    def block():
-        before = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
-        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-        try:
-            yield
-        finally:
-            torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = before
-
-    return block()
-
-
 @pytest.mark.parametrize(
     "device", [pytest.param("cuda", marks=gpu), pytest.param("cpu", marks=pytest.mark.slow)]
 )
 def test_index_built_on_device_equals_the_cpu_index(
-    tmp_path: Path, sharp_model: Path, device: str, record_property
+    tmp_path: Path, sharp_model: Path, device: str, record_property, float32_on_cuda
 ) -> None:
     """200 images; on ``cpu`` the same harness compares the CPU with itself (it must hold exactly)."""
     images = tmp_path / "images"
     make_images(images, 200, (160, 120))
     reference = _index_on("cpu", images, sharp_model, tmp_path / "cpu")
     assert len({frozenset(t) for t in reference.values()}) > 150  # the model tells the images apart
-    with _no_tf32():
-        got = _index_on(device, images, sharp_model, tmp_path / device)
+    got = _index_on(device, images, sharp_model, tmp_path / device)
     figures = compare_documents(reference, got)
     record_property("index_vs_cpu", figures)
     if device == "cpu":

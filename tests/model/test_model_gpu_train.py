@@ -9,9 +9,7 @@ measured differences go to the JUnit report as a property.
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,18 +18,6 @@ from conftest import TINY, make_toy_dataset
 from vsparta.model.train import TrainOptions, train
 
 NO_DROPOUT = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
-
-
-@contextlib.contextmanager
-def float32_means_float32() -> Iterator[None]:
-    import torch
-
-    before = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
-    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
-    try:
-        yield
-    finally:
-        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = before
 
 
 def _losses(manifest: Path, out: Path, device: str, amp: bool) -> list[float]:
@@ -57,12 +43,13 @@ def manifest_128(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.gpu
-def test_bf16_steps_track_float32(manifest_128: Path, tmp_path: Path, record_property) -> None:
+def test_bf16_steps_track_float32(
+    manifest_128: Path, tmp_path: Path, record_property, float32_on_cuda
+) -> None:
     import torch
 
     assert torch.cuda.is_bf16_supported()  # else autocast_for picks float16 with a grad scaler
-    with float32_means_float32():
-        reference = _losses(manifest_128, tmp_path / "fp32", "cuda", amp=False)
+    reference = _losses(manifest_128, tmp_path / "fp32", "cuda", amp=False)  # TF32 off: fixture
     bf16 = _losses(manifest_128, tmp_path / "bf16", "cuda", amp=True)
     assert len(reference) == len(bf16) == 8
     gaps = [abs(a - b) for a, b in zip(reference, bf16, strict=True)]
