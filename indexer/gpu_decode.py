@@ -85,19 +85,32 @@ class GpuJpegDecoder:
                     images.append(decode_jpeg(t, mode=ImageReadMode.RGB, device=self.device))
                 except RuntimeError:
                     images.append(None)
-        return [None if im is None else self.resize(im) for im in images]
+        out: list[Any] = [None] * len(images)
+        by_shape: dict[tuple[int, ...], list[int]] = {}
+        for i, im in enumerate(images):
+            if im is not None:
+                by_shape.setdefault(tuple(im.shape), []).append(i)
+        for rows in by_shape.values():  # one resize call per picture size, not per picture
+            resized = self.resize_batch(torch.stack([images[i] for i in rows]))
+            for k, i in enumerate(rows):
+                out[i] = resized[k]
+        return out
 
     def resize(self, image: Any) -> Any:
-        """uint8 ``[3, H, W]`` -> uint8 ``[S, S, 3]``: antialiased bicubic (Pillow's filter, a = -0.5),
-        rounded to the nearest level."""
+        """uint8 ``[3, H, W]`` -> uint8 ``[S, S, 3]`` (see ``resize_batch``)."""
+        return self.resize_batch(image[None])[0]
+
+    def resize_batch(self, images: Any) -> Any:
+        """uint8 ``[n, 3, H, W]`` -> uint8 ``[n, S, S, 3]``: antialiased bicubic (Pillow's filter,
+        a = -0.5), rounded to the nearest level."""
         import torch
         import torch.nn.functional as F
 
         s = self.image_size
-        x = image[None].float()  # [1, 3, H, W]
+        x = images.float()
         if tuple(x.shape[-2:]) != (s, s):
             x = F.interpolate(x, size=(s, s), mode="bicubic", antialias=True, align_corners=False)
-        return x.round_().clamp_(0, 255).to(torch.uint8)[0].permute(1, 2, 0)  # [S, S, 3]
+        return x.round_().clamp_(0, 255).to(torch.uint8).permute(0, 2, 3, 1)
 
 
 def gpu_decoder_for(encoder: Any, wanted: bool | None) -> GpuJpegDecoder | None:

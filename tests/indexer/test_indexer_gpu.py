@@ -100,10 +100,10 @@ def test_gpu_path_resize_matches_pillow(tmp_path: Path, size: int, record_proper
     from vsparta.indexer.gpu_decode import GpuJpegDecoder
 
     paths = make_images(tmp_path / "images", 12, (640, 480))
-    resize = GpuJpegDecoder(size, "cpu").resize
-    ours = np.stack(
-        [resize(torch.from_numpy(np.array(load_image(p))).permute(2, 0, 1)).numpy() for p in paths]
-    )
+    decoder = GpuJpegDecoder(size, "cpu")
+    decoded = torch.stack([torch.from_numpy(np.array(load_image(p))).permute(2, 0, 1) for p in paths])
+    ours = decoder.resize_batch(decoded).numpy()  # one call per picture size, as ``decode`` does
+    assert np.array_equal(ours[3], decoder.resize(decoded[3]).numpy())  # batching changes nothing
     diff = pixel_difference(ours, _cpu_pictures(paths, size, fast=False))
     record_property("resize_vs_pillow", diff)
     assert diff["mean"] <= 0.5 and diff["p99"] <= 2, diff
