@@ -8,6 +8,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -89,7 +90,7 @@ def test_minilm_travels_as_float16_and_still_initialises_the_text_side(tmp_path:
 @pytest.mark.slow
 def test_dry_run_runs_every_step_and_reports(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    env = {**os.environ, "OUT": str(out)}
+    env = {**os.environ, "OUT": str(out), "PYTHON": sys.executable}  # this environment's Python
     done = subprocess.run(
         ["bash", "scripts/gpu-check.sh", "run", "--dry-run", "--out", str(tmp_path / "not-used")],
         cwd=REPO,
