@@ -260,12 +260,16 @@ def targets(report: dict[str, Any]) -> dict[str, str]:
     if not report["device"]["cuda"]:
         why = "not measured: no CUDA device (dry run)"
         return out | {"images_per_s >= 2000": why, "gpu_busy >= 60%": why, "cuda index == cpu index": why}
-    jobs = {k: v.get("pipeline", {}) for k, v in report["indexing"].items()}
-    best = max((v.get("images_per_s") or 0.0, k) for k, v in jobs.items()) if jobs else (0.0, "-")
-    busy = max(((v.get("busy_shares") or {}).get("gpu") or 0.0) for v in jobs.values()) if jobs else 0.0
-    out["images_per_s >= 2000"] = (
-        f"{'met' if best[0] >= TARGET_IMAGES_PER_S else 'not met'}: {best[0]:.0f} ({best[1]})"
-    )
+    jobs = {  # the target is from 640x480 JPEG files: the 224x224 run is for comparison only
+        name: row["pipeline"]
+        for name, res in report["indexing"].items()
+        if "640x480" in name
+        for row in res.get("models", {}).values()
+    }
+    best = max(((v.get("images_per_s") or 0.0, k) for k, v in jobs.items()), default=(0.0, "no run"))
+    busy = max(((v.get("busy_shares") or {}).get("gpu") or 0.0 for v in jobs.values()), default=0.0)
+    verdict = "met" if best[0] >= TARGET_IMAGES_PER_S else "not met"
+    out["images_per_s >= 2000"] = f"{verdict}: {best[0]:.0f} ({best[1]})"
     out["gpu_busy >= 60%"] = f"{'met' if busy >= TARGET_GPU_BUSY else 'not met'}: {busy:.0%}"
     tests = report["tests"]
     name = next(

@@ -59,6 +59,37 @@ def test_the_full_run_fits_one_device_command_and_its_arguments_parse(tmp_path: 
         assert "--gpu-decode" in steps[3].argv and "--no-gpu-decode" in steps[1].argv
 
 
+def _job(images_per_s: float, gpu_busy: float) -> dict:
+    pipeline = {"images_per_s": images_per_s, "busy_shares": {"gpu": gpu_busy}}
+    return {"models": {"base": {"pipeline": pipeline}}}
+
+
+def test_targets_are_read_off_the_640x480_runs_and_the_index_test() -> None:
+    name = "tests.indexer.test_indexer_gpu::test_index_built_on_device_equals_the_cpu_index[cuda]"
+    report = {
+        "seconds": 512.0,
+        "device": {"cuda": True},
+        "indexing": {
+            "indexing-640x480": _job(900.0, 0.31),
+            "indexing-224x224": _job(5000.0, 0.95),  # not the target's input: ignored
+            "indexing-640x480-gpu-decode": _job(2100.0, 0.64),
+        },
+        "tests": {"ran": 9, "failed": [], "properties": {name: {"index_vs_cpu": {}}}},
+    }
+    assert gpu_check.targets(report) == {
+        "whole check <= 600 s": "met: 512 s (steps and reporting; the install before them not counted)",
+        "images_per_s >= 2000": "met: 2100 (indexing-640x480-gpu-decode)",
+        "gpu_busy >= 60%": "met: 64%",
+        "cuda index == cpu index": "met",
+    }
+    report["indexing"]["indexing-640x480-gpu-decode"] = _job(1500.0, 0.5)
+    report["tests"] = {"ran": 9, "failed": [name], "properties": {}}
+    got = gpu_check.targets(report)
+    assert got["images_per_s >= 2000"] == "not met: 1500 (indexing-640x480-gpu-decode)"
+    assert got["gpu_busy >= 60%"] == "not met: 50%"
+    assert got["cuda index == cpu index"].startswith("not met")
+
+
 def test_minilm_travels_as_float16_and_still_initialises_the_text_side(tmp_path: Path) -> None:
     import importlib.util
 
