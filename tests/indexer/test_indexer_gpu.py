@@ -239,8 +239,12 @@ def test_index_built_on_device_equals_the_cpu_index(
 
 
 @gpu
-def test_a_job_with_gpu_decode_keeps_the_terms(tmp_path: Path, sharp_model: Path, record_property) -> None:
-    """The whole wiring on CUDA: nvJPEG in the decode stage, device tensors into the encoder."""
+def test_a_job_with_gpu_decode_keeps_the_terms(
+    tmp_path: Path, sharp_model: Path, record_property, float32_on_cuda
+) -> None:
+    """The whole wiring on CUDA: nvJPEG in the decode stage, device tensors into the encoder.
+    Float32 without TF32, so the decode is the only difference (the default draft decode on the
+    CPU side: its own bound against a full decode, docs/indexing.md)."""
     images = tmp_path / "images"
     make_images(images, 200, (640, 480))
     runs = {}
@@ -250,6 +254,7 @@ def test_a_job_with_gpu_decode_keeps_the_terms(tmp_path: Path, sharp_model: Path
             export_jsonl=tmp_path / f"gpu-decode-{gpu_decode}",
             model=sharp_model,
             device="cuda",
+            amp=False,
             gpu_decode=gpu_decode,
             workers=2,
             progress=False,
