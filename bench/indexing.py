@@ -9,6 +9,8 @@
 - the whole job (``IndexJob``: decode workers, encoder, writer) into the embedded engine, with
   its own summary: end-to-end images/s, each stage's solo rate and busy share, queue depths and
   the GPU's busy share (CUDA only);
+- ``--gpu-decode`` / ``--no-gpu-decode``: the whole job with nvJPEG in the decode stage, or
+  without it (default: as ``vsparta index``, nvJPEG whenever the encoder runs on CUDA);
 - ``--fake-encoder``: the same job with instant deterministic terms, which measures the
   plumbing (target: end to end >= 80% of the decode stage's rate times the workers);
 - write, alone: ``TermIndex.upsert_arrays`` of synthetic CSR batches (``--write-docs`` x
@@ -37,6 +39,7 @@ import numpy as np
 
 from vsparta.bench import hardware
 from vsparta.bench.options import command_line
+from vsparta.bench.photos import image_set
 from vsparta.termindex.registry import quiet_client_loggers
 
 log = logging.getLogger(__name__)
@@ -92,34 +95,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--workers", type=int, default=1, help="decode worker processes in the whole-job runs (default 1)"
     )
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    parser.add_argument(
+        "--gpu-decode",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="whole-job runs with (or without) nvJPEG in the decode stage (default: on with CUDA)",
+    )
+    parser.add_argument(
+        "--solo-images",
+        type=int,
+        default=None,
+        metavar="N",
+        help="measure decode and encode alone on the first N images only (default: all)",
+    )
+    parser.add_argument(
+        "--make-workers", type=int, default=1, help="processes writing the generated JPEGs (default 1)"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--workdir", type=Path, help="keep generated files here (default: a temp folder)")
-
-
-def make_images(folder: Path, n: int, size: tuple[int, int], seed: int = 0) -> list[Path]:
-    """Photo-like JPEGs (smooth gradients + noise + shapes) so decode cost is realistic."""
-    from PIL import Image, ImageDraw
-
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(seed)
-    w, h = size
-    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
-    paths = []
-    for i in range(n):
-        base = np.stack(
-            [xx / w * rng.uniform(50, 255), yy / h * rng.uniform(50, 255), (xx + yy) / (w + h) * 200], -1
-        )
-        arr = np.clip(base + rng.normal(0, 12, base.shape), 0, 255).astype(np.uint8)
-        im = Image.fromarray(arr)
-        draw = ImageDraw.Draw(im)
-        for _ in range(6):
-            x0, y0 = int(rng.integers(0, max(1, w - 8))), int(rng.integers(0, max(1, h - 8)))
-            x1, y1 = x0 + int(rng.integers(4, max(5, w // 3))), y0 + int(rng.integers(4, max(5, h // 3)))
-            draw.ellipse((x0, y0, x1, y1), fill=tuple(int(c) for c in rng.integers(0, 256, 3)))
-        path = folder / f"img{i:05d}.jpg"
-        im.save(path, quality=90)
-        paths.append(path)
-    return paths
 
 
 def build_model(kind: str, folder: Path) -> Path:
@@ -143,21 +136,6 @@ def build_model(kind: str, folder: Path) -> Path:
         raise ValueError(f"unknown model {kind!r}: default, {', '.join(PRESETS)} or a saved model folder")
     model.save_pretrained(out)
     return out
-
-
-def image_set(work: Path, n: int, size: tuple[int, int]) -> list[Path]:
-    """The JPEG test set in ``work/images``: reused when it already holds ``n`` files of ``size``."""
-    from PIL import Image
-
-    folder = work / "images"
-    existing = sorted(folder.glob("img*.jpg")) if folder.is_dir() else []
-    if len(existing) == n and existing:
-        with Image.open(existing[0]) as im:
-            if im.size == tuple(size):
-                return existing
-    if folder.is_dir():
-        shutil.rmtree(folder)
-    return make_images(folder, n, size)
 
 
 def time_decode(paths: list[Path], preprocess: Any, fast: bool) -> tuple[float, np.ndarray]:
@@ -243,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     if args.make_images is not None:
         if args.workdir is None:
             raise ValueError("--make-images needs --workdir DIR (where the test set is kept)")
-        paths = image_set(args.workdir, args.make_images, args.size)
+        paths = image_set(args.workdir, args.make_images, args.size, args.make_workers)
         _out(f"wrote {len(paths)} JPEGs of {args.size[0]}x{args.size[1]} in {args.workdir / 'images'}")
         return 0
 
@@ -255,6 +233,8 @@ def run(args: argparse.Namespace) -> int:
         "image_size": list(args.size),
         "batch_size": args.batch_size,
         "workers": args.workers,
+        "gpu_decode": args.gpu_decode,
+        "solo_images": args.solo_images,
         "cpus": os.cpu_count(),
     }
     try:
@@ -286,6 +266,7 @@ def _job(args: argparse.Namespace, work: Path, name: str, **kw: Any) -> dict[str
         workers=args.workers,
         top_n=args.top_n,
         progress=False,
+        gpu_decode=args.gpu_decode,
         **kw,
     )
     summary = IndexJob(config, encoder=encoder).run()
@@ -313,15 +294,16 @@ def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
     results["models"] = {}
     kinds = [k for k in args.models.split(",") if k and k != "none"]
     if kinds or args.fake_encoder:
-        paths = image_set(work, args.images, args.size)
+        paths = image_set(work, args.images, args.size, args.make_workers)
         w, h = args.size
         _out(f"{len(paths)} JPEGs of {w}x{h}, batch {args.batch_size}, {args.workers} decode worker(s)")
+        solo = paths[: args.solo_images] if args.solo_images else paths
     if args.fake_encoder:
         from vsparta.indexer.fake import FakeEncoder
 
         pre = FakeEncoder(args.fake_image_size).preprocessor
-        decode_fast, _ = time_decode(paths, pre, fast=True)
-        decode_exact, _ = time_decode(paths, pre, fast=False)
+        decode_fast, _ = time_decode(solo, pre, fast=True)
+        decode_exact, _ = time_decode(solo, pre, fast=False)
         fig = _job(args, work, "fake", fake_encoder=True, fake_image_size=args.fake_image_size)
         ceiling = decode_fast * max(1, args.workers)
         row = {
@@ -342,7 +324,7 @@ def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
         folder = build_model(kind, work)
         encoder = TermEncoder.from_pretrained(folder, device="auto")
         cfg = encoder.config
-        decode_rate, pixels = time_decode(paths, encoder.preprocessor, fast=True)
+        decode_rate, pixels = time_decode(solo, encoder.preprocessor, fast=True)
         encode_rate, mean_terms = time_encode(encoder, pixels, args.batch_size, args.top_n)
         fig = _job(args, work, kind, encoder=encoder)
         row = {

@@ -7,9 +7,12 @@ Stages, one module each (clip-retrieval style):
   Metadata: ``image`` (path relative to ``image_root``), ``image_root`` (absolute folder the
   service serves from), manifest ``captions`` and ``metadata`` keys.
 - ``decoder``: files -> uint8 pictures (one array per chunk; JPEGs in draft mode) in ``spawn``
-  worker processes, a bounded window ahead; ``gpu_decode``: plain JPEGs with nvJPEG on CUDA.
-- ``mapper``: batches -> top-n terms on the device, one host copy per batch as CSR arrays
-  (``batch.TermBatch``), one batch in flight (main thread). ``fake``: ``--fake-encoder``.
+  worker processes (``DecodePool``), a bounded window ahead; built with the encoder's
+  preprocessing. ``gpu_decode``: plain JPEGs with nvJPEG on CUDA, the CPU as the per-file
+  fallback, both inside the decode stage.
+- ``mapper``: decoded batches -> top-n terms on the device, one host copy per batch as CSR arrays
+  (``batch.TermBatch``), one batch in flight (main thread); it never decodes. ``fake``:
+  ``--fake-encoder``.
 - ``writer``: a thread committing ``TermIndex.upsert_arrays`` to the engine, then the JSONL
   export, bounded queue.
 - ``runner``: wiring, ``--shard``/``--num-shards`` (sha1 of the id), ``--resume`` (skip ids the

@@ -10,6 +10,12 @@ uint8 ``[n, S, S, 3]`` array (150 KB per 224 px image instead of 600 KB of float
 pickled one by one); normalization happens where the model runs. JPEGs are decoded in draft
 mode (libjpeg's 1/2, 1/4, 1/8 DCT scaling straight to near the model's size) unless
 ``fast_decode`` is off; see ``vsparta.model.images.load_image``.
+
+The decoder is built with the encoder's preprocessing (``ImagePreprocessor``) and, on CUDA, its
+GPU JPEG decoder: workers then hand plain JPEGs over as bytes, the main thread decodes them in
+batches of ``gpu_batch`` on the device, and a file nvJPEG refuses is decoded on the CPU here, so
+every item leaves this stage as pixels (host array or device tensor) or a ``Failure``. The
+worker processes (``DecodePool``) are started before the model loads; they hold no state.
 """
 
 from __future__ import annotations
@@ -25,11 +31,14 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from vsparta.indexer.items import Failure, WorkItem
+
+if TYPE_CHECKING:
+    from vsparta.indexer.gpu_decode import GpuJpegDecoder
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +48,9 @@ REDUCING_GAP = 3.0  # Pillow: reduce by an integer factor, then resample (see Im
 
 @dataclass
 class Decoded:
-    """One item after decoding: ``payload`` is uint8 pixels ``[S, S, 3]`` or the Regions, or None
-    on failure (then ``failure`` says why)."""
+    """One item after decoding: ``payload`` is uint8 pixels ``[S, S, 3]`` (a host array, or a
+    device tensor from the GPU decoder) or the Regions, or None on failure (then ``failure`` says
+    why). Inside the stage only, ``encoded`` marks a JPEG's bytes waiting for the GPU."""
 
     item: WorkItem
     payload: Any = None
@@ -135,6 +145,17 @@ def decode_item(
     return Decoded(item, None, failure, time.perf_counter() - start)
 
 
+def stack_pictures(pictures: list[Any]) -> Any:
+    """One uint8 ``[B, S, S, 3]`` batch: a numpy array when every picture is in host memory, else a
+    device tensor (host pictures, e.g. PNGs in a GPU-decoded job, are copied to that device)."""
+    if all(isinstance(p, np.ndarray) for p in pictures):
+        return np.stack(pictures)
+    import torch
+
+    device = next(p.device for p in pictures if not isinstance(p, np.ndarray))
+    return torch.stack([torch.from_numpy(p).to(device) if isinstance(p, np.ndarray) else p for p in pictures])
+
+
 def decode_bytes(decoded: Decoded, preprocess: Any, max_pixels: int | None, fast_decode: bool) -> Decoded:
     """A JPEG handed over as bytes, decoded on the CPU after all (nvJPEG refused it)."""
     from vsparta.model.images import DEFAULT_MAX_PIXELS, ImageError, load_image
@@ -204,75 +225,103 @@ def _chunks(items: Iterable[WorkItem], size: int) -> Iterator[list[WorkItem]]:
         yield chunk
 
 
+class DecodePool:
+    """The decode worker processes, started before the model loads (spawning costs seconds).
+
+    ``workers=0``: no processes; the decoder then works in the calling thread (debugging, tiny
+    jobs, tests).
+    """
+
+    def __init__(self, workers: int = 1) -> None:
+        if workers < 0:
+            raise ValueError(f"--workers must be >= 0, got {workers}")
+        self.workers = workers
+        self.executor: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> DecodePool:
+        if self.workers > 0:
+            ctx = multiprocessing.get_context("spawn")
+            self.executor = ProcessPoolExecutor(
+                self.workers, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)
+            )
+            for _ in range(self.workers):  # a pool spawns lazily: start every worker now
+                self.executor.submit(_warm_up)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.executor is not None:
+            self.executor.shutdown(wait=True, cancel_futures=True)
+            self.executor = None
+
+
 class Decoder:
     """Ordered, bounded, optionally parallel ``items -> Decoded`` stream.
 
-    ``workers=0`` decodes in the calling thread (debugging, tiny jobs, tests).
+    ``pool`` None (or one of 0 workers) decodes in the calling thread. ``gpu``: plain JPEGs are
+    decoded on its device in batches of ``gpu_batch``, with the CPU as the per-file fallback.
     """
 
     def __init__(
         self,
         preprocess: Any,
+        pool: DecodePool | None = None,
         *,
-        workers: int = 1,
         max_pixels: int | None = None,
         chunk_size: int = 8,
         prefetch: int | None = None,
         fast_decode: bool = True,
-        gpu_jpeg: bool = False,
+        gpu: GpuJpegDecoder | None = None,
+        gpu_batch: int = 32,
     ) -> None:
-        if workers < 0:
-            raise ValueError(f"--workers must be >= 0, got {workers}")
         self.preprocess = preprocess
         self.fast_decode = fast_decode
-        self.gpu_jpeg = gpu_jpeg
+        self.gpu = gpu
+        self.gpu_batch = max(1, gpu_batch)
+        self.gpu_seconds = 0.0  # host time of the GPU decode batches (main thread)
+        self.gpu_fallbacks = 0  # JPEGs nvJPEG refused, decoded on the CPU instead
         self.busy_seconds = 0.0  # summed over workers: the decode stage's own time
         self.window_samples = 0
         self.window_total = 0  # chunks ready or in flight, summed over samples (queue depth)
-        self.workers = workers
+        self._executor = pool.executor if pool is not None else None
+        self.workers = pool.workers if self._executor is not None else 0
         self.max_pixels = max_pixels
         self.chunk_size = max(1, chunk_size)
-        self.prefetch = prefetch or max(2, 4 * workers)
-        self._pool: ProcessPoolExecutor | None = None
-
-    def __enter__(self) -> Decoder:
-        if self.workers > 0:
-            ctx = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(
-                self.workers, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)
-            )
-            for _ in range(self.workers):  # a pool spawns lazily: start every worker now
-                self._pool.submit(_warm_up)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        self.prefetch = prefetch or max(2, 4 * self.workers)
 
     def iter_decoded(
         self, items: Iterable[WorkItem], stop: threading.Event | None = None
     ) -> Iterator[Decoded]:
         """Yield decoded items in input order; stops submitting new work once ``stop`` is set."""
+        stream = self._from_workers(items, stop)
+        if self.gpu is None:
+            yield from stream
+            return
+        held: list[Decoded] = []
+        encoded = 0
+        for d in stream:
+            held.append(d)
+            encoded += d.encoded
+            if encoded >= self.gpu_batch:
+                yield from self._decode_on_gpu(held)
+                held, encoded = [], 0
+        if held:
+            yield from self._decode_on_gpu(held)
+
+    def _from_workers(self, items: Iterable[WorkItem], stop: threading.Event | None) -> Iterator[Decoded]:
         chunks = _chunks(items, self.chunk_size)
-        if self._pool is None:
+        args = (self.preprocess, self.max_pixels, self.fast_decode, self.gpu is not None)
+        if self._executor is None:
             for chunk in chunks:
                 if stop is not None and stop.is_set():
                     return
-                yield from self._account(
-                    decode_chunk(chunk, self.preprocess, self.max_pixels, self.fast_decode)
-                )
+                yield from self._account(decode_chunk(chunk, *args))
             return
-        window: deque[Future[list[Decoded]]] = deque()
+        window: deque[Future[DecodedChunk]] = deque()
         try:
             for chunk in chunks:
                 if stop is not None and stop.is_set():
                     return
-                window.append(
-                    self._pool.submit(
-                        decode_chunk, chunk, self.preprocess, self.max_pixels, self.fast_decode, self.gpu_jpeg
-                    )
-                )
+                window.append(self._executor.submit(decode_chunk, chunk, *args))
                 if len(window) >= self.prefetch:
                     yield from self._take(window)
             while window:
@@ -282,6 +331,25 @@ class Decoder:
         finally:
             for fut in window:
                 fut.cancel()
+
+    def _decode_on_gpu(self, held: list[Decoded]) -> list[Decoded]:
+        """The JPEG bytes among ``held`` decoded as one GPU batch, in place and in order; what nvJPEG
+        refuses is decoded on the CPU like any file (same pixels path, same failure reasons)."""
+        assert self.gpu is not None
+        raw = [i for i, d in enumerate(held) if d.encoded]
+        if not raw:
+            return held
+        start = time.perf_counter()
+        pictures = self.gpu.decode([held[i].payload for i in raw])
+        out = list(held)
+        for i, picture in zip(raw, pictures, strict=True):
+            if picture is None:
+                out[i] = decode_bytes(held[i], self.preprocess, self.max_pixels, self.fast_decode)
+                self.gpu_fallbacks += 1
+            else:
+                out[i] = Decoded(held[i].item, picture, None, held[i].seconds)
+        self.gpu_seconds += time.perf_counter() - start
+        return out
 
     def _take(self, window: deque[Future[DecodedChunk]]) -> list[Decoded]:
         self.window_samples += 1

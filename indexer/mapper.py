@@ -7,24 +7,22 @@ skips the model: tokens are mapped back to vocabulary ids.
 
 With a device that runs asynchronously (CUDA), one pixel batch stays in flight: batch k+1 is
 queued before the results of batch k are fetched, so the GPU computes while the host stacks,
-hands results to the writer and waits for decoded images.
+hands results to the writer and waits for decoded images. Pictures arrive decoded (host arrays,
+or device tensors when the decode stage used the GPU); the mapper never decodes.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from vsparta.indexer.batch import Csr, TermBatch, canonical_csr, csr_from_dicts
-from vsparta.indexer.decoder import Decoded, decode_bytes
+from vsparta.indexer.decoder import Decoded, stack_pictures
 from vsparta.indexer.items import Failure
 from vsparta.indexer.termdocs import TermDocError, terms_from_tokens
-
-if TYPE_CHECKING:
-    from vsparta.indexer.gpu_decode import GpuJpegDecoder
 
 
 class ImageTermEncoder(Protocol):
@@ -74,17 +72,11 @@ class EncoderMapper:
         self,
         encoder: ImageTermEncoder,
         top_n: int | None,
-        gpu_decoder: GpuJpegDecoder | None = None,
-        max_pixels: int | None = None,
-        fast_decode: bool = True,
         min_weight: float = 0.0,
     ) -> None:
         self.encoder = encoder
         self.top_n = top_n
         self.min_weight = min_weight
-        self.gpu_decoder = gpu_decoder
-        self.max_pixels = max_pixels
-        self.fast_decode = fast_decode
         self.seconds = 0.0
         self.images = 0
         self._in_flight: tuple[list[Decoded], Any] | None = None
@@ -100,12 +92,8 @@ class EncoderMapper:
         pixels = [d for d in batch if d.item.kind == "pixels"]
         regions, bad = self._usable_regions([d for d in batch if d.item.kind == "regions"])
         failures += bad
-        if any(d.encoded for d in pixels):
-            pixels, stacked, bad = self._gpu_pictures(pixels)
-            failures += bad
-        elif pixels:
-            stacked = np.stack([d.payload for d in pixels])  # uint8 [B, S, S, 3]: one copy
         if pixels:
+            stacked = stack_pictures([d.payload for d in pixels])  # uint8 [B, S, S, 3]: one copy
             pending = self.encoder.start_pixels(stacked, top_n=self.top_n)
             self._collect(out, failures)
             self._in_flight = (pixels, pending)
@@ -137,33 +125,6 @@ class EncoderMapper:
         failures += empty
         if batch is not None:
             out.append(batch)
-
-    def _gpu_pictures(self, pixels: list[Decoded]) -> tuple[list[Decoded], Any, list[Failure]]:
-        """JPEG bytes decoded on the GPU, joined with the pictures the workers decoded; what nvJPEG
-        refuses is decoded here on the CPU like any file (same failure reasons)."""
-        import torch
-
-        assert self.gpu_decoder is not None, "JPEG bytes reached the mapper without a GPU decoder"
-        host = [d for d in pixels if not d.encoded]
-        raw = [d for d in pixels if d.encoded]
-        pictures, failed = self.gpu_decoder.decode([d.payload for d in raw])
-        failures: list[Failure] = []
-        for i in failed:
-            d = decode_bytes(raw[i], self.encoder.preprocessor, self.max_pixels, self.fast_decode)
-            if d.failure is not None:
-                failures.append(d.failure)
-            else:
-                host.append(d)
-        gone = set(failed)
-        on_gpu = [d for i, d in enumerate(raw) if i not in gone]
-        parts = []
-        if host:
-            parts.append(torch.from_numpy(np.stack([d.payload for d in host])).to(self.gpu_decoder.device))
-        if pictures is not None:
-            parts.append(pictures)
-        if not parts:
-            return [], None, failures
-        return host + on_gpu, torch.cat(parts) if len(parts) > 1 else parts[0], failures
 
     def _usable_regions(self, decoded: list[Decoded]) -> tuple[list[Decoded], list[Failure]]:
         """Region files whose feature size the model cannot take fail alone, not the whole batch."""

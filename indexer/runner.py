@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from vsparta.indexer.batch import TermBatch
-from vsparta.indexer.decoder import Decoded, Decoder
+from vsparta.indexer.decoder import Decoded, DecodePool, Decoder
 from vsparta.indexer.failures import FailureReport
 from vsparta.indexer.items import Failure, WorkItem, shard_of, validate_shard
 from vsparta.indexer.mapper import EncoderMapper, ImageTermEncoder, TermsMapper
@@ -208,17 +208,9 @@ class IndexJob:
         with contextlib.ExitStack() as resources:
             # The model first: a bad --model must not leave an empty index folder behind.
             # Decode workers start now (spawning costs seconds) and warm up while the model loads.
-            decoder = resources.enter_context(
-                Decoder(
-                    None,
-                    workers=cfg.workers if fmt != "terms" else 0,
-                    max_pixels=cfg.max_pixels,
-                    fast_decode=cfg.fast_decode,
-                )
-            )
-            mapper, id_to_token, preprocess = self._mapper(fmt)
-            decoder.preprocess = preprocess
-            decoder.gpu_jpeg = getattr(mapper, "gpu_decoder", None) is not None
+            pool = resources.enter_context(DecodePool(cfg.workers if fmt != "terms" else 0))
+            mapper, id_to_token, encoder = self._mapper(fmt)
+            decoder = None if encoder is None else self._decoder(encoder, pool)
             index = self._index
             if index is None and cfg.backend is not None:
                 index = resources.enter_context(
@@ -259,7 +251,7 @@ class IndexJob:
                 pending = self._pending(items, target, exporter, bar)
                 stream: Iterable[Decoded] = (
                     (Decoded(it) for it in pending)
-                    if fmt == "terms"
+                    if decoder is None
                     else decoder.iter_decoded(pending, self.stop)
                 )
                 self._encode_loop(stream, mapper, writer, report, bar)
@@ -273,8 +265,9 @@ class IndexJob:
         s.write_seconds, s.commits, s.writer_backlog = writer.seconds, writer.commits, writer.mean_queue_depth
         s.encoded, s.encode_seconds = mapper.images, mapper.seconds
         s.device_busy_seconds = mapper.device_busy_seconds
-        s.decode_workers = decoder.workers if fmt != "terms" else 0
-        s.decoded_chunks_ready = decoder.mean_ready_chunks
+        if decoder is not None:
+            s.decode_workers, s.decoded_chunks_ready = decoder.workers, decoder.mean_ready_chunks
+            s.gpu_decode_seconds = decoder.gpu_seconds if decoder.gpu is not None else None
         s.failed, s.failures_by_reason = report.total, dict(report.by_reason)
         s.seconds = time.perf_counter() - start
         if caught:
@@ -303,29 +296,27 @@ class IndexJob:
             self.summary.total = found
 
     def _mapper(self, fmt: str) -> tuple[EncoderMapper | TermsMapper, Callable[[int], str], Any]:
+        """The mapper, the id -> token function, and the encoder (None for term-document input)."""
         cfg = self.config
         if fmt == "terms":
             tok = _tokenizer(cfg)
             return TermsMapper(tok.token_to_id, cfg.top_n, cfg.min_weight), tok.id_to_token, None
         encoder = self._encoder if self._encoder is not None else _load_encoder(cfg)
-        gpu = None
-        if cfg.gpu_decode is not False and not cfg.fake_encoder:
-            from vsparta.indexer.gpu_decode import GpuJpegDecoder, gpu_decode_available
+        return EncoderMapper(encoder, cfg.top_n, cfg.min_weight), encoder.id_to_token, encoder
 
-            device = getattr(encoder, "device", None)  # TermEncoder's; test encoders have none
-            if gpu_decode_available(device):
-                gpu = GpuJpegDecoder(encoder.preprocessor.image_size, device)
-            elif cfg.gpu_decode:
-                raise ValueError("--gpu-decode needs a CUDA device and torchvision")
-        mapper = EncoderMapper(
-            encoder,
-            cfg.top_n,
-            gpu,
+    def _decoder(self, encoder: ImageTermEncoder, pool: DecodePool) -> Decoder:
+        """The decode stage, built with the encoder's preprocessing and, on CUDA, its GPU decoder."""
+        from vsparta.indexer.gpu_decode import gpu_decoder_for
+
+        cfg = self.config
+        return Decoder(
+            encoder.preprocessor,
+            pool,
             max_pixels=cfg.max_pixels,
             fast_decode=cfg.fast_decode,
-            min_weight=cfg.min_weight,
+            gpu=gpu_decoder_for(encoder, False if cfg.fake_encoder else cfg.gpu_decode),
+            gpu_batch=cfg.batch_size,
         )
-        return mapper, encoder.id_to_token, encoder.preprocessor
 
     def _pending(
         self,

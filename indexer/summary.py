@@ -33,6 +33,7 @@ class IndexSummary:
     write_seconds: float = 0.0
     commits: int = 0
     device_busy_seconds: float | None = None  # CUDA events; None on CPU
+    gpu_decode_seconds: float | None = None  # main-thread time of nvJPEG batches; None without
     decoded_chunks_ready: float | None = None  # mean, when the encoder asked for the next chunk
     writer_backlog: float | None = None  # mean batches waiting for the writer
     interrupted_by: str | None = None
@@ -78,6 +79,7 @@ class IndexSummary:
             "writer_backlog": self.writer_backlog,
             "commits": self.commits,
             "decode_workers": self.decode_workers,
+            "gpu_decode_seconds": self.gpu_decode_seconds,
             "seconds": self.seconds,
             "indexed": self.indexed,
             "failed": self.failed,
@@ -110,6 +112,8 @@ class IndexSummary:
             waits.append(f"writer backlog {self.writer_backlog:.1f} batches")
         if shares["gpu"] is not None:
             waits.append(f"GPU busy {shares['gpu']:.0%}")
+        if self.gpu_decode_seconds is not None:
+            waits.append(f"GPU JPEG decode {self.gpu_decode_seconds:.1f}s (main thread)")
         if waits:
             out.append("queues: " + ", ".join(waits))
         if self.failures_by_reason:

