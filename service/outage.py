@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from vsparta.termindex import registry
 
@@ -50,8 +51,11 @@ class OutageLog:
     Called from the event loop only (error handlers, readiness), so it needs no lock.
     """
 
-    def __init__(self, interval_s: float = SUMMARY_INTERVAL_S) -> None:
+    def __init__(
+        self, interval_s: float = SUMMARY_INTERVAL_S, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.interval_s = interval_s
+        self._clock = clock  # a test's own clock: the intervals must not depend on the machine's load
         self._down = False
         self._recovered_at: float | None = None  # when the last announced outage ended
         self._announced = False  # is the current outage one that was announced?
@@ -66,7 +70,7 @@ class OutageLog:
 
     def failed(self, where: str, exc: BaseException, traceback: bool = True) -> None:
         """Count one failed request; log only what the rules above allow."""
-        now = time.monotonic()
+        now = self._clock()
         if not self._down:
             self._down = True
             flapping = self._recovered_at is not None and now - self._recovered_at < self.interval_s
@@ -99,10 +103,10 @@ class OutageLog:
             return
         self._down = False
         if self._announced:
-            self._announced, self._recovered_at = False, time.monotonic()
+            self._announced, self._recovered_at = False, self._clock()
             log.warning(
                 "search engine available again after %.1f s (%s requests answered 503)",
-                time.monotonic() - self._since,
+                self._clock() - self._since,
                 f"{self._failures:,}",
             )
             self._window_failures = 0

@@ -136,19 +136,21 @@ def test_outage_logs_first_failure_then_recovery_in_one_line_each(
 def test_outage_log_summarizes_per_interval_and_stays_quiet_while_flapping(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """The state machine alone, with real exceptions and a short interval."""
-    outage = OutageLog(interval_s=0.2)
+    """The state machine alone, with real exceptions, on a clock of its own (a loaded machine
+    must not decide which failures fall into which interval)."""
+    now = [1000.0]
+    outage = OutageLog(interval_s=0.2, clock=lambda: now[0])
     reason = ConnectionRefusedError(111, "Connection refused")
     with caplog.at_level(logging.DEBUG, logger="vsparta.service.outage"):
         outage.failed("POST /search", reason)
-        end = time.monotonic() + 0.5
         n = 1
-        while time.monotonic() < end:
+        for _ in range(500):  # 0.5 s of failures, one per millisecond
+            now[0] += 0.001
             outage.failed("POST /search", reason)
             n += 1
-            time.sleep(0.001)
         outage.recovered()
         for _ in range(50):  # a flapping engine: failures and successes right after the recovery
+            now[0] += 0.0001
             outage.failed("GET /ready", reason)
             outage.recovered()
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -164,7 +166,7 @@ def test_outage_log_summarizes_per_interval_and_stays_quiet_while_flapping(
     assert warnings[len(summaries) + 1].startswith("search engine available again")
     assert f"({n:,} requests answered 503)" in warnings[len(summaries) + 1]
     assert len(warnings) == len(summaries) + 2  # the flaps within the interval added no line
-    time.sleep(0.25)
+    now[0] += 0.25
     outage.failed("POST /search", reason)  # a new outage, after the interval: announced again
     last = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING][-1]
     assert last.endswith("(before it, 50 requests answered 503 in brief outages)"), last
