@@ -58,15 +58,25 @@ class Vocabulary:
     unseen: tuple[int, ...]  # held-out objects
     held_words: frozenset[str]
 
+    @property
+    def held_forms(self) -> frozenset[str]:
+        """The held-out words as a caption may write them (a count makes "fruit" "fruits")."""
+        return self.held_words | {plural(w) for w in self.held_words}
+
     def allowed(self, phrase: str) -> bool:
         return not (set(phrase.split()) & self.held_words)
 
     def names(self, obj: EmojiObject, held: bool = False) -> list[str]:
-        """Names of obj without a held-out word, or (held=True) only those with one."""
-        return [p for p in obj.phrases if self.allowed(p) != held]
+        """Names of obj without a held-out word, or (held=True) only those with one; never a name
+        with a count word in it ("four thirty"), which a caption's count would make ambiguous."""
+        return [p for p in obj.phrases if self.allowed(p) != held and not _counts_in(p)]
 
     def categories(self, obj: EmojiObject, held: bool = False) -> list[str]:
         return [c for c in obj.categories if self.allowed(c) != held]
+
+
+def _counts_in(phrase: str) -> bool:
+    return bool(set(phrase.split()) & set(NUMBER_WORDS.values()))
 
 
 def _words(phrases: Iterable[str]) -> set[str]:
@@ -83,8 +93,9 @@ def choose_vocabulary(
     """Draw the held-out objects and words (same seed, same choice). ``reserved``: the captions' own
     words (numbers, sizes, templates), which every split uses and so can never be held out."""
     rng = np.random.default_rng([seed, 7919])
-    order = rng.permutation(len(objects))
-    n_unseen = round(unseen_share * len(objects))
+    usable = [i for i, o in enumerate(objects) if any(not _counts_in(p) for p in o.phrases)]
+    order = [usable[int(k)] for k in rng.permutation(len(usable))]
+    n_unseen = round(unseen_share * len(usable))
     unseen = tuple(sorted(int(i) for i in order[:n_unseen]))
     seen = tuple(sorted(int(i) for i in order[n_unseen:]))
     held: set[str] = set()
@@ -92,7 +103,9 @@ def choose_vocabulary(
         _words(p for i in seen for p in objects[i].aliases)
         | _words(c for i in seen for c in objects[i].categories)
     )
-    candidates = [w for w in candidates if w not in set(reserved) | set(NUMBER_WORDS.values())]
+    # never a caption word in every split, nor the plural a count makes of another name ("beers")
+    plurals = {plural(w) for w in _words(p for o in objects for p in (*o.phrases, *o.categories))}
+    candidates = [w for w in candidates if w not in set(reserved) | set(NUMBER_WORDS.values()) | plurals]
     target = round(held_share * len(candidates))
     for word in rng.permutation(candidates):
         if len(held) >= target:
@@ -104,6 +117,6 @@ def choose_vocabulary(
 
 
 def _still_named(obj: EmojiObject, held: set[str]) -> bool:
-    return any(not (set(p.split()) & held) for p in obj.phrases) and any(
+    return any(not (set(p.split()) & held) and not _counts_in(p) for p in obj.phrases) and any(
         c not in held for c in obj.categories
     )
