@@ -37,6 +37,7 @@ def caption_vocabulary(manifests: dict[str, Path], tokenizer: Any) -> dict[str, 
         words_all |= words
         images_all += len(records)
     report["all"] = _summary(every, images_all, words_all)
+    report["all"]["df_ranked"] = [count for _, count in every.most_common()]  # the whole curve
     return report
 
 
@@ -56,3 +57,26 @@ def write_vocabulary(out_dir: Path, report: dict[str, Any]) -> Path:
     path = Path(out_dir) / "vocabulary.json"
     path.write_text(json.dumps(report, indent=1), encoding="utf-8")
     return path
+
+
+def plot_df_curve(report: dict[str, Any], path: Path) -> Path:
+    """Log-log rank / document-frequency plot of all splits (a straight-ish line = a long tail)."""
+    total = report["all"]
+    shares = [count / max(total["images"], 1) for count in total["df_ranked"]]
+    title = f"caption word-pieces of {total['images']} object scenes"
+    title += f" ({total['distinct_word_pieces']} distinct)"
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.loglog(range(1, len(shares) + 1), shares, marker=".", linestyle="none", markersize=3)
+    ax.set_xlabel("word-piece rank")
+    ax.set_ylabel("share of images whose captions hold it")
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3, which="both")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)

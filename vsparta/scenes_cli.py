@@ -46,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     objects.add_argument(
         "--held-object-share", type=float, default=0.08, help="share of the objects held out (0.08)"
     )
+    objects.add_argument("--df-plot", type=Path, help="also plot the word-pieces' document-frequency curve")
     parser.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bar (default: on)"
     )
@@ -70,11 +71,11 @@ def _generate(args: argparse.Namespace) -> dict[str, Path]:
     )  # fmt: skip
 
 
-def _report_vocabulary(out: Path, manifests: dict[str, Path]) -> dict[str, Any]:
+def _report_vocabulary(out: Path, manifests: dict[str, Path], df_plot: Path | None) -> dict[str, Any]:
     from tokenizers import Tokenizer
 
     from vsparta.model.tokenization import resolve_text_model
-    from vsparta.scenes.vocabulary import caption_vocabulary, write_vocabulary
+    from vsparta.scenes.vocabulary import caption_vocabulary, plot_df_curve, write_vocabulary
 
     tokenizer = Tokenizer.from_file(str(Path(resolve_text_model()) / "tokenizer.json"))
     report = caption_vocabulary(manifests, tokenizer)
@@ -86,6 +87,8 @@ def _report_vocabulary(out: Path, manifests: dict[str, Path]) -> dict[str, Any]:
         total["distinct_words"], total["distinct_word_pieces"],
         "/".join(str(total["df_curve"].get(r, "-")) for r in ("1", "10", "100", "1000")), path,
     )  # fmt: skip
+    if df_plot is not None:
+        log.info("wrote %s", plot_df_curve(report, df_plot))
     return report
 
 
@@ -108,5 +111,5 @@ def run(args: argparse.Namespace) -> int:
     for split, path in manifests.items():
         log.info("  %s: %s", split, path)
     if args.kind == "objects":
-        _report_vocabulary(args.out, manifests)
+        _report_vocabulary(args.out, manifests, args.df_plot)
     return 0
