@@ -128,7 +128,7 @@ def _scenes_argv(args: argparse.Namespace, scenes: Path) -> list[str]:
             "--seed", str(args.seed)]  # fmt: skip
     if args.kind == "objects":  # a demo holds nothing out: every word and object is searchable
         argv += ["--heldout-words", "0", "--heldout-objects", "0"]
-        argv += ["--held-word-share", "0", "--held-object-share", "0"]
+        argv += ["--held-word-share", "0", "--held-object-share", "0", "--no-vocabulary"]
     return argv + _no_progress(args)
 
 

@@ -46,6 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     objects.add_argument(
         "--held-object-share", type=float, default=0.08, help="share of the objects held out (0.08)"
     )
+    objects.add_argument(
+        "--vocabulary",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="write vocabulary.json: the captions' word-pieces and document frequencies (default: on)",
+    )
     objects.add_argument("--df-plot", type=Path, help="also plot the word-pieces' document-frequency curve")
     parser.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bar (default: on)"
@@ -110,6 +116,6 @@ def run(args: argparse.Namespace) -> int:
     log.info("wrote %d images in %.1f s (%.0f images/s) under %s", total, took, rate, args.out)
     for split, path in manifests.items():
         log.info("  %s: %s", split, path)
-    if args.kind == "objects":
+    if args.kind == "objects" and args.vocabulary:
         _report_vocabulary(args.out, manifests, args.df_plot)
     return 0
