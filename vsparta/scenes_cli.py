@@ -84,6 +84,8 @@ def _report_vocabulary(out: Path, manifests: dict[str, Path], df_plot: Path | No
     from vsparta.scenes.vocabulary import caption_vocabulary, plot_df_curve, write_vocabulary
 
     tokenizer = Tokenizer.from_file(str(Path(resolve_text_model()) / "tokenizer.json"))
+    tokenizer.no_padding()  # the saved tokenizer pads and truncates to 128: neither is a caption word
+    tokenizer.no_truncation()
     report = caption_vocabulary(manifests, tokenizer)
     path = write_vocabulary(out, report)
     total = report["all"]
