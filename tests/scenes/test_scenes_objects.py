@@ -130,6 +130,8 @@ def test_cli_writes_the_vocabulary_report(tmp_path: Path) -> None:
     assert set(report) == {*SPLITS, "all"}
     total = report["all"]
     assert total["images"] == 50 and total["distinct_word_pieces"] > 100
+    assert not [piece for piece, _ in total["top"] if piece.startswith("[")]  # no [PAD], [CLS] ...
+    assert len(total["df_ranked"]) == total["distinct_word_pieces"]
     curve = [total["df_curve"][r] for r in ("1", "10", "100")]
     assert curve == sorted(curve, reverse=True) and curve[0] > curve[2]
 
