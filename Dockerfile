@@ -17,6 +17,7 @@ COPY indexer ./indexer
 COPY termindex ./termindex
 COPY service ./service
 COPY bench ./bench
+COPY scenes ./scenes
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 # ---- indexing job: torch + CUDA (runs on CPU too, slowly) ------------------------------------

@@ -75,6 +75,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sparsity-target", type=float, help="steer towards this many positive terms/img")
     parser.add_argument("--term-bias", action="store_true", help="VisualSparta with a per-term bias")
     parser.add_argument("--no-dense", action="store_true", help="skip the dense baseline")
+    parser.add_argument(
+        "--no-sparta", action="store_true", help="skip VisualSparta (the dense baseline only)"
+    )
+    parser.add_argument(
+        "--kind", choices=["shapes", "objects"], default="shapes", help="scene benchmark (default shapes)"
+    )
+    parser.add_argument("--heldout", type=int, help="objects: images per held-out split (default: --test)")
+    parser.add_argument(
+        "--merge", type=Path, nargs="+", help="no training: one table and plot from these runs' quality.json"
+    )
     parser.add_argument("--patience", type=int, default=3, help="early stopping: epochs without gain")
     parser.add_argument("--seed", type=int, default=0, help="seed of the scenes and the trainings")
     parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda ...")
@@ -108,7 +118,7 @@ def _settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def variants(s: dict[str, Any], args: argparse.Namespace) -> list[Variant]:
     out = []
-    for w in s["weights"]:
+    for w in [] if args.no_sparta else s["weights"]:
         overrides: dict[str, Any] = {"sparsity_weight": w, "sparsity_loss": args.sparsity_loss}
         for key in ("sparsity_images", "sparsity_vocab", "sparsity_target"):
             if getattr(args, key, None):
@@ -124,10 +134,20 @@ def variants(s: dict[str, Any], args: argparse.Namespace) -> list[Variant]:
     return out
 
 
-def _scenes(s: dict[str, Any], cache: Path, seed: int) -> dict[str, Path]:
-    from vsparta.scenes import generate_scenes
+def _scenes(s: dict[str, Any], cache: Path, seed: int, kind: str, heldout: int | None) -> dict[str, Path]:
+    folder = cache / f"{kind}-{s['train']}-{s['val']}-{s['test']}-{s['size']}-{seed}"
+    if kind == "objects":
+        from vsparta.scenes.objects import generate_object_scenes
 
-    folder = cache / f"scenes-{s['train']}-{s['val']}-{s['test']}-{s['size']}-{seed}"
+        n_held = s["test"] if heldout is None else heldout
+        counts = {"train": s["train"], "val": s["val"], "test": s["test"]}
+        counts |= {"heldout_words": n_held, "heldout_objects": n_held}
+        manifests = {k: folder / f"{k}.jsonl" for k in counts}
+        if all(p.exists() for p in manifests.values()):
+            return manifests
+        return generate_object_scenes(folder, counts, image_size=s["size"], seed=seed)
+    from vsparta.scenes.shapes import generate_scenes
+
     manifests = {k: folder / f"{k}.jsonl" for k in ("train", "val", "test")}
     if all(p.exists() for p in manifests.values()):
         return manifests
@@ -180,48 +200,88 @@ def train_variant(
     return max(runs, key=lambda run: sum(run["val"].values()) if run["val"] else -1.0) | {"sweep": runs}
 
 
+def _evaluate(model: Any, kind: str, records: list[Any], top_ns: Any, args: argparse.Namespace) -> list[Any]:
+    from vsparta.model.encode import resolve_device
+    from vsparta.model.evaluate import evaluate
+
+    device = resolve_device(args.device)
+    report = evaluate(
+        records,
+        model if kind == "visualsparta" else None,
+        model if kind == "dense" else None,
+        top_ns=top_ns,
+        device=device,
+        amp=device.type == "cuda",
+        ndcg_queries=min(1000, len(records)),
+        time_queries=100,
+        seed=args.seed,
+    )
+    return [r for r in report.rows if r["model"] != "random"]
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
 
     from vsparta.bench import hardware
     from vsparta.bench.options import command_line
     from vsparta.model.dense import load_model
-    from vsparta.model.encode import resolve_device
-    from vsparta.model.evaluate import TOP_N, evaluate
+    from vsparta.model.evaluate import NATURAL, TOP_N
     from vsparta.model.manifest import read_manifest
 
+    if args.merge:
+        return _write(*merge_runs(args.merge), args)
     if args.threads:
         torch.set_num_threads(args.threads)
     s = _settings(args)
     t0 = time.perf_counter()
-    manifests = _scenes(s, args.cache_dir, args.seed)
+    manifests = _scenes(s, args.cache_dir, args.seed, args.kind, args.heldout)
     test = read_manifest(manifests["test"])
-    device = resolve_device(args.device)
+    held = {k: read_manifest(p) for k, p in manifests.items() if k.startswith("heldout")}
     results = []
     for v in variants(s, args):
         best = train_variant(v, s, manifests, args, args.cache_dir / "runs")
         model = load_model(best["dir"])
-        report = evaluate(
-            test,
-            model if v.model == "visualsparta" else None,
-            model if v.model == "dense" else None,
-            top_ns=TOP_N,
-            device=device,
-            amp=device.type == "cuda",
-            ndcg_queries=min(1000, len(test)),
-            time_queries=100,
-            seed=args.seed,
+        rows = _evaluate(model, v.model, test, TOP_N, args)
+        heldout = {k: _evaluate(model, v.model, r, (NATURAL,), args)[0] for k, r in held.items()}
+        results.append(
+            {
+                "variant": v.name,
+                "model": v.model,
+                "overrides": v.overrides,
+                **best,
+                "rows": rows,
+                "heldout": heldout,
+            }
         )
-        rows = [r for r in report.rows if r["model"] != "random"]
-        results.append({"variant": v.name, "model": v.model, "overrides": v.overrides, **best, "rows": rows})
     meta = {
         "command": command_line("quality"),
         "hardware": hardware.describe(),
-        "device": str(device),
-        "settings": s,
+        "device": args.device,
+        "settings": s | {"kind": args.kind},
         "seconds": round(time.perf_counter() - t0, 1),
         "pool": str(len(test)),
     }
+    return _write(results, meta, args)
+
+
+def merge_runs(paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Several runs (say one per model, trained side by side) as one table; each keeps its settings."""
+    results: list[dict[str, Any]] = []
+    metas = []
+    for path in paths:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        metas.append(data["meta"])
+        for res in data["results"]:
+            results.append(res | {"settings": data["meta"]["settings"], "command": data["meta"]["command"]})
+    meta = metas[0] | {
+        "command": " ; ".join(m["command"] for m in metas),
+        "seconds": round(max(m["seconds"] for m in metas), 1),
+        "runs": metas,
+    }
+    return results, meta
+
+
+def _write(results: list[dict[str, Any]], meta: dict[str, Any], args: argparse.Namespace) -> int:
     text = markdown(results, meta)
     print(text)  # noqa: T201 - the command's output
     if not args.no_write:
@@ -239,33 +299,65 @@ def _r1(row: dict[str, Any], pool: str) -> float:
     return float(row["recall"][pool]["R@1"])
 
 
+def _data_line(s: dict[str, Any]) -> str:
+    return (
+        f"{s.get('kind', 'shapes')} scenes, {s['train']} train / {s['val']} val / {s['test']} test, "
+        f"{s['size']} px; "
+        f"config `{s['config']}`, init `{s['init']}`, up to {s['epochs']} epochs, batch {s['batch_size']}"
+    )
+
+
+def _fmt(row: dict[str, Any], key: str, spec: str) -> str:
+    return format(row[key], spec) if key in row else "-"
+
+
 def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
-    s, pool = meta["settings"], meta["pool"]
+    pool = meta["pool"]
+    runs = meta.get("runs", [meta])
     lines = [
         "# Retrieval quality vs index size",
         "",
         f"Command: `{meta['command']}`  ",
         f"Machine: {meta['hardware']['cpu']}, {meta['hardware']['cores']} cores (shared); device "
         f"{meta['device']}; total {meta['seconds']:.0f} s.  ",
-        f"Data: generated scenes, {s['train']} train / {s['val']} val / {s['test']} test, {s['size']} px; "
-        f"config `{s['config']}`, init `{s['init']}`, up to {s['epochs']} epochs, batch {s['batch_size']}; "
-        "each model's learning rate picked by validation R@1+R@5+R@10 (best epoch kept).",
+        *[f"Data: {_data_line(m['settings'])}.  " for m in runs],
+        "Each model's learning rate picked by validation R@1+R@5+R@10 (best epoch kept).",
         "",
-        f"Recall in % on the {pool}-image test pool; terms/img = mean terms kept per image; "
+        f"Recall in % on the {pool}-image test pool; terms/img = mean terms kept per image; postings/q = "
+        "postings an inverted index over these images reads per query; "
         "natural = the positive terms capped like `vsparta index` (1000).",
         "",
-        "| model | lr | best epoch | train s | top-n | terms/img | R@1 | R@5 | R@10 | NDCG@25 |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| model | lr | best epoch | train s | top-n | terms/img | postings/q | R@1 | R@5 | R@10 | NDCG@25 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for res in results:
         for row in res["rows"]:
             rec = row["recall"][pool]
-            terms = f"{row['terms_per_image']:.0f}" if "terms_per_image" in row else "-"
             lines.append(
                 f"| {res['variant']} | {res['lr']:g} | {res['best_epoch']} | {res['seconds']:.0f} | "
-                f"{row['top_n']} | {terms} | {rec['R@1']:.1f} | {rec['R@5']:.1f} | {rec['R@10']:.1f} | "
-                f"{row['ndcg@25']:.3f} |"
+                f"{row['top_n']} | {_fmt(row, 'terms_per_image', '.0f')} | "
+                f"{_fmt(row, 'postings_per_query', '.0f')} | "
+                f"{rec['R@1']:.1f} | {rec['R@5']:.1f} | {rec['R@10']:.1f} | {row['ndcg@25']:.3f} |"
             )
+    held = [res for res in results if res.get("heldout")]
+    if held:
+        lines += [
+            "",
+            "Generalisation (natural sparsity; each split's own pool): *held-out words* = seen objects "
+            "named by an alias or category word no training caption uses; *held-out objects* = an object "
+            "no training image shows.",
+            "",
+            "| model | split | images | R@1 | R@5 | R@10 | NDCG@25 |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for res in held:
+            for split, row in res["heldout"].items():
+                rec = next(iter(row["recall"].values()))
+                images = next(iter(row["recall"]))
+                lines.append(
+                    f"| {res['variant']} | {split} | {images} | {rec['R@1']:.1f} | {rec['R@5']:.1f} | "
+                    f"{rec['R@10']:.1f} | {row['ndcg@25']:.3f} |"
+                )
     lines += ["", "Learning-rate sweeps (validation R@1 at the best epoch):", ""]
     for res in results:
         sweep = ", ".join(f"{r['lr']:g}: {r['val'].get('R@1', float('nan')):.1f}" for r in res["sweep"])

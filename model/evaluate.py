@@ -334,6 +334,7 @@ def evaluate(
             row["positive_terms_per_image"] = images.positive_terms()
             row["ndcg@25"] = ndcg_at_k(scores[ndcg_rows], relevance, 25)
             row["terms_per_image"] = float(terms.nnz / n)
+            row["postings_per_query"] = postings_per_query(terms, qmat)
             report.rows.append(row)
 
     if dense is not None:
@@ -354,6 +355,13 @@ def evaluate(
         _row("random", "-", scores, probe, n, ndcg_at_k(scores[ndcg_rows], relevance, 25), 0.0)
     )
     return report
+
+
+def postings_per_query(terms: sp.csr_matrix, qmat: sp.csr_matrix) -> float:
+    """Mean postings an inverted index over ``terms`` (``[V, N]``) reads per query (``qmat``,
+    ``[Q, V]``): the sum of its tokens' document frequencies (what an engine's work grows with)."""
+    df = np.asarray((terms != 0).sum(axis=1)).ravel().astype(np.float64)
+    return float(((qmat != 0).astype(np.float64) @ df).mean()) if qmat.shape[0] else 0.0
 
 
 def format_table(report: EvalReport) -> str:

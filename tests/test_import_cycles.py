@@ -12,7 +12,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("vsparta", "model", "indexer", "termindex", "service", "bench")
+PACKAGES = ("vsparta", "model", "indexer", "termindex", "service", "bench", "scenes")
 
 
 def _module_name(path: Path) -> str:

@@ -29,7 +29,7 @@ def test_a_run_on_scene_jpegs_writes_both_decodes_figures(tmp_path: Path, capsys
 
     from vsparta.model.configuration import config_from_spec
     from vsparta.model.modeling import build_model
-    from vsparta.scenes import generate_scenes
+    from vsparta.scenes.shapes import generate_scenes
 
     torch.manual_seed(0)
     build_model(config_from_spec("tiny")).save_pretrained(tmp_path / "model")

@@ -39,3 +39,29 @@ def test_quality_bench_writes_rows_for_every_cut(tmp_path: Path) -> None:
     md = (out / "quality.md").read_text()
     assert "| natural |" in md and "vsparta bench quality" in md
     assert (out / "quality.png").stat().st_size > 1000
+
+
+@pytest.mark.slow
+def test_quality_bench_on_object_scenes_reports_held_out_splits_and_merges(tmp_path: Path) -> None:
+    from vsparta.cli import main
+
+    common = ["bench", "quality", "--quick", "--kind", "objects", "--train", "40", "--val", "12"]
+    common += ["--test", "12", "--heldout", "10", "--size", "32", "--epochs", "1", "--batch-size", "16"]
+    common += ["--config", json.dumps(TINY), "--threads", "2", "--cache-dir", str(tmp_path / "cache")]
+    sparta, dense = tmp_path / "sparta", tmp_path / "dense"
+    assert main([*common, "--weights", "3e-4", "--no-dense", "--out-dir", str(sparta)]) == 0
+    assert main([*common, "--no-sparta", "--out-dir", str(dense)]) == 0
+    merged = tmp_path / "merged"
+    argv = ["bench", "quality", "--merge", str(sparta / "quality.json"), str(dense / "quality.json")]
+    assert main([*argv, "--out-dir", str(merged)]) == 0
+    data = json.loads((merged / "quality.json").read_text())
+    assert [r["model"] for r in data["results"]] == ["visualsparta", "dense"]
+    for res in data["results"]:
+        assert set(res["heldout"]) == {"heldout_words", "heldout_objects"}
+        assert all("10" in row["recall"] for row in res["heldout"].values())
+    assert all(row["postings_per_query"] > 0 for row in data["results"][0]["rows"])
+    md = (merged / "quality.md").read_text()
+    assert (
+        "| VisualSparta (flops 0.0003) | heldout_words | 10 |" in md
+        and "| dense | heldout_objects | 10 |" in md
+    )

@@ -15,10 +15,10 @@ from vsparta.cli import main
 from vsparta.model.images import load_image
 from vsparta.model.manifest import ManifestRecord, read_manifest
 from vsparta.model.metrics import recall_at_k
-from vsparta.scene_captions import COLOUR_WORDS, PLURALS, SHAPE_WORDS
-from vsparta.scene_objects import COLOURS, POSITIONS, SHAPES
-from vsparta.scene_oracle import ATTRIBUTES, SceneIndex, oracle_scores, parse_caption
-from vsparta.scenes import generate_scenes
+from vsparta.scenes.shape_captions import COLOUR_WORDS, PLURALS, SHAPE_WORDS
+from vsparta.scenes.shape_objects import COLOURS, POSITIONS, SHAPES
+from vsparta.scenes.shape_oracle import ATTRIBUTES, SceneIndex, oracle_scores, parse_caption
+from vsparta.scenes.shapes import generate_scenes
 
 ARGS = {"n_train": 30, "n_val": 10, "n_test": 120, "image_size": 64, "seed": 0}
 

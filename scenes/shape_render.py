@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from PIL import Image, ImageDraw
 
-from vsparta.scene_objects import COLOURS, POSITIONS, SceneObject
+from vsparta.scenes.shape_objects import COLOURS, POSITIONS, SceneObject
 
 _SUPERSAMPLE = 4  # shapes are drawn 4x larger and box-filtered down: anti-aliased edges
 _LARGE, _SMALL = 0.30, 0.16  # object diameter as a fraction of the image side
@@ -45,7 +45,7 @@ def _polygon(shape: str, cx: float, cy: float, r: float, angle: float) -> list[t
     return [(cx + x * c - y * s, cy + x * s + y * c) for x, y in pts]
 
 
-def _background(rng: np.random.Generator, size: int) -> tuple[np.ndarray, str, list[int]]:
+def draw_background(rng: np.random.Generator, size: int) -> tuple[np.ndarray, str, list[int]]:
     """A muted colour with a gradient and one texture, so the background is never flat."""
     hue, sat, val = rng.random(), rng.uniform(0.05, 0.3), rng.uniform(0.4, 0.68)
     base = np.array(_hsv_to_rgb(hue, sat, val)) * 255.0
@@ -82,7 +82,7 @@ def render_scene(
     rng: np.random.Generator, objects: Sequence[SceneObject], size: int
 ) -> tuple[Image.Image, dict[str, Any], list[dict[str, Any]]]:
     """Draw the scene; returns the image, background info and per-object boxes (pixels)."""
-    img, texture, bg = _background(rng, size)
+    img, texture, bg = draw_background(rng, size)
     light = rng.uniform(-0.08, 0.08, size=2).astype(np.float32)
     ramp = np.arange(size, dtype=np.float32) / size - 0.5
     shade = (1.0 + light[0] * ramp[None, :] + light[1] * ramp[:, None])[..., None]

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from vsparta.scene_captions import (
+from vsparta.scenes.shape_captions import (
     COLOUR_WORDS,
     NUMBERS,
     PLURALS,
@@ -58,7 +58,7 @@ class ParsedCaption:
 
 
 def parse_caption(text: str) -> ParsedCaption:
-    """Turn a caption written by :mod:`vsparta.scenes` back into mentions and relations."""
+    """Turn a caption written by :mod:`vsparta.scenes.shapes` back into mentions and relations."""
     tokens = re.findall(r"[a-z]+", text.lower())
     items: list[tuple[str, Any]] = []
     modifiers: list[str] = []

@@ -19,9 +19,9 @@ import numpy as np
 
 from vsparta.model.manifest import ManifestRecord, write_manifest
 from vsparta.model.progress import progress_bar
-from vsparta.scene_captions import make_captions
-from vsparta.scene_objects import SPLITS, relations_of, scene_group
-from vsparta.scene_render import render_scene
+from vsparta.scenes.shape_captions import make_captions
+from vsparta.scenes.shape_objects import SPLITS, relations_of, scene_group
+from vsparta.scenes.shape_render import render_scene
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The scenes' world: shapes, colours, sizes, positions, the objects placed in a scene, the relations
 that hold between them, and the groups of a base scene with its hard-negative variants.
 
-Captions (``vsparta.scene_captions``) and pixels (``vsparta.scene_render``) are both drawn from
+Captions (``vsparta.scenes.shape_captions``) and pixels (``vsparta.scenes.shape_render``) are both drawn from
 these objects; neither knows about the other.
 """
 

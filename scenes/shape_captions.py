@@ -1,6 +1,6 @@
 """Captions of a scene: one full description and partial ones, in varied but truthful words.
 
-Every word maps back to one value (the canonical word first), so ``vsparta.scene_oracle`` can read
+Every word maps back to one value (the canonical word first), so ``vsparta.scenes.shape_oracle`` can read
 a caption back and check it against the scene's metadata.
 """
 
@@ -10,10 +10,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from vsparta.scene_objects import SceneObject, relations_of
+from vsparta.scenes.shape_objects import SceneObject, relations_of
 
 # Words used in captions. The canonical word comes first; every word maps back to one value, so
-# captions can be checked against the metadata (tests, and the symbolic matchers in scene_oracle).
+# captions can be checked against the metadata (tests, and the symbolic matchers in shape_oracle).
 SHAPE_WORDS: dict[str, tuple[str, ...]] = {
     "circle": ("circle", "disc"),
     "square": ("square", "block"),

@@ -1,0 +1,164 @@
+"""The object scene benchmark: 1-5 everyday objects per image, five captions each, five splits.
+
+Splits: ``train``, ``val`` and ``test`` draw from the *seen* objects and never use a held-out word;
+``heldout_words`` shows seen objects but every caption names one of them with a held-out word (an
+alias or category word no training caption uses); ``heldout_objects`` shows in every image an
+object that no other split contains. Scenes are drawn from generators seeded by (seed, split,
+image), so the same arguments give the same bytes and splits are independent.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from vsparta.model.manifest import ManifestRecord, write_manifest
+from vsparta.model.progress import progress_bar
+from vsparta.scenes.emoji_catalog import EmojiObject, catalog
+from vsparta.scenes.object_captions import Kind, make_captions, template_words
+from vsparta.scenes.object_render import MAX_OBJECTS, MIN_IMAGE_SIZE, SIZES, Placed, render_objects
+from vsparta.scenes.object_words import Vocabulary, choose_vocabulary
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("train", "val", "test", "heldout_words", "heldout_objects")
+_MODES = {"heldout_words": "heldout_words", "heldout_objects": "heldout_objects"}
+MAX_KINDS = 3
+
+
+def check_numbers(min_objects: int, max_objects: int, image_size: int, counts: dict[str, int]) -> None:
+    """Impossible requests fail before anything is written, in one sentence."""
+    if min_objects < 1:
+        raise ValueError(f"a scene needs at least 1 object, got --min-objects {min_objects}")
+    if max_objects > MAX_OBJECTS:
+        raise ValueError(
+            f"at most {MAX_OBJECTS} objects fit in a scene (a {MAX_OBJECTS}-cell grid), "
+            f"got --max-objects {max_objects}"
+        )
+    if max_objects < min_objects:
+        raise ValueError(f"--max-objects {max_objects} is below --min-objects {min_objects}")
+    if not MIN_IMAGE_SIZE <= image_size <= 1024:
+        raise ValueError(f"image size must be in [{MIN_IMAGE_SIZE}, 1024] pixels, got {image_size}")
+    for split, n in counts.items():
+        if n < 0:
+            raise ValueError(f"the {split} split needs a non-negative number of images, got {n}")
+
+
+def _focus_pool(objects: tuple[EmojiObject, ...], vocab: Vocabulary, split: str) -> list[int]:
+    if split == "heldout_objects":
+        return list(vocab.unseen)
+    if split == "heldout_words":
+        return [i for i in vocab.seen if vocab.names(objects[i], True) or vocab.categories(objects[i], True)]
+    return []
+
+
+def _scene(
+    rng: np.random.Generator,
+    objects: tuple[EmojiObject, ...],
+    vocab: Vocabulary,
+    split: str,
+    n_range: tuple[int, int],
+) -> list[Kind]:
+    n = int(rng.integers(n_range[0], n_range[1] + 1))
+    n_kinds = int(rng.integers(1, min(n, MAX_KINDS) + 1))
+    counts = [1] * n_kinds
+    for _ in range(n - n_kinds):
+        counts[int(rng.integers(n_kinds))] += 1
+    focus = _focus_pool(objects, vocab, split)
+    chosen: list[int] = [int(rng.choice(focus))] if focus else []
+    while len(chosen) < n_kinds:
+        candidate = int(rng.choice(vocab.seen))
+        if candidate not in chosen:
+            chosen.append(candidate)
+    cells = [int(c) for c in rng.permutation(MAX_OBJECTS)[:n]]
+    kinds, at = [], 0
+    for k, (index, count) in enumerate(zip(chosen, counts, strict=True)):
+        size = str(rng.choice(list(SIZES)))
+        placed = tuple(Placed(index, cells[at + c], size) for c in range(count))
+        kinds.append(Kind(objects[index], placed, focus=bool(focus) and k == 0))
+        at += count
+    return kinds
+
+
+def _records(
+    out: Path,
+    split: str,
+    n: int,
+    size: int,
+    seed: int,
+    vocab: Vocabulary,
+    n_range: tuple[int, int],
+    progress: bool,
+) -> list[ManifestRecord]:
+    objects = catalog()
+    folder = out / "images" / split
+    folder.mkdir(parents=True, exist_ok=True)
+    mode = _MODES.get(split, "seen")
+    records: list[ManifestRecord] = []
+    for i in progress_bar(range(n), total=n, desc=f"scenes {split}", unit="img", enabled=progress and n > 0):
+        rng = np.random.default_rng([seed, SPLITS.index(split), i])
+        kinds = _scene(rng, objects, vocab, split, n_range)
+        order = [(p, k.obj.char) for k in kinds for p in k.placed]
+        rng.shuffle(order)  # draw order mixes kinds, so any of them may be the one partly hidden
+        image, background, drawn = render_objects(rng, [p for p, _ in order], [c for _, c in order], size)
+        captions = make_captions(rng, kinds, vocab, mode, background["texture"])
+        image_id = f"{split}-{i:05d}"
+        path = folder / f"{image_id}.jpg"
+        image.save(path, format="JPEG", quality=90)
+        metadata = {
+            "split": split,
+            "kind": "objects",
+            "size": size,
+            "background": background,
+            "objects": [
+                {
+                    "emoji": objects[p.index].char,
+                    "name": objects[p.index].name,
+                    "position": p.position(),
+                    "size": p.size,
+                    **d,
+                }
+                for (p, _), d in zip(order, drawn, strict=True)
+            ],
+            "focus": next((k.obj.name for k in kinds if k.focus), None),
+        }
+        records.append(ManifestRecord(id=image_id, image=path, captions=captions, metadata=metadata))
+    return records
+
+
+def generate_object_scenes(
+    out_dir: str | Path,
+    counts: dict[str, int],
+    *,
+    image_size: int = 96,
+    seed: int = 0,
+    min_objects: int = 1,
+    max_objects: int = 5,
+    held_word_share: float = 0.12,
+    held_object_share: float = 0.08,
+    progress: bool = True,
+) -> dict[str, Path]:
+    """Write ``out_dir/images/<split>/`` and ``out_dir/<split>.jsonl`` for each split in ``counts``
+    (any of :data:`SPLITS`); returns split -> manifest path. Same arguments, same bytes. The shares
+    are of the catalog's objects and of its alias/category words held out (0: none, as the demo)."""
+    unknown = set(counts) - set(SPLITS)
+    if unknown:
+        raise ValueError(f"unknown split(s) {sorted(unknown)}; the object scenes have {list(SPLITS)}")
+    check_numbers(min_objects, max_objects, image_size, counts)
+    for name, share in (("held-out word", held_word_share), ("held-out object", held_object_share)):
+        if not 0.0 <= share < 1.0:
+            raise ValueError(f"the {name} share must be in [0, 1), got {share}")
+    vocab = choose_vocabulary(catalog(), seed, template_words(), held_object_share, held_word_share)
+    for split in ("heldout_words", "heldout_objects"):
+        if counts.get(split) and not _focus_pool(catalog(), vocab, split):
+            raise ValueError(f"the {split} split is empty when nothing is held out; ask for 0 images")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    manifests: dict[str, Path] = {}
+    for split, n in counts.items():
+        records = _records(out, split, n, image_size, seed, vocab, (min_objects, max_objects), progress)
+        manifests[split] = write_manifest(out / f"{split}.jsonl", records)
+        log.info("scenes: %s: %d images -> %s", split, len(records), manifests[split])
+    return manifests
