@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from vsparta.indexer.batch import TermBatch
 from vsparta.indexer.decoder import Decoded, DecodePool, Decoder
@@ -28,6 +28,7 @@ from vsparta.indexer.reader import INPUT_FORMATS, detect_format, iter_items
 from vsparta.indexer.summary import IndexSummary
 from vsparta.indexer.termdocs import TermDocExporter
 from vsparta.indexer.writer import DocumentWriter, IndexTarget, chunked, writing
+from vsparta.model.config_parts import DEFAULT_TOP_N
 from vsparta.termindex import IndexNotFound, TermIndex, open_index
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,9 @@ __all__ = ["IndexConfig", "IndexJob", "IndexSummary", "open_backend", "run_index
 RESUME_CHECK_CHUNK = 512
 SHARD_WAIT_SECONDS = 600.0  # how long shards 1..N-1 wait for shard 0 to create the index
 COMMIT_DOCS = 256  # documents per engine write when the writer has a backlog
+
+
+MODEL_TOP_N = "model"  # IndexConfig.top_n when --top-n is not given: the model config's
 
 
 @dataclass
@@ -50,7 +54,7 @@ class IndexConfig:
     export_docs_per_file: int = 10_000
     model: Path | None = None
     tokenizer: Path | None = None
-    top_n: int | None = 1000
+    top_n: int | None | Literal["model"] = MODEL_TOP_N  # "model": the model config's top_n
     min_weight: float = 0.0  # terms lighter than this are not indexed (a row's heaviest always is)
     batch_size: int = 32
     workers: int = 1
@@ -124,6 +128,14 @@ def check_needs(config: IndexConfig, fmt: str, *, encoder_given: bool = False) -
             raise ValueError("term-document input needs --tokenizer (or --model) to map tokens to ids")
     elif config.model is None and not config.fake_encoder and not encoder_given:
         raise ValueError("--model (or --fake-encoder) is required to encode images or regions")
+
+
+def resolve_top_n(top_n: int | None | str, encoder: object) -> int | None:
+    """``--top-n`` as given, or when not given (``MODEL_TOP_N``) the model config's ``top_n``
+    (``DEFAULT_TOP_N`` for inputs without a model: term documents, the fake encoder)."""
+    if top_n != MODEL_TOP_N:
+        return top_n  # type: ignore[return-value]
+    return getattr(getattr(encoder, "config", None), "top_n", DEFAULT_TOP_N)
 
 
 def _load_encoder(config: IndexConfig) -> ImageTermEncoder:
@@ -300,9 +312,17 @@ class IndexJob:
         cfg = self.config
         if fmt == "terms":
             tok = _tokenizer(cfg)
-            return TermsMapper(tok.token_to_id, cfg.top_n, cfg.min_weight), tok.id_to_token, None
+            return (
+                TermsMapper(tok.token_to_id, resolve_top_n(cfg.top_n, None), cfg.min_weight),
+                tok.id_to_token,
+                None,
+            )
         encoder = self._encoder if self._encoder is not None else _load_encoder(cfg)
-        return EncoderMapper(encoder, cfg.top_n, cfg.min_weight), encoder.id_to_token, encoder
+        return (
+            EncoderMapper(encoder, resolve_top_n(cfg.top_n, encoder), cfg.min_weight),
+            encoder.id_to_token,
+            encoder,
+        )
 
     def _decoder(self, encoder: ImageTermEncoder, pool: DecodePool) -> Decoder:
         """The decode stage, built with the encoder's preprocessing and, on CUDA, its GPU decoder."""

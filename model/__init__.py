@@ -8,6 +8,7 @@ evaluation) needs torch.
 """
 
 TORCH_FREE = (
+    "config_parts",
     "errors",
     "images",
     "karpathy",
