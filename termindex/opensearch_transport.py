@@ -1,0 +1,96 @@
+"""The pinned Elasticsearch 7.17 client, pointed at OpenSearch.
+
+OpenSearch speaks the Elasticsearch 7.10 REST API that the 7.17 client sends, but clients from
+7.14 on first call ``GET /`` and refuse any server that does not say it is Elasticsearch
+(``UnsupportedProductError``). These transports replace that one check with its mirror image:
+the server must say it is OpenSearch (``version.distribution``), so a spec naming the wrong
+engine still fails on the first request, in one sentence. Everything else (connection pool,
+serializer, errors) is the client's own, which is what lets the OpenSearch engine reuse the
+Elasticsearch engine's code unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from itertools import chain
+from typing import Any
+
+from elasticsearch import AsyncTransport, Transport
+from elasticsearch.exceptions import (
+    ConnectionError,
+    SerializationError,
+    TransportError,
+    UnsupportedProductError,
+)
+
+__all__ = ["AsyncOpenSearchTransport", "OpenSearchTransport", "server_product"]
+
+
+def server_product(info: Mapping[str, Any]) -> tuple[str, str]:
+    """(product, version number) from a ``GET /`` answer: ``opensearch`` or ``elasticsearch``."""
+    version = info.get("version") if isinstance(info, Mapping) else None
+    version = version if isinstance(version, Mapping) else {}
+    product = "opensearch" if version.get("distribution") == "opensearch" else "elasticsearch"
+    return product, str(version.get("number", "?"))
+
+
+def _verdict(info: Any) -> bool:
+    product, number = server_product(info)
+    if product != "opensearch":
+        raise UnsupportedProductError(
+            f"the server is not OpenSearch (it answers as Elasticsearch {number}): "
+            "use an http://HOST:PORT/NAME spec for Elasticsearch"
+        )
+    return True
+
+
+def _accept_json(headers: Mapping[str, str] | None) -> dict[str, str]:
+    out = {k.lower(): v for k, v in (headers or {}).items()}
+    out.setdefault("accept", "application/json")
+    return out
+
+
+class OpenSearchTransport(Transport):  # type: ignore[misc]
+    """``Transport`` whose product check asks for OpenSearch instead of Elasticsearch."""
+
+    def _do_verify_elasticsearch(self, headers: Any, timeout: Any) -> None:
+        with self._verify_elasticsearch_lock:
+            if self._verified_elasticsearch is not None:
+                return
+            error: Exception | None = None
+            for conn in chain(self.connection_pool.connections, self.seed_connections):
+                try:
+                    _, _, raw = conn.perform_request(
+                        "GET", "/", headers=_accept_json(headers), timeout=timeout
+                    )
+                    info = self.deserializer.loads(raw, mimetype="application/json")
+                except (ConnectionError, SerializationError, TransportError) as err:
+                    error = error or err
+                    continue
+                self._verified_elasticsearch = _verdict(info)
+                return
+            if error is not None:
+                raise error
+
+
+class AsyncOpenSearchTransport(AsyncTransport):  # type: ignore[misc]
+    """``AsyncTransport`` whose product check asks for OpenSearch instead of Elasticsearch."""
+
+    async def _do_verify_elasticsearch(self, headers: Any, timeout: Any) -> None:
+        async with self._verify_elasticsearch_lock:
+            if self._verified_elasticsearch is not None:
+                return
+            error: Exception | None = None
+            for conn in chain(self.connection_pool.connections, self.seed_connections):
+                try:
+                    _, _, raw = await conn.perform_request(
+                        "GET", "/", headers=_accept_json(headers), timeout=timeout
+                    )
+                    info = self.deserializer.loads(raw, mimetype="application/json")
+                except (ConnectionError, SerializationError, TransportError) as err:
+                    error = error or err
+                    continue
+                self._verified_elasticsearch = _verdict(info)
+                return
+            if error is not None:
+                raise error
