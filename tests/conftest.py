@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 
 import pytest
 
@@ -51,14 +52,24 @@ def es_url() -> str:
     return url
 
 
+def _opensearch_url(line: str) -> str:
+    env, default, args = OPENSEARCH_LINES[line]
+    url = os.environ.get(env, default)
+    how = f"run `bash scripts/opensearch.sh start {args}` (or set {env})"
+    require_service(_healthy(url), f"OpenSearch {line} at {url}", how)
+    return url
+
+
 @pytest.fixture(scope="session", params=list(OPENSEARCH_LINES))
 def os_url(request: pytest.FixtureRequest) -> str:
     """URL of a running OpenSearch node, once per line the project supports (2.19 and 3.x)."""
-    env, default, args = OPENSEARCH_LINES[request.param]
-    url = os.environ.get(env, default)
-    how = f"run `bash scripts/opensearch.sh start {args}` (or set {env})"
-    require_service(_healthy(url), f"OpenSearch {request.param} at {url}", how)
-    return url
+    return _opensearch_url(request.param)
+
+
+@pytest.fixture(scope="session")
+def opensearch_url_of() -> Callable[[str], str]:
+    """``f(line)``: the URL of the running OpenSearch node of a line (skipped/failed when absent)."""
+    return _opensearch_url
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from itertools import chain
 from typing import Any
 
-from elasticsearch import AsyncTransport, Transport
+from elasticsearch import AsyncElasticsearch, AsyncTransport, Elasticsearch, Transport
 from elasticsearch.exceptions import (
     ConnectionError,
     SerializationError,
@@ -23,7 +23,13 @@ from elasticsearch.exceptions import (
     UnsupportedProductError,
 )
 
-__all__ = ["AsyncOpenSearchTransport", "OpenSearchTransport", "server_product"]
+__all__ = [
+    "AsyncOpenSearchClient",
+    "AsyncOpenSearchTransport",
+    "OpenSearchClient",
+    "OpenSearchTransport",
+    "server_product",
+]
 
 
 def server_product(info: Mapping[str, Any]) -> tuple[str, str]:
@@ -94,3 +100,17 @@ class AsyncOpenSearchTransport(AsyncTransport):  # type: ignore[misc]
                 return
             if error is not None:
                 raise error
+
+
+class OpenSearchClient(Elasticsearch):  # type: ignore[misc]
+    """The 7.17 client with ``OpenSearchTransport``: what ``OpenSearchIndex`` talks through."""
+
+    def __init__(self, hosts: Any = None, **kwargs: Any) -> None:
+        super().__init__(hosts, transport_class=OpenSearchTransport, **kwargs)
+
+
+class AsyncOpenSearchClient(AsyncElasticsearch):  # type: ignore[misc]
+    """The 7.17 async client with ``AsyncOpenSearchTransport`` (the service's reader)."""
+
+    def __init__(self, hosts: Any = None, **kwargs: Any) -> None:
+        super().__init__(hosts, transport_class=AsyncOpenSearchTransport, **kwargs)
