@@ -153,6 +153,18 @@ class ElasticsearchAdapter(Adapter):
             es_request(f"{self.url}/{self.alias}", "DELETE")  # an index (not alias) of that name
 
 
+class OpenSearchAdapter(ElasticsearchAdapter):
+    """The same engine code on an OpenSearch node (2.19 or 3.x), through an ``opensearch+http``
+    spec: rows beside Elasticsearch's, same documents, same queries."""
+
+    def __init__(self, url: str, line: str) -> None:
+        super().__init__(url)
+        self.name = f"ours: OpenSearch {line}"
+
+    def spec(self) -> str:
+        return f"opensearch+{self.url}/{self.alias}"
+
+
 class ElasticsearchWandAdapter(Adapter):
     """The same index searched with ``track_total_hits=False`` (Lucene's block-max WAND): the
     engine's other scoring option, measured beside its default."""
