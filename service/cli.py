@@ -13,7 +13,8 @@ from pydantic import ValidationError
 
 from vsparta.model.resolve import resolve_model_path
 from vsparta.service.settings import ServiceSettings
-from vsparta.termindex import open_index, parse_spec
+from vsparta.termindex import open_index
+from vsparta.termindex.registry import engine_of
 
 log = logging.getLogger(__name__)
 
@@ -125,8 +126,8 @@ def run(args: argparse.Namespace) -> int:
         log.error("invalid settings: %s", explain_settings_error(exc))
         return 2
     checked_model_path(args, settings)  # one sentence (vsparta prints it) instead of a failed start-up
-    embedded = parse_spec(settings.backend)[0] == "embedded"
-    if embedded and not getattr(args, "wait_for_index", False):  # a missing folder is a typo, not an outage
+    local = engine_of(settings.backend).paths  # an engine of files on this machine (embedded)
+    if local and not getattr(args, "wait_for_index", False):  # a missing folder is a typo, not an outage
         open_index(settings.backend).close()
     missing = [str(root) for root in settings.image_roots if not root.is_dir()]
     if missing:

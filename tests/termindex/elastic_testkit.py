@@ -23,7 +23,7 @@ import numpy as np
 
 from vsparta.termindex import open_index
 from vsparta.termindex.base import Hit, TermDocument
-from vsparta.termindex.elastic import ElasticsearchIndex
+from vsparta.termindex.elastic.index import ElasticsearchIndex
 
 if TYPE_CHECKING:
     from vsparta.termindex.oracle import BruteForceOracle
