@@ -26,6 +26,7 @@ from elasticsearch.exceptions import (
 __all__ = [
     "AsyncOpenSearchClient",
     "AsyncOpenSearchTransport",
+    "NotOpenSearch",
     "OpenSearchClient",
     "OpenSearchTransport",
     "server_product",
@@ -40,12 +41,17 @@ def server_product(info: Mapping[str, Any]) -> tuple[str, str]:
     return product, str(version.get("number", "?"))
 
 
+class NotOpenSearch(UnsupportedProductError):  # type: ignore[misc]
+    """An ``opensearch+http`` spec names an Elasticsearch server; the message is the whole sentence
+    (``elastic.common.translate`` passes it on as it is)."""
+
+
 def _verdict(info: Any) -> bool:
     product, number = server_product(info)
     if product != "opensearch":
-        raise UnsupportedProductError(
-            f"the server is not OpenSearch (it answers as Elasticsearch {number}): "
-            "use an http://HOST:PORT/NAME spec for Elasticsearch"
+        raise NotOpenSearch(
+            f"the backend is Elasticsearch {number}, not OpenSearch: "
+            "name it with http://HOST:PORT/NAME, or point opensearch+http:// at an OpenSearch server"
         )
     return True
 
