@@ -37,6 +37,7 @@ import numpy as np
 
 from vsparta.bench import hardware
 from vsparta.bench.options import command_line
+from vsparta.model.config_parts import DEFAULT_TOP_N
 from vsparta.termindex.registry import quiet_client_loggers
 
 log = logging.getLogger(__name__)
@@ -75,7 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--fake-image-size", type=int, default=224, help="the fake encoder's input size")
     parser.add_argument("--batch-size", type=int, default=32, help="images per encoder batch (default 32)")
-    parser.add_argument("--top-n", type=int, default=1000, help="terms kept per image (default 1000)")
+    parser.add_argument(
+        "--top-n", type=int, default=DEFAULT_TOP_N, help=f"terms kept per image (default {DEFAULT_TOP_N})"
+    )
     parser.add_argument("--write-docs", type=int, default=10_000, help="synthetic documents per engine")
     parser.add_argument("--terms-per-doc", type=int, default=1000, help="terms per synthetic document")
     parser.add_argument("--write-batch", type=int, default=500, help="documents per engine write")

@@ -29,7 +29,8 @@ from pathlib import Path
 
 from vsparta.indexer.mapper import parse_top_n
 from vsparta.indexer.reader import INPUT_FORMATS
-from vsparta.indexer.runner import IndexConfig, run_index
+from vsparta.indexer.runner import MODEL_TOP_N, IndexConfig, run_index
+from vsparta.model.config_parts import DEFAULT_TOP_N
 from vsparta.model.progress import quiet_library_bars
 from vsparta.model.resolve import existing_path, resolve_model_path
 from vsparta.termindex import TermIndexError, registry
@@ -37,7 +38,9 @@ from vsparta.termindex import TermIndexError, registry
 log = logging.getLogger(__name__)
 
 
-def _top_n(value: str) -> int | None:
+def _top_n(value: str) -> int | None | str:
+    if value == MODEL_TOP_N:  # the default (argparse passes a string default through here)
+        return value
     try:
         return parse_top_n(value)
     except ValueError as exc:
@@ -111,7 +114,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--tokenizer", type=Path, help="tokenizer folder for term-document input (default: --model)"
     )
     model.add_argument(
-        "--top-n", type=_top_n, default=1000, help="terms kept per image, or 'all' (default 1000)"
+        "--top-n",
+        type=_top_n,
+        default=MODEL_TOP_N,
+        help=f"terms kept per image, or 'all' (default: the model config's top_n, {DEFAULT_TOP_N} unless"
+        " trained otherwise)",
     )
     model.add_argument(
         "--min-weight",

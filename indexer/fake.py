@@ -11,10 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from vsparta.indexer.batch import Csr
+from vsparta.model.config_parts import DEFAULT_TOP_N
 from vsparta.model.preprocess import ImagePreprocessor
 
 FAKE_VOCAB_SIZE = 30522  # MiniLM's WordPiece vocabulary size
-FAKE_TERMS = 1000  # terms per image (the paper's n)
+FAKE_TERMS = 1000  # terms per image (the paper's n, as DEFAULT_TOP_N)
 _STRIDE = 101  # coprime with FAKE_VOCAB_SIZE: a row's ids are distinct
 
 
@@ -25,14 +26,14 @@ class FakeEncoder:
         self.preprocessor = ImagePreprocessor(image_size=image_size)
         self.device_busy_seconds: float | None = None
 
-    def start_pixels(self, pixels: np.ndarray, top_n: int | None = 1000) -> Csr:
+    def start_pixels(self, pixels: np.ndarray, top_n: int | None = DEFAULT_TOP_N) -> Csr:
         flat = np.asarray(pixels).reshape(len(pixels), -1)
         return _terms(flat[:, :: max(1, flat.shape[1] // 4096)].sum(axis=1, dtype=np.int64), top_n)
 
     def finish(self, pending: Csr) -> Csr:
         return pending
 
-    def encode_regions_csr(self, regions: list, top_n: int | None = 1000) -> Csr:
+    def encode_regions_csr(self, regions: list, top_n: int | None = DEFAULT_TOP_N) -> Csr:
         return _terms(
             np.array([int(abs(float(r.features.sum())) * 1000) for r in regions], dtype=np.int64), top_n
         )

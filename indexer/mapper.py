@@ -22,6 +22,7 @@ from vsparta.indexer.batch import Csr, TermBatch, canonical_csr, csr_from_dicts
 from vsparta.indexer.decoder import Decoded, decode_bytes
 from vsparta.indexer.items import Failure
 from vsparta.indexer.termdocs import TermDocError, terms_from_tokens
+from vsparta.model.config_parts import DEFAULT_TOP_N
 
 if TYPE_CHECKING:
     from vsparta.indexer.gpu_decode import GpuJpegDecoder
@@ -35,11 +36,11 @@ class ImageTermEncoder(Protocol):
 
     preprocessor: Any
 
-    def start_pixels(self, pixels: np.ndarray, top_n: int | None = 1000) -> Any: ...
+    def start_pixels(self, pixels: np.ndarray, top_n: int | None = DEFAULT_TOP_N) -> Any: ...
 
     def finish(self, pending: Any) -> Csr: ...
 
-    def encode_regions_csr(self, regions: list[Any], top_n: int | None = 1000) -> Csr: ...
+    def encode_regions_csr(self, regions: list[Any], top_n: int | None = DEFAULT_TOP_N) -> Csr: ...
 
     def id_to_token(self, i: int) -> str: ...
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from vsparta.indexer.batch import TermBatch
 from vsparta.indexer.decoder import Decoded, Decoder
@@ -28,6 +28,7 @@ from vsparta.indexer.reader import INPUT_FORMATS, detect_format, read_items
 from vsparta.indexer.summary import IndexSummary
 from vsparta.indexer.termdocs import TermDocExporter
 from vsparta.indexer.writer import DocumentWriter, IndexTarget, chunked_ids, writing
+from vsparta.model.config_parts import DEFAULT_TOP_N
 from vsparta.termindex import IndexNotFound, TermIndex, open_index
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,9 @@ __all__ = ["IndexConfig", "IndexJob", "IndexSummary", "open_backend", "run_index
 RESUME_CHECK_CHUNK = 512
 SHARD_WAIT_SECONDS = 600.0  # how long shards 1..N-1 wait for shard 0 to create the index
 COMMIT_DOCS = 256  # documents per engine write when the writer has a backlog
+
+
+MODEL_TOP_N = "model"  # IndexConfig.top_n when --top-n is not given: the model config's
 
 
 @dataclass
@@ -50,7 +54,7 @@ class IndexConfig:
     export_docs_per_file: int = 10_000
     model: Path | None = None
     tokenizer: Path | None = None
-    top_n: int | None = 1000
+    top_n: int | None | Literal["model"] = MODEL_TOP_N  # "model": the model config's top_n
     min_weight: float = 0.0  # terms lighter than this are not indexed (a row's heaviest always is)
     batch_size: int = 32
     workers: int = 1
@@ -115,6 +119,14 @@ def stop_on_signals(stop: threading.Event, caught: list[int]) -> Iterator[None]:
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
+
+
+def resolve_top_n(top_n: int | None | str, encoder: object) -> int | None:
+    """``--top-n`` as given, or when not given (``MODEL_TOP_N``) the model config's ``top_n``
+    (``DEFAULT_TOP_N`` for inputs without a model: term documents, the fake encoder)."""
+    if top_n != MODEL_TOP_N:
+        return top_n  # type: ignore[return-value]
+    return getattr(getattr(encoder, "config", None), "top_n", DEFAULT_TOP_N)
 
 
 def _load_encoder(config: IndexConfig) -> ImageTermEncoder:
@@ -280,7 +292,11 @@ class IndexJob:
         cfg = self.config
         if fmt == "terms":
             tok = _tokenizer(cfg)
-            return TermsMapper(tok.token_to_id, cfg.top_n, cfg.min_weight), tok.id_to_token, None
+            return (
+                TermsMapper(tok.token_to_id, resolve_top_n(cfg.top_n, None), cfg.min_weight),
+                tok.id_to_token,
+                None,
+            )
         encoder = self._encoder if self._encoder is not None else _load_encoder(cfg)
         gpu = None
         if cfg.gpu_decode is not False and not cfg.fake_encoder:
@@ -293,7 +309,7 @@ class IndexJob:
                 raise ValueError("--gpu-decode needs a CUDA device and torchvision")
         mapper = EncoderMapper(
             encoder,
-            cfg.top_n,
+            resolve_top_n(cfg.top_n, encoder),
             gpu,
             max_pixels=cfg.max_pixels,
             fast_decode=cfg.fast_decode,

@@ -8,6 +8,7 @@ evaluation) needs torch.
 """
 
 TORCH_FREE = (
+    "config_parts",
     "images",
     "karpathy",
     "manifest",

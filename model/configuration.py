@@ -1,5 +1,8 @@
 """Configuration of VisualSparta (and of the dense baseline, which shares the image side).
 
+The fields, their types and defaults live in ``model/config_parts.py`` in three parts; this is the
+Hugging Face ``PretrainedConfig`` over them (saving, loading, presets, validation).
+
 Text/transformer dimensions follow BERT's names so that a BERT-family checkpoint (default
 ``sentence-transformers/all-MiniLM-L6-v2``) can initialize the token embeddings and the image
 transformer. ``stem`` picks how raw pixels become regions (docs/architecture.md section 2).
@@ -9,16 +12,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
 from transformers import PretrainedConfig
 
-Stem = Literal["patch", "hf", "none"]
-STEMS: tuple[str, ...] = get_args(Stem)
-SparsityLoss = Literal["flops", "l1"]
-SPARSITY_LOSSES: tuple[str, ...] = get_args(SparsityLoss)
+from vsparta.model.config_parts import (
+    LOCATION_DIM,
+    SPARSITY_LOSSES,
+    STEMS,
+    ArchitectureConfig,
+    IndexingConfig,
+    TrainingConfig,
+    defaults,
+    part_of,
+)
+
 ACTIVATIONS = ("gelu", "relu", "gelu_new")
-LOCATION_DIM = 6  # [xmin, xmax, ymin, ymax, width, height] (paper Eq. 3)
 DEFAULT_TEXT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 
 # Learned sparsity of the CPU-sized preset (docs/quality.experiments.md): FLOPS over a 4,096-id sample
@@ -69,93 +78,34 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 class VisualSpartaConfig(PretrainedConfig):
-    """All sizes and choices of a VisualSparta model; saved as ``config.json`` with each checkpoint."""
+    """All sizes and choices of a VisualSparta model; saved as ``config.json`` with each checkpoint.
+
+    The fields and their defaults are the three parts of ``model/config_parts.py`` (architecture,
+    training, indexing), flat on this object and in the file; ``architecture``, ``training`` and
+    ``indexing`` read one part back. Keyword arguments this class does not know go to
+    ``PretrainedConfig`` (as Hugging Face's own keys in a saved file do).
+    """
 
     model_type = "visualsparta"
 
-    def __init__(
-        self,
-        vocab_size: int = 30522,
-        hidden_size: int = 64,
-        num_hidden_layers: int = 2,
-        num_attention_heads: int = 2,
-        intermediate_size: int = 128,
-        hidden_act: str = "gelu",
-        hidden_dropout_prob: float = 0.1,
-        attention_probs_dropout_prob: float = 0.1,
-        max_position_embeddings: int = 512,
-        type_vocab_size: int = 2,
-        layer_norm_eps: float = 1e-12,
-        initializer_range: float = 0.02,
-        pad_token_id: int = 0,
-        region_feature_dim: int = 64,
-        location_dim: int = LOCATION_DIM,
-        max_regions: int = 100,
-        max_label_tokens: int = 32,
-        label_segment_id: int = 1,
-        stem: Stem = "patch",
-        image_size: int = 64,
-        grid_size: int = 8,
-        stem_channels: list[int] | tuple[int, ...] = (32, 64),
-        image_mean: list[float] | tuple[float, ...] = (0.5, 0.5, 0.5),
-        image_std: list[float] | tuple[float, ...] = (0.5, 0.5, 0.5),
-        hf_vision_model: str | None = None,
-        hf_vision_config: dict[str, Any] | None = None,
-        phi_bias_init: float = 0.1,
-        word_init_std: float = 1e-3,
-        top_n: int | None = 1000,
-        max_query_tokens: int = 64,
-        text_model: str | None = None,
-        sparsity_loss: SparsityLoss = "flops",
-        sparsity_weight: float = 0.0,
-        sparsity_warmup: float = 0.3,
-        sparsity_target: float | None = None,
-        sparsity_images: int | None = None,
-        sparsity_vocab: int | None = None,
-        phi_term_bias: bool = False,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(pad_token_id=pad_token_id, **kwargs)
-        self.vocab_size = vocab_size
-        self.hidden_size = hidden_size
-        self.num_hidden_layers = num_hidden_layers
-        self.num_attention_heads = num_attention_heads
-        self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
-        self.hidden_dropout_prob = hidden_dropout_prob
-        self.attention_probs_dropout_prob = attention_probs_dropout_prob
-        self.max_position_embeddings = max_position_embeddings
-        self.type_vocab_size = type_vocab_size
-        self.layer_norm_eps = layer_norm_eps
-        self.initializer_range = initializer_range
-        self.region_feature_dim = region_feature_dim
-        self.location_dim = location_dim
-        self.max_regions = max_regions
-        self.max_label_tokens = max_label_tokens
-        self.label_segment_id = label_segment_id
-        self.stem = stem
-        self.image_size = image_size
-        self.grid_size = grid_size
-        self.stem_channels = list(stem_channels)
-        self.image_mean = list(image_mean)
-        self.image_std = list(image_std)
-        self.hf_vision_model = hf_vision_model
-        self.hf_vision_config = hf_vision_config
-        self.phi_bias_init = phi_bias_init
-        self.word_init_std = word_init_std
-        self.top_n = top_n
-        self.max_query_tokens = max_query_tokens
-        self.text_model = text_model
-        # Learned sparsity (model/sparsity.py). The defaults are the paper's recipe (no regularizer),
-        # which is also what a checkpoint saved before these fields existed was trained with.
-        self.sparsity_loss = sparsity_loss
-        self.sparsity_weight = sparsity_weight
-        self.sparsity_warmup = sparsity_warmup
-        self.sparsity_target = sparsity_target
-        self.sparsity_images = sparsity_images
-        self.sparsity_vocab = sparsity_vocab
-        self.phi_term_bias = phi_term_bias
+    def __init__(self, **kwargs: Any) -> None:
+        values = {name: kwargs.pop(name, default) for name, default in defaults().items()}
+        super().__init__(pad_token_id=values.pop("pad_token_id"), **kwargs)
+        for name, value in values.items():
+            setattr(self, name, list(value) if isinstance(value, tuple) else value)
         self.validate_options()
+
+    @property
+    def architecture(self) -> ArchitectureConfig:
+        return part_of(ArchitectureConfig, self)
+
+    @property
+    def training(self) -> TrainingConfig:
+        return part_of(TrainingConfig, self)
+
+    @property
+    def indexing(self) -> IndexingConfig:
+        return part_of(IndexingConfig, self)
 
     def validate_options(self) -> None:
         """Fail early with a message that names the bad option (not deep inside a forward pass)."""

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from vsparta.model.config_parts import DEFAULT_TOP_N
 from vsparta.model.configuration import VisualSpartaConfig
 from vsparta.model.modeling import VisualSpartaModel
 from vsparta.model.preprocess import ImagePreprocessor
@@ -115,7 +116,9 @@ class TermEncoder:
         return staged.to(self.device, non_blocking=True)
 
     @torch.inference_mode()
-    def start_pixels(self, pixels: np.ndarray | torch.Tensor, top_n: int | None = 1000) -> PendingBatch:
+    def start_pixels(
+        self, pixels: np.ndarray | torch.Tensor, top_n: int | None = DEFAULT_TOP_N
+    ) -> PendingBatch:
         """Queue uint8 ``[B, S, S, 3]`` pictures (host array, or a device tensor from a GPU JPEG
         decoder); returns at once on CUDA. ``finish`` gives the terms."""
         s = self.config.image_size
@@ -147,12 +150,12 @@ class TermEncoder:
             self._busy_ms += pending.events[0].elapsed_time(pending.events[1])
         return out
 
-    def encode_uint8(self, pixels: np.ndarray | torch.Tensor, top_n: int | None = 1000) -> Csr:
+    def encode_uint8(self, pixels: np.ndarray | torch.Tensor, top_n: int | None = DEFAULT_TOP_N) -> Csr:
         """uint8 ``[B, S, S, 3]`` -> CSR arrays of each image's top-n positive terms."""
         return self.finish(self.start_pixels(pixels, top_n))
 
     @torch.inference_mode()
-    def encode_regions_csr(self, regions: Sequence[Regions], top_n: int | None = 1000) -> Csr:
+    def encode_regions_csr(self, regions: Sequence[Regions], top_n: int | None = DEFAULT_TOP_N) -> Csr:
         """Precomputed detector regions (+ labels) -> CSR arrays of each image's top-n terms."""
         if not regions:
             return np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
@@ -168,7 +171,7 @@ class TermEncoder:
             return to_csr(*self._top(h, mask, top_n))
 
     @torch.inference_mode()
-    def encode_pixels(self, batch: np.ndarray, top_n: int | None = 1000) -> list[dict[int, float]]:
+    def encode_pixels(self, batch: np.ndarray, top_n: int | None = DEFAULT_TOP_N) -> list[dict[int, float]]:
         """``[B, 3, S, S]`` float32 from ``preprocessor`` -> one ``{vocab id: φ > 0}`` per image."""
         batch = np.asarray(batch, dtype=np.float32)
         s = self.config.image_size
@@ -181,7 +184,9 @@ class TermEncoder:
             h, mask = self.model.encode_images(pixel_values=pixels)
             return csr_to_dicts(*to_csr(*self._top(h, mask, top_n)))
 
-    def encode_regions(self, regions: Sequence[Regions], top_n: int | None = 1000) -> list[dict[int, float]]:
+    def encode_regions(
+        self, regions: Sequence[Regions], top_n: int | None = DEFAULT_TOP_N
+    ) -> list[dict[int, float]]:
         """Precomputed detector regions (+ labels) -> one ``{vocab id: φ > 0}`` per image."""
         if not regions:
             return []

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 from transformers import PreTrainedModel
 
+from vsparta.model.config_parts import DEFAULT_TOP_N
 from vsparta.model.configuration import DEFAULT_TEXT_MODEL, VisualSpartaConfig
 from vsparta.model.layers import Encoder, HFStem, PatchStem, TextEmbeddings, box_locations
 from vsparta.model.regions import RegionBatch
@@ -290,7 +291,7 @@ class VisualSpartaModel(VisualSpartaPreTrainedModel):
         caller's autocast (the indexer runs the image encoder under bf16 autocast on GPU)."""
         return self.vocab_phi(h, h_mask, chunk_size)
 
-    def top_terms(self, phi: torch.Tensor, n: int | None = 1000) -> list[dict[int, float]]:
+    def top_terms(self, phi: torch.Tensor, n: int | None = DEFAULT_TOP_N) -> list[dict[int, float]]:
         """Per image ``{vocab id: φ}``: the ``n`` largest (None = all), values <= 0 dropped.
 
         Ids no query can contain ([CLS], [unused..]) are left out: they would only waste slots.

@@ -11,9 +11,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from vsparta.model.config_parts import DEFAULT_TOP_N
+
 
 def select_top_terms(
-    phi: torch.Tensor, n: int | None = 1000, drop_ids: torch.Tensor | None = None
+    phi: torch.Tensor, n: int | None = DEFAULT_TOP_N, drop_ids: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Each image's ``n`` heaviest positive terms (None = every positive term).
 

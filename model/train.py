@@ -6,7 +6,6 @@ and the torch RNG (dropout) is saved with every checkpoint, so ``resume`` contin
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import math
@@ -22,6 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from vsparta.model.config_parts import defaults
 from vsparta.model.configuration import PRESETS, VisualSpartaConfig, config_from_spec
 from vsparta.model.data import ImageStore, epoch_order, make_batch
 from vsparta.model.dense import MODEL_CLASSES, DenseConfig
@@ -81,8 +81,7 @@ class TrainResult:
 
 
 def _config_fields() -> set[str]:
-    names = set(inspect.signature(VisualSpartaConfig.__init__).parameters) - {"self", "kwargs"}
-    return names | {"cls_token_id", "similarity"}
+    return set(defaults()) | {"cls_token_id", "similarity"}
 
 
 def make_config(

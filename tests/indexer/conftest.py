@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from vsparta.model.config_parts import DEFAULT_TOP_N
+
 # Bad files and the failure reason the job must report for each (max_pixels = MAX_PIXELS).
 MAX_PIXELS = 200_000
 BAD_FILES = {
@@ -123,7 +125,7 @@ class ColourEncoder:
         self.preprocessor = ImagePreprocessor(image_size=image_size)
         self.calls = 0
 
-    def terms(self, pixels: np.ndarray, top_n: int | None = 1000) -> list[dict[int, float]]:
+    def terms(self, pixels: np.ndarray, top_n: int | None = DEFAULT_TOP_N) -> list[dict[int, float]]:
         out = []
         for arr in pixels:
             terms: dict[int, float] = {}
@@ -135,7 +137,7 @@ class ColourEncoder:
             out.append(dict(sorted(terms.items(), key=lambda kv: -kv[1])[:top_n]))
         return out
 
-    def start_pixels(self, pixels: np.ndarray, top_n: int | None = 1000):
+    def start_pixels(self, pixels: np.ndarray, top_n: int | None = DEFAULT_TOP_N):
         from vsparta.indexer.batch import csr_from_dicts
 
         self.calls += 1
@@ -146,7 +148,7 @@ class ColourEncoder:
     def finish(self, pending):
         return pending
 
-    def encode_regions_csr(self, regions: list, top_n: int | None = 1000):
+    def encode_regions_csr(self, regions: list, top_n: int | None = DEFAULT_TOP_N):
         from vsparta.indexer.batch import csr_from_dicts
 
         return csr_from_dicts([{1 + int(abs(r.features.sum())) % 99: 1.0} for r in regions])

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from vsparta.indexer.runner import IndexConfig, run_index
+from vsparta.model.config_parts import DEFAULT_TOP_N
 
 
 class SignalDuringEncode:
@@ -24,7 +25,7 @@ class SignalDuringEncode:
 
     device_busy_seconds = None
 
-    def start_pixels(self, batch: np.ndarray, top_n: int | None = 1000):
+    def start_pixels(self, batch: np.ndarray, top_n: int | None = DEFAULT_TOP_N):
         self.calls += 1
         if self.calls == self.at:
             os.kill(os.getpid(), self.signum)

@@ -9,6 +9,7 @@ import pytest
 import torch
 from conftest import TINY
 
+from vsparta.model.config_parts import DEFAULT_TOP_N
 from vsparta.model.configuration import VisualSpartaConfig, config_from_spec
 from vsparta.model.dense import DenseConfig, DenseDualEncoder, load_model
 from vsparta.model.modeling import VisualSpartaModel, build_model
@@ -41,7 +42,7 @@ def test_presets_and_json_specs(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="--config"):
         config_from_spec("huge")
     cfg = VisualSpartaConfig(**TINY)
-    assert cfg.top_n == 1000 and cfg.model_type == "visualsparta"
+    assert cfg.top_n == DEFAULT_TOP_N and cfg.model_type == "visualsparta"
 
 
 def test_save_load_round_trip_gives_identical_outputs(tmp_path: Path, tiny_config) -> None:

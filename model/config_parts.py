@@ -1,0 +1,95 @@
+"""A VisualSparta model's settings in three parts, each default typed once (torch-free).
+
+As Hugging Face's CLIP splits its text and vision configs, the ~40 fields of ``VisualSpartaConfig``
+fall into what shapes the network (``ArchitectureConfig``: changing one means another model), how
+it was trained (``TrainingConfig``: initialization, dropout, the sparsity regularizer) and how its
+output is indexed and queried (``IndexingConfig``: the top-n cut, the query length). The saved
+``config.json`` stays one flat object with the same keys as before, so every saved model loads;
+``VisualSpartaConfig`` reads and writes the union of these fields (``model/configuration.py``).
+
+Torch-free and transformers-free: the indexer's command line reads ``DEFAULT_TOP_N`` from here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+Stem = Literal["patch", "hf", "none"]
+STEMS: tuple[str, ...] = get_args(Stem)
+SparsityLoss = Literal["flops", "l1"]
+SPARSITY_LOSSES: tuple[str, ...] = get_args(SparsityLoss)
+LOCATION_DIM = 6  # [xmin, xmax, ymin, ymax, width, height] (paper Eq. 3)
+
+
+@dataclass(frozen=True)
+class ArchitectureConfig:
+    """What shapes the network: BERT's names for the transformer, then the image side."""
+
+    vocab_size: int = 30522
+    hidden_size: int = 64
+    num_hidden_layers: int = 2
+    num_attention_heads: int = 2
+    intermediate_size: int = 128
+    hidden_act: str = "gelu"
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    layer_norm_eps: float = 1e-12
+    pad_token_id: int = 0
+    region_feature_dim: int = 64
+    location_dim: int = LOCATION_DIM
+    max_regions: int = 100
+    max_label_tokens: int = 32
+    label_segment_id: int = 1
+    stem: Stem = "patch"
+    image_size: int = 64
+    grid_size: int = 8
+    stem_channels: tuple[int, ...] = (32, 64)
+    image_mean: tuple[float, ...] = (0.5, 0.5, 0.5)
+    image_std: tuple[float, ...] = (0.5, 0.5, 0.5)
+    hf_vision_model: str | None = None
+    hf_vision_config: dict[str, Any] | None = None
+    text_model: str | None = None
+    phi_term_bias: bool = False
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """How the weights were initialized and trained. The sparsity defaults are the paper's recipe
+    (no regularizer), which is also what a checkpoint saved before these fields existed used."""
+
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    initializer_range: float = 0.02
+    phi_bias_init: float = 0.1
+    word_init_std: float = 1e-3
+    sparsity_loss: SparsityLoss = "flops"
+    sparsity_weight: float = 0.0
+    sparsity_warmup: float = 0.3
+    sparsity_target: float | None = None
+    sparsity_images: int | None = None
+    sparsity_vocab: int | None = None
+
+
+@dataclass(frozen=True)
+class IndexingConfig:
+    """How the model's output is indexed and queried."""
+
+    top_n: int | None = 1000  # terms kept per image (paper: n = 1000); None keeps every positive one
+    max_query_tokens: int = 64
+
+
+PARTS: tuple[type, ...] = (ArchitectureConfig, TrainingConfig, IndexingConfig)
+DEFAULT_TOP_N: int | None = IndexingConfig.top_n
+
+
+def defaults() -> dict[str, Any]:
+    """Every field of every part with its default (the flat ``config.json`` keys)."""
+    return {f.name: f.default for part in PARTS for f in dataclasses.fields(part)}
+
+
+def part_of(part: type, values: Any) -> Any:
+    """One part read from an object holding the flat fields (a ``VisualSpartaConfig``)."""
+    read = {f.name: getattr(values, f.name) for f in dataclasses.fields(part)}
+    return part(**{k: tuple(v) if isinstance(v, list) else v for k, v in read.items()})
