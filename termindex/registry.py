@@ -86,8 +86,8 @@ def open_index(spec: str, *, create: bool = False, **options: Any) -> TermIndex:
 
 
 def client_loggers() -> list[str]:
-    """The loggers of every engine's client library."""
-    return [name for e in engines() for name in e.client_loggers]
+    """The loggers of every engine's client library, each once (engines may share a client)."""
+    return list(dict.fromkeys(name for e in engines() for name in e.client_loggers))
 
 
 def quiet_client_loggers(level: int = logging.ERROR) -> None:
