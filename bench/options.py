@@ -18,6 +18,8 @@ ENGINES = [
     "embedded",
     "elasticsearch",
     "elasticsearch-wand",
+    "opensearch-2.19",
+    "opensearch-3.x",
     "service",
     "pisa",
     "seismic",

@@ -62,7 +62,7 @@ def make_adapters_factory(args: argparse.Namespace, engines: list[str]) -> Calla
 
     def make() -> list[Adapter]:
         from vsparta.bench.engines.dense import FaissDenseAdapter, NumpyDenseAdapter
-        from vsparta.bench.engines.ours import ElasticsearchAdapter, EmbeddedAdapter
+        from vsparta.bench.engines.ours import ElasticsearchAdapter, EmbeddedAdapter, OpenSearchAdapter
         from vsparta.bench.engines.pisa import PisaAdapter
         from vsparta.bench.engines.scipy_exact import ScipyAdapter
         from vsparta.bench.engines.seismic import SeismicAdapter
@@ -87,6 +87,10 @@ def make_adapters_factory(args: argparse.Namespace, engines: list[str]) -> Calla
             elastic = add("elasticsearch", ElasticsearchAdapter(args.es_url))
             if "elasticsearch-wand" in engines:
                 elastic.followers = [elastic.wand_follower()]
+        for line in ("2.19", "3.x"):
+            if f"opensearch-{line}" in engines:
+                url = getattr(args, f"os{line[0]}_url")
+                add(f"opensearch-{line}", OpenSearchAdapter(url, line))
         if "service" in engines:
             backend = elastic if args.service_backend == "elasticsearch" else embedded
             backend.followers = [

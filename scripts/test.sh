@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: set up everything from scratch, start the real services the tests
-# need (Elasticsearch, headless Chromium), run ruff and the whole test suite (fast and slow).
+# need (Elasticsearch 7.17, OpenSearch 2.19 and 3.x, headless Chromium), run ruff and the whole
+# test suite (fast and slow). Nodes this script starts, it stops; running ones are reused.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not slow"`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,13 +11,31 @@ ensure_venv "all"
 
 bash scripts/install-system-deps.sh
 
-started_es=0
-if ! bash scripts/elasticsearch.sh status >/dev/null 2>&1; then
-  bash scripts/elasticsearch.sh start
-  started_es=1
-fi
-stop_es() { [ "$started_es" = 1 ] && bash scripts/elasticsearch.sh stop || true; }
-trap stop_es EXIT
+# One node per engine line, on the ports tests/conftest.py expects (OPENSEARCH_LINES there).
+NODES=(
+  "scripts/elasticsearch.sh"
+  "scripts/opensearch.sh --version 2 --base-port 9250"
+  "scripts/opensearch.sh --version 3 --base-port 9251"
+)
+started=()
+# node COMMAND "SCRIPT FLAGS...": the script with COMMAND first, then the node's flags.
+node() {
+  local script flags
+  read -r script flags <<<"$2"
+  # shellcheck disable=SC2086 # flags are words
+  bash "$script" "$1" $flags
+}
+stop_nodes() {
+  local n
+  for n in ${started[@]+"${started[@]}"}; do node stop "$n" || true; done
+}
+trap stop_nodes EXIT
+for n in "${NODES[@]}"; do
+  if ! node status "$n" >/dev/null 2>&1; then
+    node start "$n"
+    started+=("$n")
+  fi
+done
 
 "$VENV/bin/ruff" check .
 "$VENV/bin/ruff" format --check .

@@ -21,6 +21,7 @@ from vsparta.termindex.plugin import BackendSpec, Engine
 PLUGINS = (
     "vsparta.termindex.embedded.plugin",
     "vsparta.termindex.elastic.plugin",
+    "vsparta.termindex.opensearch.plugin",
 )
 
 _SCHEME = re.compile(r"^([A-Za-z][\w+.-]+):")  # two letters at least: "C:\\index" stays a path
@@ -85,8 +86,8 @@ def open_index(spec: str, *, create: bool = False, **options: Any) -> TermIndex:
 
 
 def client_loggers() -> list[str]:
-    """The loggers of every engine's client library."""
-    return [name for e in engines() for name in e.client_loggers]
+    """The loggers of every engine's client library, each once (engines may share a client)."""
+    return list(dict.fromkeys(name for e in engines() for name in e.client_loggers))
 
 
 def quiet_client_loggers(level: int = logging.ERROR) -> None:

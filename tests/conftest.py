@@ -1,4 +1,4 @@
-"""Shared fixtures. Real services only: Elasticsearch tests talk to a real node.
+"""Shared fixtures. Real services only: Elasticsearch and OpenSearch tests talk to real nodes.
 
 Outside CI an absent node skips those tests with a message saying how to start one; in CI
 (``CI=true``) it fails them, because a skipped test must never be counted as a pass there.
@@ -13,13 +13,18 @@ from __future__ import annotations
 import os
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 ES_URL_ENV = "VSPARTA_TEST_ES_URL"
 DEFAULT_ES_URL = "http://127.0.0.1:9200"
+# The two OpenSearch lines scripts/test.sh starts: (URL variable, default URL, how to start one).
+OPENSEARCH_LINES = {
+    "2.19": ("VSPARTA_TEST_OS2_URL", "http://127.0.0.1:9250", "--version 2 --base-port 9250"),
+    "3.x": ("VSPARTA_TEST_OS3_URL", "http://127.0.0.1:9251", "--version 3 --base-port 9251"),
+}
 
 
 def _in_ci() -> bool:
@@ -87,17 +92,40 @@ def float32_on_cuda() -> Iterator[None]:
             matmul.allow_tf32, conv.allow_tf32 = before
 
 
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/_cluster/health", timeout=5) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
 @pytest.fixture(scope="session")
 def es_url() -> str:
     """URL of a running Elasticsearch node (``scripts/elasticsearch.sh start`` starts one)."""
     url = os.environ.get(ES_URL_ENV, DEFAULT_ES_URL)
-    try:
-        with urllib.request.urlopen(f"{url}/_cluster/health", timeout=5) as resp:
-            ok = resp.status == 200
-    except (urllib.error.URLError, OSError):
-        ok = False
-    require_service(ok, f"Elasticsearch at {url}", "run `bash scripts/elasticsearch.sh start`")
+    require_service(_healthy(url), f"Elasticsearch at {url}", "run `bash scripts/elasticsearch.sh start`")
     return url
+
+
+def _opensearch_url(line: str) -> str:
+    env, default, args = OPENSEARCH_LINES[line]
+    url = os.environ.get(env, default)
+    how = f"run `bash scripts/opensearch.sh start {args}` (or set {env})"
+    require_service(_healthy(url), f"OpenSearch {line} at {url}", how)
+    return url
+
+
+@pytest.fixture(scope="session", params=list(OPENSEARCH_LINES))
+def os_url(request: pytest.FixtureRequest) -> str:
+    """URL of a running OpenSearch node, once per line the project supports (2.19 and 3.x)."""
+    return _opensearch_url(request.param)
+
+
+@pytest.fixture(scope="session")
+def opensearch_url_of() -> Callable[[str], str]:
+    """``f(line)``: the URL of the running OpenSearch node of a line (skipped/failed when absent)."""
+    return _opensearch_url
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -101,7 +101,7 @@ class ElasticsearchAdapter(Adapter):
 
     def build(self, corpus: Corpus, workdir: Path) -> None:
         self.corpus = corpus
-        self.index = open_index(f"{self.url}/{self.alias}", create=True)
+        self.index = open_index(self.spec(), create=True)
         with self.index.bulk_load():
             # Arrays straight to bulk bodies; the engine keeps several requests in flight (one
             # shard indexes each request on one write thread) while it builds the next ones.
@@ -150,6 +150,18 @@ class ElasticsearchAdapter(Adapter):
             es_request(f"{self.url}/{self.alias}", "DELETE")  # an index (not alias) of that name
 
 
+class OpenSearchAdapter(ElasticsearchAdapter):
+    """The same engine code on an OpenSearch node (2.19 or 3.x), through an ``opensearch+http``
+    spec: rows beside Elasticsearch's, same documents, same queries."""
+
+    def __init__(self, url: str, line: str) -> None:
+        super().__init__(url)
+        self.name = f"ours: OpenSearch {line}"
+
+    def spec(self) -> str:
+        return f"opensearch+{self.url}/{self.alias}"
+
+
 class ElasticsearchWandAdapter(Adapter):
     """The same index searched with ``track_total_hits=False`` (Lucene's block-max WAND): the
     engine's other scoring option, measured beside its default."""
@@ -167,7 +179,7 @@ class ElasticsearchWandAdapter(Adapter):
 
     def build(self, corpus: Corpus, workdir: Path) -> None:
         self.corpus = corpus
-        self.index = open_index(f"{self.backend.url}/{self.backend.alias}", track_total_hits=False)
+        self.index = open_index(self.backend.spec(), track_total_hits=False)
 
     def search(self, qi: int, k: int) -> list[int]:
         return _rows(self.corpus, self.index.search(self.queries[qi], k=k))

@@ -267,9 +267,12 @@ def translate(exc: Exception, what: str, *, doc_id: str | None = None) -> TermIn
 
     if isinstance(exc, TermIndexError):
         return exc
-    if isinstance(exc, es.UnsupportedProductError):  # answers HTTP, but is not Elasticsearch
+    if isinstance(exc, es.UnsupportedProductError):  # answers HTTP, but not as the spec's engine
+        if type(exc) is not es.UnsupportedProductError:  # a subclass (opensearch.client) says it all
+            return EngineUnavailable(f"{exc} ({what})")
         return EngineUnavailable(
-            f"the backend is not an Elasticsearch 7.x server ({what}): {exc}; check the backend URL"
+            f"the backend is not an Elasticsearch 7.x server ({what}): {exc}; check the backend URL "
+            "(OpenSearch takes opensearch+http://HOST:PORT/NAME)"
         )
     if isinstance(exc, es.ConnectionTimeout):
         return EngineUnavailable(f"Elasticsearch timed out ({what}): {exc}")

@@ -16,11 +16,12 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 import numpy as np
 
+from vsparta.termindex import open_index
 from vsparta.termindex.base import Hit, TermDocument
 from vsparta.termindex.elastic.index import ElasticsearchIndex
 
@@ -34,10 +35,36 @@ def unique_name(area: str) -> str:
     return f"elastic-{area}-{uuid.uuid4().hex[:10]}"
 
 
+# The engine lines the protocol tests run on: fixture id -> (registry engine, line).
+ENGINE_LINES = {
+    "elasticsearch-7.17": ("elasticsearch", "7.17"),
+    "opensearch-2.19": ("opensearch", "2.19"),
+    "opensearch-3.x": ("opensearch", "3.x"),
+}
+
+
+class SearchServer(NamedTuple):
+    """A running server of one engine: its registry name and base URL; ``spec`` names an index."""
+
+    engine: str  # "elasticsearch" or "opensearch"
+    url: str  # http://HOST:PORT
+
+    def spec(self, name: str) -> str:
+        return f"{self.url}/{name}" if self.engine == "elasticsearch" else f"{self.engine}+{self.url}/{name}"
+
+
+def open_on(server: str | SearchServer, name: str, **options: Any) -> ElasticsearchIndex:
+    """The index ``name`` on a server (a plain URL is Elasticsearch), opened through the registry."""
+    spec = server.spec(name) if isinstance(server, SearchServer) else f"{server}/{name}"
+    index = open_index(spec, **options)
+    assert isinstance(index, ElasticsearchIndex)  # OpenSearchIndex is one
+    return index
+
+
 @contextmanager
-def fresh_index(es_url: str, area: str, **options: object) -> Iterator[ElasticsearchIndex]:
+def fresh_index(server: str | SearchServer, area: str, **options: object) -> Iterator[ElasticsearchIndex]:
     """A new alias + version for one test, deleted afterwards whatever happens."""
-    index = ElasticsearchIndex(es_url, unique_name(area), create=True, **options)
+    index = open_on(server, unique_name(area), create=True, **options)
     try:
         yield index
     finally:

@@ -9,6 +9,9 @@
 Both happen during the same kill (one restart: a node takes most of a minute to rejoin on two
 shared cores).
 
+It runs on Elasticsearch 7.17 and on OpenSearch 2.19 (``scripts/elasticsearch.sh --distribution
+opensearch``; the 3.x line shares its cluster code and is left out to keep CI short).
+
 Figures (requests answered, 503s, seconds back to green) are logged (``-o log_cli=true``).
 """
 
@@ -32,10 +35,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from elastic_testkit import unique_name
+from elastic_testkit import SearchServer, open_on, unique_name
 
 from vsparta.termindex.base import TermDocument
-from vsparta.termindex.elastic.index import ElasticsearchIndex
 from vsparta.termindex.oracle import round_like_elasticsearch
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.slow]
@@ -55,8 +57,18 @@ def _port_free(port: int) -> bool:
     return True
 
 
+# Distribution -> the script's flags and the engine that opens its indices.
+DISTRIBUTIONS = {
+    "elasticsearch-7.17": ([], "elasticsearch"),
+    "opensearch-2.19": (["--distribution", "opensearch", "--version", "2"], "opensearch"),
+}
+
+
 def free_base_port() -> int:
-    """A base port P with P..P+2 (HTTP) and P+100..P+102 (transport) free, away from 9200/9300."""
+    """A base port P with P..P+2 (HTTP) and P+100..P+102 (transport) free, away from 9200/9300
+    (``VSPARTA_TEST_CLUSTER_PORT`` names one)."""
+    if os.environ.get("VSPARTA_TEST_CLUSTER_PORT"):
+        return int(os.environ["VSPARTA_TEST_CLUSTER_PORT"])
     rng = np.random.default_rng()
     for _ in range(200):
         base = int(rng.integers(20000, 40000))
@@ -69,13 +81,18 @@ def free_base_port() -> int:
 class Cluster:
     base: int
     env: dict[str, str]
+    flags: list[str] = field(default_factory=list)
+    engine: str = "elasticsearch"
     back_to_green_s: list[float] = field(default_factory=list)
 
     def url(self, i: int = 0) -> str:
         return f"http://127.0.0.1:{self.base + i}"
 
+    def server(self, i: int = 0) -> SearchServer:
+        return SearchServer(self.engine, self.url(i))
+
     def script(self, *args: str, timeout: float = 420) -> subprocess.CompletedProcess[str]:
-        argv = ["bash", str(SCRIPT), *args, "--nodes", str(NODES), "--base-port", str(self.base)]
+        argv = ["bash", str(SCRIPT), *args, *self.flags, "--nodes", str(NODES), "--base-port", str(self.base)]
         return subprocess.run(
             argv, env=os.environ | self.env, capture_output=True, text=True, timeout=timeout
         )
@@ -123,9 +140,10 @@ class Cluster:
             return json.load(r)
 
 
-@pytest.fixture(scope="module")
-def cluster(es_url: str) -> Iterator[Cluster]:
+@pytest.fixture(scope="module", params=list(DISTRIBUTIONS))
+def cluster(request: pytest.FixtureRequest, es_url: str) -> Iterator[Cluster]:
     """Three nodes beside the shared node: own ports, own work dir, small heaps."""
+    flags, engine = DISTRIBUTIONS[request.param]
     for name in ("elasticsearch", "elasticsearch.trace"):  # every request (and body) otherwise
         logging.getLogger(name).setLevel(logging.WARNING)
     home = Path(tempfile.mkdtemp(prefix="vsparta-es-cluster-", dir="/var/tmp"))
@@ -133,6 +151,8 @@ def cluster(es_url: str) -> Iterator[Cluster]:
     c = Cluster(
         free_base_port(),
         {"VSPARTA_ES_HOME": str(home), "VSPARTA_ES_HEAP": "384m", "VSPARTA_ES_TIMEOUT": "400"},
+        flags,
+        engine,
     )
     try:
         res = c.script("start")
@@ -224,7 +244,7 @@ def test_losing_a_node_mid_load_and_mid_search_loses_nothing(cluster: Cluster, t
     # The searched index: loaded and served (replicas restored, force-merged) before the kill.
     served = _term_documents(1500, seed=2)
     served_name = unique_name("stream")
-    with ElasticsearchIndex(cluster.url(0), served_name, create=True) as index:
+    with open_on(cluster.server(0), served_name, create=True) as index:
         with index.bulk_load():
             index.upsert(
                 TermDocument(d["id"], {token_id[w]: x for w, x in d["terms"].items()}) for d in served
@@ -233,14 +253,14 @@ def test_losing_a_node_mid_load_and_mid_search_loses_nothing(cluster: Cluster, t
     rng = np.random.default_rng(3)
     queries = [" ".join(rng.choice(WORDS, size=4)) for _ in range(20)]
     settings = ServiceSettings(
-        backend=f"{cluster.url(0)}/{served_name}", model_path=tokenizer, engine_timeout_s=3, retry_after_s=2
+        backend=cluster.server(0).spec(served_name), model_path=tokenizer, engine_timeout_s=3, retry_after_s=2
     )
     # The loaded index: an indexing job (the CLI's code path) writes it while the node dies.
     docs = _term_documents(4000, seed=1)
     export = tmp_path / "docs.jsonl"
     export.write_text("".join(json.dumps(d) + "\n" for d in docs))
     loaded_name = unique_name("nodeloss")
-    spec = f"{cluster.url(0)}/{loaded_name}"
+    spec = cluster.server(0).spec(loaded_name)
     options = {"shard_timeout": "3s", "max_retries": 2, "initial_backoff": 0.2, "chunk_size": 100}
 
     def job(resume: bool) -> tuple[Any, BaseException | None]:
@@ -264,7 +284,7 @@ def test_losing_a_node_mid_load_and_mid_search_loses_nothing(cluster: Cluster, t
         stream.thread.start()
         deadline = time.monotonic() + 180
         sample = [d["id"] for d in docs[:: len(docs) // 40]]
-        with ElasticsearchIndex(cluster.url(0), loaded_name, create=True) as probe:
+        with open_on(cluster.server(0), loaded_name, create=True) as probe:
             while len(probe.existing_ids(sample)) < 8:  # a fifth of the documents are in
                 assert time.monotonic() < deadline and runner.is_alive(), "the load never got going"
                 time.sleep(0.2)
@@ -297,10 +317,10 @@ def test_losing_a_node_mid_load_and_mid_search_loses_nothing(cluster: Cluster, t
     assert set(counts) <= {200, 503}, counts  # never a 500
     assert counts.get(200, 0) > 0 and stream.missing_retry_after == 0
     assert after == before  # nothing lost from the served index
-    with ElasticsearchIndex(cluster.url(1), served_name) as index:
+    with open_on(cluster.server(1), served_name) as index:
         assert index.count() == len(served)
         index.drop()
-    with ElasticsearchIndex(cluster.url(1), loaded_name) as index:
+    with open_on(cluster.server(1), loaded_name) as index:
         assert index.count() == len(docs)  # nothing lost, nothing duplicated (ids are unique)
         assert cluster.health(wait_for="green")["status"] == "green"  # the restored replicas recover
         (only,) = index._client.indices.get_settings(index=index.alias, flat_settings=True).values()

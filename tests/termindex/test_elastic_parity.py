@@ -1,4 +1,6 @@
-"""Elasticsearch top-10 == brute-force oracle, on a few thousand random documents.
+"""Elasticsearch and OpenSearch top-10 == brute-force oracle, on a few thousand random documents
+(each engine line in turn: ``search_server``). Both store Lucene ``FeatureField`` weights, so one
+rounding serves both.
 
 Rounding (9 significant bits per stored weight) and float32 scoring are handled explicitly by
 ``elastic_testkit.check_es_top_k``: the oracle runs on ``round_like_elasticsearch`` weights, and
@@ -10,7 +12,15 @@ from __future__ import annotations
 import math
 
 import pytest
-from elastic_testkit import check_es_top_k, float32_tol, fresh_index, random_docs, random_queries
+from elastic_testkit import (
+    SearchServer,
+    check_es_top_k,
+    float32_tol,
+    fresh_index,
+    open_on,
+    random_docs,
+    random_queries,
+)
 
 from vsparta.termindex.oracle import BruteForceOracle, round_like_elasticsearch
 
@@ -23,9 +33,9 @@ K = 10
 
 
 @pytest.fixture(scope="module")
-def corpus(es_url: str):
+def corpus(search_server: SearchServer):
     docs = random_docs(N_DOCS, VOCAB, seed=7)
-    with fresh_index(es_url, "parity", chunk_size=1000) as index:
+    with fresh_index(search_server, "parity", chunk_size=1000) as index:
         with index.bulk_load():
             assert index.upsert(docs) == N_DOCS
         assert index.count() == N_DOCS
@@ -73,12 +83,10 @@ def test_similar_excludes_itself_and_matches_oracle(corpus) -> None:
         assert abs(h.score - e.score) <= float32_tol(e.score)
 
 
-def test_wand_option_returns_the_same_hits(corpus, es_url: str) -> None:
+def test_wand_option_returns_the_same_hits(corpus, search_server: SearchServer) -> None:
     """``track_total_hits=False`` (block-max WAND) may skip work, never change the top k."""
-    from vsparta.termindex.elastic.index import ElasticsearchIndex
-
     index, _, _ = corpus
-    wand = ElasticsearchIndex(es_url, index.alias, track_total_hits=False)
+    wand = open_on(search_server, index.alias, track_total_hits=False)
     try:
         for q in random_queries(60, VOCAB, seed=12):
             assert [(h.id, h.score) for h in wand.search(q, k=K)] == [
@@ -87,7 +95,7 @@ def test_wand_option_returns_the_same_hits(corpus, es_url: str) -> None:
     finally:
         wand.close()
     with pytest.raises(ValueError, match="track_total_hits must be true or false"):
-        ElasticsearchIndex(es_url, index.alias, track_total_hits="no")
+        open_on(search_server, index.alias, track_total_hits="no")
 
 
 def test_top10_matches_oracle_at_the_largest_query_weight(corpus) -> None:

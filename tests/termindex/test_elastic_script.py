@@ -1,4 +1,6 @@
-"""scripts/elasticsearch.sh: status tells the truth; start is idempotent; a full start/stop cycle."""
+"""scripts/elasticsearch.sh: status tells the truth; start is idempotent; a full start/stop cycle
+of each distribution it runs (Elasticsearch 7.17, OpenSearch 2.19 and 3.x); a port answering with
+the other product is refused."""
 
 from __future__ import annotations
 
@@ -56,35 +58,57 @@ def _alive(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+# (flags, what GET / says): each distribution and line the script installs.
+DISTRIBUTIONS = {
+    "elasticsearch-7.17": ([], "7.17."),
+    "opensearch-2.19": (["--distribution", "opensearch", "--version", "2"], "2.19."),
+    "opensearch-3.x": (["--distribution", "opensearch", "--version", "3"], "3."),
+}
+
+
 @pytest.mark.slow
-def test_full_lifecycle_on_a_spare_port(es_url: str) -> None:
+@pytest.mark.parametrize("dist", list(DISTRIBUTIONS))
+def test_full_lifecycle_on_a_spare_port(es_url: str, dist: str) -> None:
     """Install into a fresh work dir (downloads cached), start, use rank_features, stop by pid."""
+    flags, version = DISTRIBUTIONS[dist]
     port = free_port()
     home = Path(tempfile.mkdtemp(prefix="vsparta-es-test-", dir="/var/tmp"))
     home.chmod(0o755)  # the node's own user must reach it
     env = {"VSPARTA_ES_HOME": str(home), "VSPARTA_ES_HEAP": "256m"}
+
+    def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return script(*args, *flags, port=port, timeout=timeout, **env)
+
     try:
-        started = script("start", port=port, timeout=300, **env)
+        started = run("start", timeout=300)
         assert started.returncode == 0, started.stderr
         assert "green" in started.stderr
-        pid = int((home / f"node-{port}" / "es.pid").read_text())
+        pid = int(run("pids").stdout.split()[1])
         if os.geteuid() == 0:  # never run as root
             assert Path(f"/proc/{pid}").stat().st_uid != 0
-        assert script("status", port=port, **env).returncode == 0
+        assert run("status").returncode == 0
         url = f"http://127.0.0.1:{port}"
+        assert _request(f"{url}/")["version"]["number"].startswith(version)
         _request(f"{url}/rf", "PUT", {"mappings": {"properties": {"terms": {"type": "rank_features"}}}})
         _request(f"{url}/rf/_doc/a?refresh=true", "PUT", {"terms": {"3": 2.0}})
         clause = {"rank_feature": {"field": "terms.3", "log": {"scaling_factor": 1}, "boost": 2}}
         hits = _request(f"{url}/rf/_search", "POST", {"query": clause})["hits"]["hits"]
         assert hits[0]["_score"] == pytest.approx(2 * 1.0986123, rel=1e-6)  # 2 ln(1 + 2)
-        stopped = script("stop", port=port, **env)
+        stopped = run("stop")
         assert stopped.returncode == 0, stopped.stderr
         assert not _alive(pid)
-        assert script("status", port=port, **env).returncode == 1
-        assert script("stop", port=port, **env).returncode == 0  # stopping twice is fine
+        assert run("status").returncode == 1
+        assert run("stop").returncode == 0  # stopping twice is fine
     finally:
-        script("stop", port=port, **env)
+        run("stop")
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_a_port_answering_with_the_other_product_is_refused(es_url: str) -> None:
+    port = urlsplit(es_url).port or 9200
+    res = script("start", "--distribution", "opensearch", port=port, timeout=30)
+    assert res.returncode == 1
+    assert res.stderr.strip().endswith("it is elasticsearch, not opensearch: pick another --base-port")
 
 
 @pytest.mark.parametrize(
@@ -94,6 +118,8 @@ def test_full_lifecycle_on_a_spare_port(es_url: str) -> None:
         (["--nodes", "x"], "--nodes must be a number from 1 to 99"),
         (["--base-port", "80"], "--base-port must be a port from 1024"),
         (["--bogus"], "usage:"),
+        (["--distribution", "solr"], "--distribution must be elasticsearch or opensearch"),
+        (["--distribution", "opensearch", "--version", "9"], "--version must look like 2.19.6"),
     ],
 )
 def test_bad_cluster_options_are_refused_in_one_line(args: list[str], message: str) -> None:

@@ -1,4 +1,5 @@
-"""Versioned indices behind the alias: atomic swap under load, rollback, repeated loads."""
+"""Versioned indices behind the alias: atomic swap under load, rollback, repeated loads; on
+Elasticsearch 7.17, OpenSearch 2.19 and 3.x (``search_server``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import threading
 import time
 
 import pytest
-from elastic_testkit import fresh_index, unique_name
+from elastic_testkit import SearchServer, fresh_index, open_on, unique_name
 
 from vsparta.termindex.base import TermDocument
 from vsparta.termindex.elastic.index import AsyncElasticsearchIndex, ElasticsearchIndex
@@ -24,15 +25,15 @@ def docs(prefix: str, n: int, weight: float = 1.0) -> list[TermDocument]:
     ]
 
 
-def test_alias_swap_under_concurrent_searches(es_url: str) -> None:
-    with fresh_index(es_url, "swap") as index:
+def test_alias_swap_under_concurrent_searches(search_server: SearchServer) -> None:
+    with fresh_index(search_server, "swap") as index:
         index.upsert(docs("old", 200))
         errors: list[BaseException] = []
         seen: list[tuple[float, float, frozenset[str]]] = []  # (start, end, sets in the result)
         stop = threading.Event()
 
         def searcher() -> None:
-            reader = ElasticsearchIndex(es_url, index.alias)  # its own client, like another process
+            reader = open_on(search_server, index.alias)  # its own client, like another process
             try:
                 while not stop.is_set():
                     t0 = time.monotonic()
@@ -77,8 +78,8 @@ def test_alias_swap_under_concurrent_searches(es_url: str) -> None:
         assert [v.docs for v in versions] == [200, 300]
 
 
-def test_rollback_and_pruning_keep_old_versions(es_url: str) -> None:
-    with fresh_index(es_url, "rollback", keep_versions=2) as index:
+def test_rollback_and_pruning_keep_old_versions(search_server: SearchServer) -> None:
+    with fresh_index(search_server, "rollback", keep_versions=2) as index:
         index.upsert(docs("v1", 3))
         for n, prefix in ((4, "v2"), (5, "v3")):
             with index.begin_reindex() as new:
@@ -94,8 +95,8 @@ def test_rollback_and_pruning_keep_old_versions(es_url: str) -> None:
         assert index.count() == 5
 
 
-def test_failed_reindex_is_aborted_and_alias_untouched(es_url: str) -> None:
-    with fresh_index(es_url, "abort") as index:
+def test_failed_reindex_is_aborted_and_alias_untouched(search_server: SearchServer) -> None:
+    with fresh_index(search_server, "abort") as index:
         index.upsert(docs("old", 3))
         with pytest.raises(RuntimeError), index.begin_reindex() as new:
             new.upsert(docs("new", 2))
@@ -104,8 +105,8 @@ def test_failed_reindex_is_aborted_and_alias_untouched(es_url: str) -> None:
         assert index.count() == 3
 
 
-def test_repeated_bulk_load_overwrites_never_duplicates(es_url: str) -> None:
-    with fresh_index(es_url, "repeat", chunk_size=64) as index:
+def test_repeated_bulk_load_overwrites_never_duplicates(search_server: SearchServer) -> None:
+    with fresh_index(search_server, "repeat", chunk_size=64) as index:
         batch = docs("d", 500)
         for _ in range(3):
             with index.bulk_load():
@@ -120,8 +121,8 @@ def test_repeated_bulk_load_overwrites_never_duplicates(es_url: str) -> None:
         assert index.count() == 499
 
 
-def test_bulk_load_disables_refresh_and_replicas_then_restores(es_url: str) -> None:
-    with fresh_index(es_url, "settings") as index:
+def test_bulk_load_disables_refresh_and_replicas_then_restores(search_server: SearchServer) -> None:
+    with fresh_index(search_server, "settings") as index:
         (concrete,) = index._active()
         client = index._client
         client.indices.put_settings(index=concrete, body={"index": {"refresh_interval": "5s"}})
@@ -141,25 +142,25 @@ def test_bulk_load_disables_refresh_and_replicas_then_restores(es_url: str) -> N
         assert index.count() == 50
 
 
-def test_create_is_idempotent_and_refuses_a_concrete_index_name(es_url: str) -> None:
-    with fresh_index(es_url, "idem") as index:
+def test_create_is_idempotent_and_refuses_a_concrete_index_name(search_server: SearchServer) -> None:
+    with fresh_index(search_server, "idem") as index:
         index.upsert(docs("a", 2))
-        again = ElasticsearchIndex(es_url, index.alias, create=True)
+        again = open_on(search_server, index.alias, create=True)
         assert again.count() == 2 and len(again.list_versions()) == 1
         again.close()
     name = unique_name("concrete")
-    with ElasticsearchIndex(es_url, unique_name("tmp"), create=True) as helper:
+    with open_on(search_server, unique_name("tmp"), create=True) as helper:
         helper._client.indices.create(index=name)
         try:
             with pytest.raises(TermIndexError, match="not an alias"):
-                ElasticsearchIndex(es_url, name, create=True)
+                open_on(search_server, name, create=True)
         finally:
             helper._client.indices.delete(index=name)
             helper.drop()
 
 
-def test_new_version_loads_fast_then_gets_serving_settings(es_url: str) -> None:
-    with fresh_index(es_url, "serving", replicas=0) as index:
+def test_new_version_loads_fast_then_gets_serving_settings(search_server: SearchServer) -> None:
+    with fresh_index(search_server, "serving", replicas=0) as index:
         client = index._client
         new = index.begin_reindex()
 
@@ -176,7 +177,7 @@ def test_new_version_loads_fast_then_gets_serving_settings(es_url: str) -> None:
         assert index.count() == 20
 
 
-def test_jobs_creating_the_alias_together_share_one_version(es_url: str) -> None:
+def test_jobs_creating_the_alias_together_share_one_version(search_server: SearchServer) -> None:
     """Shards of one job start at the same moment: exactly one version may end up behind the alias."""
     alias = unique_name("race")
     barrier = threading.Barrier(4)
@@ -185,7 +186,7 @@ def test_jobs_creating_the_alias_together_share_one_version(es_url: str) -> None
     def open_it() -> None:
         barrier.wait()
         try:
-            ElasticsearchIndex(es_url, alias, create=True).close()
+            open_on(search_server, alias, create=True).close()
         except BaseException as exc:  # every failure counts
             failures.append(exc)
 
@@ -194,7 +195,7 @@ def test_jobs_creating_the_alias_together_share_one_version(es_url: str) -> None
         t.start()
     for t in threads:
         t.join()
-    index = ElasticsearchIndex(es_url, alias)
+    index = open_on(search_server, alias)
     try:
         assert failures == []
         assert index._active() == [f"{alias}-v1"]
@@ -206,8 +207,8 @@ def test_jobs_creating_the_alias_together_share_one_version(es_url: str) -> None
         index.close()
 
 
-def test_refresh_left_off_by_a_crashed_load_is_restored(es_url: str) -> None:
-    with fresh_index(es_url, "crashload") as index:
+def test_refresh_left_off_by_a_crashed_load_is_restored(search_server: SearchServer) -> None:
+    with fresh_index(search_server, "crashload") as index:
         (concrete,) = index._active()
         # what a process killed inside bulk_load() leaves behind
         index._client.indices.put_settings(index=concrete, body={"index": {"refresh_interval": "-1"}})

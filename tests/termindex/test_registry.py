@@ -43,7 +43,7 @@ def test_a_scheme_belongs_to_one_engine() -> None:
     registry.engines()
     with pytest.raises(ValueError, match="already belong to 'elasticsearch'"):
         registry.register(dataclasses.replace(ELASTIC, name="other", schemes=("http",)))
-    assert [e.name for e in registry.engines()] == ["embedded", "elasticsearch"]
+    assert [e.name for e in registry.engines()] == ["embedded", "elasticsearch", "opensearch"]
 
 
 def test_engine_facts_come_from_the_records() -> None:
