@@ -2,7 +2,9 @@
 # A real local Elasticsearch for tests, CI and users without Docker (docs/architecture.md section
 # 4): one node (the default) or a cluster of N nodes of the same distribution on one machine.
 #
-#   bash scripts/elasticsearch.sh start|stop|status|logs [N]|restart|pids [--nodes N] [--base-port P]
+#   bash scripts/elasticsearch.sh start|stop|status|logs [N]|restart|pids|fetch [--nodes N] [--base-port P]
+#
+# fetch: only download the artifacts into the cache (scripts/docker.sh builds its image from them).
 #
 # --nodes N (or VSPARTA_ES_NODES): N > 1 starts a cluster: node i answers HTTP on P+i and talks to
 # the others on transport port P+100+i (seed hosts list them all); each node has its own config,
@@ -461,7 +463,7 @@ cmd_logs() {
 }
 
 usage() {
-  echo "usage: $0 start|stop|restart|status|logs [N]|pids [--nodes N] [--base-port P]" >&2
+  echo "usage: $0 start|stop|restart|status|logs [N]|pids|fetch [--nodes N] [--base-port P]" >&2
   exit 2
 }
 
@@ -503,5 +505,9 @@ restart)
 status) cmd_status ;;
 logs) cmd_logs "$LOG_LINES" ;;
 pids) cmd_pids ;;
+fetch)
+  fetch "org.elasticsearch.distribution.integ-test-zip:elasticsearch:$VERSION:zip" "elasticsearch-$VERSION.zip"
+  fetch "org.elasticsearch.plugin:mapper-extras-client:$VERSION:jar" "mapper-extras-client-$VERSION.jar"
+  ;;
 *) usage ;;
 esac
