@@ -175,7 +175,12 @@ cmd_base_images() {
 }
 
 cmd_env() {
+  # Containers may not raise the open-files limit above dockerd's own hard limit.
+  local nofile
+  nofile=$(ulimit -Hn)
+  if [ "$nofile" = unlimited ] || [ "$nofile" -ge 65535 ]; then nofile=65535; fi
   cat <<ENV
+export ES_NOFILE=$nofile
 export DOCKER_BUILDKIT=0
 export VSPARTA_PYTHON_IMAGE=$PYTHON_IMAGE
 export VSPARTA_TORCH_IMAGE=$TORCH_IMAGE
