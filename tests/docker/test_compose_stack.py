@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -255,8 +256,8 @@ def test_docs_render_in_chromium_and_run_a_search(stack: Stack, need_service: An
 def test_indexer_container_loads_a_folder(stack: Stack, served_model: Path, tmp_path: Path) -> None:
     scenes = tmp_path / "scenes"
     subprocess.run(
-        ["vsparta", "scenes", "--out", str(scenes), "--train", "0", "--val", "0", "--test", "7",
-         "--seed", "3", "--no-progress"],
+        [str(Path(sys.executable).with_name("vsparta")), "scenes", "--out", str(scenes), "--train", "0",
+         "--val", "0", "--test", "7", "--seed", "3", "--no-progress"],
         check=True,
         capture_output=True,
     )  # fmt: skip
@@ -268,7 +269,7 @@ def test_indexer_container_loads_a_folder(stack: Stack, served_model: Path, tmp_
            "VSPARTA_OUT": str(tmp_path / "out")}  # fmt: skip
     stack.compose("--profile", "index", "run", "--rm", "indexer", env=env, timeout=600)
     docs = indexed_documents(stack.es_url, alias)
-    assert len(docs) == n_images and all(d.terms for d in docs)
+    assert len(docs) == n_images and all(d.weights for d in docs)
     again = stack.compose("--profile", "index", "run", "--rm", "indexer", env=env, timeout=600)
     assert len(indexed_documents(stack.es_url, alias)) == n_images, again  # --resume: nothing twice
     assert not subprocess.run(
