@@ -12,7 +12,8 @@
 #              (this script, docker/base/*, the Elasticsearch artifacts) are unchanged:
 #                vsparta-local/debian:bookworm       debootstrap --variant=minbase bookworm, docker import
 #                vsparta-local/python:3.11           Debian's python3 in a venv on PATH (python:3.11-slim)
-#                vsparta-local/torch:cpu             + torch from PyPI (pytorch/pytorch:...-runtime)
+#                vsparta-local/torch:pypi            + torch from PyPI, its CUDA build, run on the CPU
+#                                                    (pytorch/pytorch:...-runtime)
 #                vsparta-local/elasticsearch:7.17.29 Debian's OpenJDK 17 + Elastic's Maven Central
 #                                                    artifacts (docker.elastic.co/.../elasticsearch)
 # env          prints the variables that make docker-compose build and run on those images
@@ -39,7 +40,7 @@ export DOCKER_BUILDKIT=0 # the legacy builder needs no frontend image from a reg
 
 DEBIAN_IMAGE=vsparta-local/debian:bookworm
 PYTHON_IMAGE=vsparta-local/python:3.11
-TORCH_IMAGE=vsparta-local/torch:cpu
+TORCH_IMAGE=vsparta-local/torch:pypi
 ES_IMAGE=vsparta-local/elasticsearch:$ES_VERSION
 
 log() { echo "[docker.sh] $*" >&2; }
@@ -96,8 +97,18 @@ cmd_stop() {
   log "stopped"
 }
 
-# The hash of everything an image is made from; an image whose label differs is rebuilt.
-inputs_hash() { cat "$@" | sha256sum | cut -c1-16; }
+# The hash of everything an image is made from (comments aside); an image whose label differs is
+# rebuilt, and so is every image built on it.
+inputs_hash() {
+  local f
+  for f in "$@"; do
+    case $f in
+    *.Dockerfile | *.sh) grep -v '^[[:space:]]*#' "$f" ;;
+    *) sha256sum <"$f" ;;
+    esac
+  done | sha256sum | cut -c1-16
+}
+DEBOOTSTRAP_INCLUDE=ca-certificates,python3,python3-venv,curl
 image_label() { docker image inspect --format '{{ index .Config.Labels "vsparta.inputs" }}' "$1" 2>/dev/null || true; }
 
 ca_bundle() {
@@ -111,14 +122,14 @@ ca_bundle() {
 
 build_debian() {
   local want
-  want=$(echo "$MIRROR $(inputs_hash "$0")" | sha256sum | cut -c1-16)
+  want=$(echo "bookworm minbase $DEBOOTSTRAP_INCLUDE $MIRROR" | sha256sum | cut -c1-16)
   [ "$(image_label "$DEBIAN_IMAGE")" = "$want" ] && return 0
   command -v debootstrap >/dev/null 2>&1 || die "debootstrap is missing: bash scripts/install-system-deps.sh installs it"
   local root
   root=$(mktemp -d /var/tmp/vsparta-rootfs.XXXXXX)
   log "debootstrap bookworm (minbase) into $root"
   local t0=$SECONDS
-  debootstrap --variant=minbase --include=ca-certificates,python3,python3-venv,curl \
+  debootstrap --variant=minbase --include=$DEBOOTSTRAP_INCLUDE \
     bookworm "$root" "$MIRROR" >"$DHOME/debootstrap.log" 2>&1 || {
     tail -n 30 "$DHOME/debootstrap.log" >&2
     rm -rf "$root"
@@ -138,8 +149,11 @@ build_from() {
   [ "$(image_label "$image")" = "$want" ] && return 0
   log "building $image"
   local t0=$SECONDS
-  docker build --network host -q -f "$REPO/docker/base/$name.Dockerfile" --label "vsparta.inputs=$want" \
-    "$@" -t "$image" "$ctx" >/dev/null
+  docker build --network host -f "$REPO/docker/base/$name.Dockerfile" --label "vsparta.inputs=$want" \
+    "$@" -t "$image" "$ctx" >"$DHOME/build-$name.log" 2>&1 || {
+    tail -n 30 "$DHOME/build-$name.log" >&2
+    die "building $image failed (log tail above; whole log $DHOME/build-$name.log)"
+  }
   log "$image built after $((SECONDS - t0))s"
 }
 
