@@ -23,6 +23,7 @@ from vsparta.bench.options import (
     parse_zipf,
 )
 from vsparta.model.resolve import resolve_model_path
+from vsparta.termindex.registry import quiet_client_loggers
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +143,7 @@ def _run_engines(args: argparse.Namespace) -> int:
     from vsparta.bench.runner import RunConfig, run_sizes
     from vsparta.bench.setup import corpora_and_queries, make_adapters_factory
 
-    logging.getLogger("elasticsearch").setLevel(logging.WARNING)  # one INFO line per request otherwise
+    quiet_client_loggers(logging.WARNING)  # one INFO line per request otherwise
     preset = QUICK if args.quick else FULL
     sizes = [parse_size(s) for s in (args.sizes or preset["sizes"]).split(",") if s.strip()]
     engines = parse_engines(args.engines)

@@ -2,7 +2,7 @@
 
 Two parts, both printed and written to ``docs/embedded-load.{json,md}``:
 
-- a simulation (``vsparta.termindex.embedded_policy.simulate``: the code the engine decides with) of
+- a simulation (``vsparta.termindex.embedded.policy.simulate``: the code the engine decides with) of
   loading N documents in commits of 256 under the previous policy (past 8 segments, merge the
   smallest n - 4) and the tiered one, with and without ``bulk_load``'s final merge;
 - a real load through ``upsert_arrays`` (the indexer's path) in commits of 256 under each
@@ -28,8 +28,8 @@ import numpy as np
 
 from vsparta.bench import hardware
 from vsparta.bench.embedded_quick import _sample_documents, zipf_cdf
-from vsparta.termindex.embedded import EmbeddedIndex
-from vsparta.termindex.embedded_policy import MergePolicy, TieredMergePolicy, simulate
+from vsparta.termindex.embedded.index import EmbeddedIndex
+from vsparta.termindex.embedded.policy import MergePolicy, TieredMergePolicy, simulate
 
 log = logging.getLogger(__name__)
 

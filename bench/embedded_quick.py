@@ -20,8 +20,9 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 
-from vsparta.termindex.embedded import EmbeddedIndex
-from vsparta.termindex.embedded_weights import round_like_embedded
+from vsparta.termindex.embedded.index import EmbeddedIndex
+from vsparta.termindex.embedded.weights import round_like_embedded
+from vsparta.termindex.saturation import saturate_array
 
 log = logging.getLogger("vsparta.bench.embedded_quick")
 
@@ -139,7 +140,7 @@ def main() -> None:
             ]
         )
         terms = np.concatenate([t for _, t, _ in keep])
-        logw = np.log1p(round_like_embedded(np.concatenate([w for _, _, w in keep]))).astype(np.float32)
+        logw = saturate_array(round_like_embedded(np.concatenate([w for _, _, w in keep]))).astype(np.float32)
         del keep
         csc = sp.csc_matrix((logw, (rows, terms)), shape=(args.docs, args.vocab))
         del rows, terms, logw

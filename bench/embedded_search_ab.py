@@ -45,9 +45,9 @@ def _count_rescored_old(index, queries) -> int:  # the tree before the search sp
 
 
 def _count_rescored_new(index, queries) -> int:
-    from vsparta.termindex.embedded_scoring import bound_range, search_segment
-    from vsparta.termindex.embedded_search import _Query
-    from vsparta.termindex.embedded_weights import log1p_table, quant_tables
+    from vsparta.termindex.embedded.scoring import bound_range, search_segment
+    from vsparta.termindex.embedded.search import _Query
+    from vsparta.termindex.embedded.weights import quant_tables, saturation_table
 
     seg = index._snap.segments[0]
     count = 0
@@ -57,7 +57,7 @@ def _count_rescored_new(index, queries) -> int:
         present = query.qterms < seg.n_terms
         a32, _, _ = search_segment(
             query.qterms[present], query.boosts32[present], *seg.postings, seg.quant, seg.blockmax,
-            log1p_table(), quant_tables(seg.quant_step), seg.deleted, seg.n_docs, seg.n_blocks,
+            saturation_table(), quant_tables(seg.quant_step), seg.deleted, seg.n_docs, seg.n_blocks,
             seg.block_shift, 10, np.float32(-np.inf), margin, step_slack,
         )  # fmt: skip
         if len(a32) > 10:
@@ -75,7 +75,7 @@ def main(tree: str, n: int) -> dict:
         from termindex.embedded import EmbeddedIndex  # type: ignore[import-not-found]
     else:  # this checkout, installed as vsparta.*
         from vsparta.bench.embedded_quick import _sample_documents, zipf_cdf
-        from vsparta.termindex.embedded import EmbeddedIndex
+        from vsparta.termindex.embedded.index import EmbeddedIndex
 
     cdf, _ = zipf_cdf(30522, 1.0, 0)
     indptr, terms = _sample_documents(n, 1000, cdf, 1)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from vsparta.bench.hardware import write_result
 from vsparta.bench.model_shaped import load_or_generate
-from vsparta.termindex.embedded import EmbeddedIndex
+from vsparta.termindex.embedded.index import EmbeddedIndex
 
 SLICE = 10_000  # documents per upsert_arrays call
 

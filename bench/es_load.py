@@ -29,6 +29,7 @@ from vsparta.bench.corpus import Corpus
 from vsparta.bench.hardware import describe
 from vsparta.bench.synthetic import SyntheticSpec, load_or_generate
 from vsparta.termindex.base import TermIndex
+from vsparta.termindex.registry import quiet_client_loggers
 
 log = logging.getLogger(__name__)
 CHUNK = 1000  # documents per write for the old path (one upsert each, from 2 threads)
@@ -68,9 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--option", action="append", default=[], metavar="K=V", help="engine option")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("elasticsearch").setLevel(logging.WARNING)
+    quiet_client_loggers(logging.WARNING)
 
-    from vsparta.termindex.elastic import ElasticsearchIndex
+    from vsparta.termindex.elastic.index import ElasticsearchIndex
 
     corpus = load_or_generate(
         SyntheticSpec(n_docs=args.docs, n_terms=args.terms), args.cache_dir / "synthetic"

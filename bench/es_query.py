@@ -35,6 +35,7 @@ from vsparta.bench.corpus import Corpus, Query
 from vsparta.bench.exact import agreement, build_matrix, scores, top_k
 from vsparta.bench.hardware import describe
 from vsparta.termindex.oracle import round_like_elasticsearch
+from vsparta.termindex.registry import quiet_client_loggers
 
 log = logging.getLogger(__name__)
 PRELOAD = ["nvd", "dvd", "tim", "doc", "dim"]
@@ -148,8 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, default=Path("docs/es-query.json"))
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("elasticsearch").setLevel(logging.WARNING)
-    from vsparta.termindex.elastic import ElasticsearchIndex
+    quiet_client_loggers(logging.WARNING)
+    from vsparta.termindex.elastic.index import ElasticsearchIndex
 
     corpus, queries = corpus_and_queries(args)
     log.info("corpus %s: %d images, %.0f terms each; %d queries", args.corpus, corpus.n_docs,

@@ -1,19 +1,19 @@
 """Exhaustive scoring with scipy: the issue's reference engine and the oracle every engine is checked against.
 
-``score(q, d) = sum_t boost_t * log(1 + w_td)``: precompute ``log1p(w)`` once into a CSC matrix
-(images x vocabulary), take the query's columns, multiply by the boosts, and keep the top k with
-``argpartition``. Ties are broken by row ascending (= id ascending), like ``TermIndex.search``.
+``score(q, d) = sum_t boost_t * saturate(w_td)`` (``termindex.saturation``): precompute ``saturate(w)``
+once into a CSC matrix (images x vocabulary), take the query's columns, multiply by the boosts,
+and keep the top k with ``argpartition``. Ties are broken by row ascending (= id ascending),
+like ``TermIndex.search``.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import scipy.sparse as sp
 
 from vsparta.bench.corpus import Corpus, Query
 from vsparta.bench.invert import invert
+from vsparta.termindex.saturation import saturate, saturate_array
 
 # Relative slack when deciding whether a returned image "is" in the exact top-k: float32 sums of
 # ~10 terms differ by ~1e-7 relative between engines; quantizing engines differ far more.
@@ -21,11 +21,11 @@ TIE_TOLERANCE = 1e-5
 
 
 def build_matrix(corpus: Corpus) -> sp.csc_matrix:
-    """[n_docs, vocab] float32 log1p(weights), column-compressed (one column = one posting list).
+    """[n_docs, vocab] float32 saturate(weights), column-compressed (one column = one posting list).
 
     Built with ``invert`` (8 bytes per posting, no second copy) so 1M x 1000 fits in ~8 GB.
     """
-    indptr, rows, data = invert(corpus, np.log1p, np.float32)
+    indptr, rows, data = invert(corpus, saturate_array, np.float32)
     index_dtype = np.int32 if corpus.nnz < 2**31 else np.int64
     return sp.csc_matrix(
         (data, rows, indptr.astype(index_dtype)), shape=(corpus.n_docs, corpus.vocab_size), copy=False
@@ -73,7 +73,7 @@ def brute_force_top_k(corpus: Corpus, query: Query, k: int) -> list[int]:
     for i in range(corpus.n_docs):
         idx, w = corpus.row(i)
         terms = dict(zip(idx.tolist(), w.tolist(), strict=True))
-        s = sum(b * math.log1p(terms[t]) for t, b in query.items() if t in terms)
+        s = sum(b * saturate(terms[t]) for t, b in query.items() if t in terms)
         if s > 0:
             scored.append((-s, i))
     scored.sort()
@@ -97,7 +97,7 @@ def agreement(returned: list[int], exact_scores: np.ndarray, k: int) -> float:
 class StreamingOracle:
     """Exact top-k scores for every query without holding the index: rows are scored in chunks.
 
-    Each chunk of images (CSR, float64 log1p weights) is multiplied by the sparse
+    Each chunk of images (CSR, float64 saturated weights) is multiplied by the sparse
     ``vocabulary x queries`` boost matrix and only the k best scores per query are kept, so memory
     is bounded by the chunk whatever the corpus size (1M x 1000 terms included). Agreement only
     needs the k-th best score and the exact score of the images an engine returns.
@@ -119,7 +119,7 @@ class StreamingOracle:
             a, b = int(corpus.indptr[start]), int(corpus.indptr[stop])
             block = sp.csr_matrix(
                 (
-                    np.log1p(np.asarray(corpus.weights[a:b], dtype=np.float64)),
+                    saturate_array(np.asarray(corpus.weights[a:b], dtype=np.float64)),
                     np.asarray(corpus.indices[a:b], dtype=np.int32),
                     np.asarray(corpus.indptr[start : stop + 1]) - a,
                 ),
@@ -143,7 +143,7 @@ class StreamingOracle:
         idx, w = self.corpus.row(row)
         q = self.queries[qi]
         hit = np.isin(idx, np.fromiter(q.keys(), dtype=np.int64, count=len(q)))
-        return float(sum(q[int(t)] * math.log1p(float(x)) for t, x in zip(idx[hit], w[hit], strict=True)))
+        return float(sum(q[int(t)] * saturate(float(x)) for t, x in zip(idx[hit], w[hit], strict=True)))
 
     def agreement(self, qi: int, returned: list[int]) -> float:
         """Share of the exact top-k found; any image scoring as well as the k-th counts (ties)."""

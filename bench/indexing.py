@@ -37,6 +37,7 @@ import numpy as np
 
 from vsparta.bench import hardware
 from vsparta.bench.options import command_line
+from vsparta.termindex.registry import quiet_client_loggers
 
 log = logging.getLogger(__name__)
 
@@ -389,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_arguments(parser)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("elasticsearch").setLevel(logging.WARNING)  # one line per bulk request otherwise
+    quiet_client_loggers(logging.WARNING)  # one line per bulk request otherwise
     return run(parser.parse_args(argv))
 
 

@@ -32,7 +32,7 @@ def invert(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(indptr int64 [vocab+1], rows int32 [nnz], values ``dtype`` [nnz]) of the posting lists.
 
-    ``values`` maps a chunk of float32 weights to what is stored (log1p, quantized impacts ...).
+    ``values`` maps a chunk of float32 weights to what is stored (saturated weights, quantized impacts ...).
     """
     df = document_frequency(corpus)
     indptr = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)

@@ -26,6 +26,7 @@ import scipy.sparse as sp
 
 from vsparta.bench.corpus import Corpus
 from vsparta.bench.hardware import write_result
+from vsparta.termindex.saturation import saturate_array
 
 
 def caption_queries(corpus: Corpus, manifest: Path, tokenize) -> tuple[sp.csr_matrix, np.ndarray]:
@@ -53,7 +54,9 @@ def caption_queries(corpus: Corpus, manifest: Path, tokenize) -> tuple[sp.csr_ma
 def term_matrix(indptr: np.ndarray, ids: np.ndarray, weights: np.ndarray, vocab: int) -> sp.csr_matrix:
     """``[V, N]`` of log(1 + w) from CSR rows: what an engine scores a query's tokens against."""
     image = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
-    return sp.csr_matrix((np.log1p(weights), (ids, image)), shape=(vocab, len(indptr) - 1), dtype=np.float32)
+    return sp.csr_matrix(
+        (saturate_array(weights), (ids, image)), shape=(vocab, len(indptr) - 1), dtype=np.float32
+    )
 
 
 def cost_at(corpus: Corpus, queries: sp.csr_matrix, targets: np.ndarray, min_weight: float) -> dict:

@@ -32,7 +32,7 @@ from vsparta.indexer.reader import INPUT_FORMATS
 from vsparta.indexer.runner import IndexConfig, run_index
 from vsparta.model.progress import quiet_library_bars
 from vsparta.model.resolve import existing_path, resolve_model_path
-from vsparta.termindex import TermIndexError
+from vsparta.termindex import TermIndexError, registry
 
 log = logging.getLogger(__name__)
 
@@ -79,14 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     out = parser.add_argument_group("outputs")
     out.add_argument("--backend", help="embedded:PATH or http://HOST:9200/ALIAS")
-    es = parser.add_argument_group("Elasticsearch")
-    es.add_argument("--shards", type=int, help="primary shards of a new index (default: two per data node)")
-    es.add_argument("--replicas", type=int, help="replicas after the load (default: 1 on a cluster, else 0)")
-    es.add_argument(
-        "--new-version",
-        action="store_true",
-        help="load into a new version of the index; the alias moves to it when the load completes",
-    )
+    registry.add_index_arguments(parser)  # each engine's own options (Elasticsearch: --shards ...)
     out.add_argument(
         "--export-jsonl", type=Path, metavar="DIR", help="also write numbered term-document JSONL"
     )
@@ -183,27 +176,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _es_options(args: argparse.Namespace) -> dict[str, object]:
-    opts: dict[str, object] = {"shards": args.shards, "replicas": args.replicas}
-    if args.new_version:
-        if args.resume or args.num_shards > 1:
-            raise ValueError("--new-version writes one new version in one job: drop --resume/--num-shards")
-        opts["new_version"] = True
-    opts = {k: v for k, v in opts.items() if v is not None}
-    if opts and not (args.backend or "").startswith(("http://", "https://")):
-        raise ValueError("--shards, --replicas and --new-version need an Elasticsearch --backend")
-    return opts
-
-
 def _rollback(backend: str | None) -> int:
     """`vsparta index rollback --backend URL`: point the alias back at the previous version."""
-    from vsparta.termindex import open_index
-
-    if not backend or not backend.startswith(("http://", "https://")):
-        log.error("rollback needs an Elasticsearch --backend http://HOST:9200/ALIAS")
+    try:
+        versioned = bool(backend) and registry.engine_of(backend).versions
+    except ValueError:
+        versioned = False
+    if not versioned:
+        log.error("rollback needs a --backend that keeps versions: %s", registry.versioned_examples())
         return 2
     try:
-        with open_index(backend) as index:
+        with registry.open_index(backend) as index:
             version = index.rollback()  # type: ignore[attr-defined]
     except TermIndexError as exc:
         log.error("could not roll back: %s", exc)
@@ -214,13 +197,11 @@ def _rollback(backend: str | None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     if not getattr(args, "verbose", False):
-        logging.getLogger("elasticsearch").setLevel(
-            logging.ERROR
-        )  # a line per request, a traceback per retry
+        registry.quiet_client_loggers(logging.ERROR)  # a line per request, a traceback per retry
     if str(args.input) == "rollback" and not Path(args.input).exists():
         return _rollback(args.backend)
     try:
-        backend_options = _es_options(args)
+        backend_options = registry.index_options(args.backend, args)
     except ValueError as exc:
         log.error("%s", exc)
         return 2

@@ -25,6 +25,7 @@ from vsparta.model.manifest import ManifestRecord
 from vsparta.model.metrics import caption_relevance, ndcg_at_k, recall_at_k
 from vsparta.model.modeling import VisualSpartaModel
 from vsparta.model.topn import select_top_terms, to_csr
+from vsparta.termindex.saturation import saturate_array
 
 log = logging.getLogger(__name__)
 
@@ -66,13 +67,13 @@ class SparseImages:
         return float(np.mean([len(i) for i in self.ids])) if self.ids else 0.0
 
     def term_matrix(self, n: int | None) -> sp.csr_matrix:
-        """``[V, N]`` matrix of ``log(1 + φ)`` keeping each image's top ``n`` (None = all)."""
+        """``[V, N]`` matrix of ``saturate(φ)`` (log(1 + φ)) keeping each image's top ``n`` (None = all)."""
         rows, cols, vals = [], [], []
         for j, (ids, v) in enumerate(zip(self.ids, self.values, strict=True)):
             k = len(ids) if n is None else min(n, len(ids))
             rows.append(ids[:k])
             cols.append(np.full(k, j, dtype=np.int32))
-            vals.append(np.log1p(v[:k]))
+            vals.append(saturate_array(v[:k]))
         return sp.csr_matrix(
             (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
             shape=(self.vocab_size, len(self.ids)),

@@ -23,6 +23,7 @@ from vsparta.model.regions import RegionBatch
 from vsparta.model.text_init import copy_prefix, load_bert_state
 from vsparta.model.tokenization import load_tokenizer, non_query_ids, query_tokenizer_for, resolve_text_model
 from vsparta.model.topn import csr_to_dicts, select_top_terms, to_csr
+from vsparta.termindex.saturation import saturate_tensor
 
 try:  # transformers >= 5 tracks which tensors were initialized through its own init helpers
     from transformers import initialization as _init
@@ -243,7 +244,7 @@ class VisualSpartaModel(VisualSpartaPreTrainedModel):
         """
         y = self.fragment_scores(self.query_embeddings(query_ids), h, h_mask)  # [Bq, m, Bi]
         tb = None if self.term_bias is None else self.term_bias[query_ids][:, :, None]  # [Bq, m, 1]
-        terms = torch.log1p(self.phi(y, tb)) * query_mask[:, :, None].float()  # [Bq, m, Bi]
+        terms = saturate_tensor(self.phi(y, tb)) * query_mask[:, :, None].float()  # [Bq, m, Bi]
         return terms.sum(dim=1)  # [Bq, Bi]
 
     def forward(

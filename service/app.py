@@ -17,16 +17,17 @@ from vsparta.service.errors import install_error_handlers
 from vsparta.service.images import Thumbnailer
 from vsparta.service.metrics import ServiceMetrics
 from vsparta.service.middleware import BodyLimitMiddleware, MetricsMiddleware
-from vsparta.service.outage import CLIENT_LOGGERS, DropClientFailures, OutageLog
+from vsparta.service.outage import DropClientFailures, OutageLog, client_loggers
 from vsparta.service.routes import STATIC_DIR, build_router
 from vsparta.service.settings import ServiceSettings
+from vsparta.termindex.saturation import TEXT as SATURATION
 
 log = logging.getLogger(__name__)
 
-DESCRIPTION = """
+DESCRIPTION = f"""
 Text-to-image search with VisualSparta: every image was turned offline into a weighted bag of
 word-pieces; a query is only tokenized (no neural network runs here) and matched on an inverted
-index. Score = sum over query tokens of log(1 + weight of the token in the image).
+index. Score = sum over query tokens of {SATURATION} (weight: the token's in the image).
 """
 
 
@@ -37,8 +38,8 @@ def create_app(settings: ServiceSettings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         quiet = DropClientFailures()
-        client_loggers = [logging.getLogger(name) for name in CLIENT_LOGGERS]
-        for logger in client_loggers:
+        loggers = client_loggers()
+        for logger in loggers:
             logger.addFilter(quiet)
         app.state.tokenizer = QueryTokenizer.from_pretrained(
             settings.model_path, max_tokens=settings.max_query_tokens
@@ -51,7 +52,7 @@ def create_app(settings: ServiceSettings) -> FastAPI:
         try:
             yield
         finally:
-            for logger in client_loggers:
+            for logger in loggers:
                 logger.removeFilter(quiet)
             await app.state.engine.close()
             app.state.thumbnailer.close()

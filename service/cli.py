@@ -13,7 +13,8 @@ from pydantic import ValidationError
 
 from vsparta.model.resolve import ModelPathError, resolve_model_path
 from vsparta.service.settings import ServiceSettings
-from vsparta.termindex import open_index, parse_spec
+from vsparta.termindex import open_index
+from vsparta.termindex.registry import engine_of
 
 log = logging.getLogger(__name__)
 
@@ -157,8 +158,8 @@ def run(args: argparse.Namespace) -> int:
             serve_not_ready(problem, settings, args.host, args.port)
             return 0
     checked_model_path(args, settings)  # one sentence (vsparta prints it) instead of a failed start-up
-    embedded = parse_spec(settings.backend)[0] == "embedded"
-    if embedded and not getattr(args, "wait_for_index", False):  # a missing folder is a typo, not an outage
+    local = engine_of(settings.backend).paths  # an engine of files on this machine (embedded)
+    if local and not getattr(args, "wait_for_index", False):  # a missing folder is a typo, not an outage
         open_index(settings.backend).close()
     missing = [str(root) for root in settings.image_roots if not root.is_dir()]
     if missing:

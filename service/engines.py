@@ -27,6 +27,8 @@ from vsparta.termindex.errors import (
     InvalidInput,
     TermIndexError,
 )
+from vsparta.termindex.plugin import Engine
+from vsparta.termindex.registry import engine_of
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -35,18 +37,21 @@ T = TypeVar("T")
 class ServiceEngine(ABC):
     """What the routes need from an index: search, fetch, count, readiness."""
 
-    def __init__(self, timeout_s: float, outage: OutageLog | None = None) -> None:
+    def __init__(
+        self, timeout_s: float, outage: OutageLog | None = None, engine: Engine | None = None
+    ) -> None:
         self.timeout_s = timeout_s
         self.outage = outage or OutageLog()
+        self.engine = engine
 
     async def _bounded(self, make: Callable[[], Awaitable[T]], what: str) -> T:
-        """One engine call under the timeout; a timeout or a server that is not Elasticsearch -> 503."""
+        """One engine call under the timeout; a timeout or an engine that cannot serve -> 503."""
         try:
             result = await asyncio.wait_for(make(), timeout=self.timeout_s)
         except (asyncio.TimeoutError, TimeoutError):
             raise EngineUnavailable(f"search engine timed out after {self.timeout_s:g}s ({what})") from None
-        except Exception as exc:  # the server answered but is not Elasticsearch: a 503 naming it
-            better = not_a_search_engine(exc)
+        except Exception as exc:  # unreachable, or the server answered but is not the engine: a 503
+            better = engine_outage(exc, self.engine) if self.engine is not None else None
             if better is None:
                 raise
             raise better from exc
@@ -117,9 +122,13 @@ class ThreadedEngine(ServiceEngine):
     """
 
     def __init__(
-        self, opener: Callable[[], TermIndex], timeout_s: float, outage: OutageLog | None = None
+        self,
+        opener: Callable[[], TermIndex],
+        timeout_s: float,
+        outage: OutageLog | None = None,
+        engine: Engine | None = None,
     ) -> None:
-        super().__init__(timeout_s, outage)
+        super().__init__(timeout_s, outage, engine)
         self._opener = opener
         self._index: TermIndex | None = None
         self._opening: asyncio.Future[TermIndex] | None = None
@@ -197,8 +206,10 @@ class ThreadedEngine(ServiceEngine):
 class AsyncIndexEngine(ServiceEngine):
     """An async engine client (Elasticsearch): calls awaited directly, reconnecting per request."""
 
-    def __init__(self, client: Any, timeout_s: float, outage: OutageLog | None = None) -> None:
-        super().__init__(timeout_s, outage)
+    def __init__(
+        self, client: Any, timeout_s: float, outage: OutageLog | None = None, engine: Engine | None = None
+    ) -> None:
+        super().__init__(timeout_s, outage, engine)
         self._client = client
 
     async def search(self, query: Mapping[int, float], k: int, explain: bool) -> list[Hit]:
@@ -230,13 +241,13 @@ class AsyncIndexEngine(ServiceEngine):
         await self._client.close()
 
 
-class NotElasticsearch(EngineUnavailable):
+class WrongServer(EngineUnavailable):
     """The configured URL is some other web server: the 503 says so (a retry will not help)."""
 
 
 def public_reason(exc: BaseException) -> str:
     """What a client is told about an engine failure: the kind, never a server path or host."""
-    if isinstance(exc, NotElasticsearch):
+    if isinstance(exc, WrongServer):
         return f"search backend unavailable: {exc}"
     if isinstance(exc, IndexNotFound):
         return "search index not found: nothing indexed yet, or wrong index name"
@@ -245,42 +256,36 @@ def public_reason(exc: BaseException) -> str:
     return "search backend error, retry later"
 
 
-def not_a_search_engine(exc: BaseException) -> NotElasticsearch | None:
-    """``EngineUnavailable`` naming the problem when the server answered but is not Elasticsearch.
+def engine_outage(exc: BaseException, engine: Engine) -> EngineUnavailable | None:
+    """``EngineUnavailable`` for a client error that means the engine cannot serve, else None.
 
-    The client raises ``UnsupportedProductError`` for any web server that is not Elasticsearch;
-    termindex translates it, and this catches it again in case a client error slips through.
+    termindex translates its client's errors; this catches one that slips through, by the types
+    the engine registered (``Engine.wrong_server``: the URL answers HTTP, but not as the engine,
+    e.g. the Elasticsearch client's ``UnsupportedProductError``; ``Engine.unreachable``).
     """
-    try:
-        from elasticsearch.exceptions import UnsupportedProductError
-    except ImportError:
-        return None
+    wrong, unreachable = engine.wrong_server(), engine.unreachable()
     cause: BaseException | None = exc
     while cause is not None:
-        if isinstance(cause, UnsupportedProductError):
-            return NotElasticsearch(
-                "the backend URL answers HTTP but is not Elasticsearch (wrong host or port?)"
+        if wrong and isinstance(cause, wrong):
+            return WrongServer(
+                f"the backend URL answers HTTP but is not {engine.label} (wrong host or port?)"
             )
+        if unreachable and isinstance(cause, unreachable) and not isinstance(exc, TermIndexError):
+            return EngineUnavailable(f"{engine.label} is not reachable: {cause}")
         cause = cause.__cause__
     return None
 
 
 def open_engine(spec: str, timeout_s: float, outage: OutageLog | None = None) -> ServiceEngine:
     """The engine a backend spec names; nothing is contacted until the first request."""
-    engine, location, name = parse_spec(spec)
-    if engine == "elasticsearch":
+    parsed = parse_spec(spec)
+    engine = engine_of(parsed)
+    if engine.open_async is not None:
         try:
-            from vsparta.termindex.elastic import AsyncElasticsearchIndex
-        except ImportError as exc:  # the [service] extra carries the client
+            client = engine.open_async(parsed, timeout_s)
+        except ImportError as exc:
             raise RuntimeError(
-                f"backend {spec!r} needs the Elasticsearch client: pip install 'vsparta[service]'"
+                f"backend {spec!r} needs the {engine.label} client: {engine.install_hint}"
             ) from exc
-        client = AsyncElasticsearchIndex(location, name, request_timeout=timeout_s)
-        return AsyncIndexEngine(client, timeout_s, outage)
-
-    def opener() -> TermIndex:
-        from vsparta.termindex.embedded import EmbeddedIndex
-
-        return EmbeddedIndex(location, create=False)
-
-    return ThreadedEngine(opener, timeout_s, outage)
+        return AsyncIndexEngine(client, timeout_s, outage, engine)
+    return ThreadedEngine(lambda: engine.open(parsed, create=False), timeout_s, outage, engine)

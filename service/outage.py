@@ -1,6 +1,6 @@
 """Log an engine outage without flooding the log: one line per failed request, one traceback.
 
-While Elasticsearch is down every request fails the same way; a traceback per request (the
+While an engine is down every request fails the same way; a traceback per request (the
 client's own are ~44 lines, two per request) buried the log under megabytes in seconds. The
 first failure of an outage logs its traceback, later ones a single line, and the first success
 after it says how long the outage lasted.
@@ -11,10 +11,15 @@ from __future__ import annotations
 import logging
 import time
 
+from vsparta.termindex import registry
+
 log = logging.getLogger("service.engine")
 
-# The Elasticsearch client logs a warning with a traceback for each failed attempt.
-CLIENT_LOGGERS = ("elasticsearch",)
+
+def client_loggers() -> list[logging.Logger]:
+    """The engines' client loggers (``Engine.client_loggers``): a client such as Elasticsearch's
+    logs a warning with a traceback for each failed attempt; ``DropClientFailures`` drops those."""
+    return [logging.getLogger(name) for name in registry.client_loggers()]
 
 
 class OutageLog:

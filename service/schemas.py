@@ -22,6 +22,7 @@ from pydantic import (
 
 from vsparta.service.settings import ServiceSettings
 from vsparta.termindex.base import MAX_QUERY_WEIGHT
+from vsparta.termindex.saturation import TEXT as SATURATION
 
 SEARCH_EXAMPLES: dict[str, dict[str, Any]] = {
     "text": {
@@ -76,7 +77,7 @@ class _Out(BaseModel):
 class MatchedTerm(_Out):
     token: str = Field(description="Word-piece as it appears in the vocabulary.")
     weight: float = Field(description="The image's weight for this token (CACHE(w, v) in the paper).")
-    contribution: float = Field(description="This token's part of the score: boost * log(1 + weight).")
+    contribution: float = Field(description=f"This token's part of the score: boost * {SATURATION}.")
 
 
 class MatchedWord(_Out):

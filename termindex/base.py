@@ -4,10 +4,10 @@ A document is an image's weighted bag of words: ``{vocabulary id: weight}`` with
 A query is ``{vocabulary id: boost}`` (boost = how often the token occurs in the query, or an
 explicit weight). The score is the paper's Eq. 15 with repeated tokens counted:
 
-    score(q, d) = sum over t in q of boost_t * log(1 + w_{t,d})
+    score(q, d) = sum over t in q of boost_t * saturate(w_{t,d}),   saturate(w) = log(1 + w)
 
-which is exactly a ``bool.should`` of Elasticsearch ``rank_feature`` clauses with the ``log``
-function and ``scaling_factor: 1``.
+(``termindex.saturation``, the one home of that function), which is exactly a ``bool.should`` of
+Elasticsearch ``rank_feature`` clauses (``saturation.engine_clause``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vsparta.termindex.errors import InvalidDocument, InvalidInput, InvalidQuery
+from vsparta.termindex.saturation import saturate
 
 # Ids travel in URLs, file names of failure reports and ES _id: keep them printable and bounded.
 MAX_ID_LENGTH = 512
@@ -39,6 +40,19 @@ def heaviest_terms(terms: Mapping[int, float], n: int | None = None) -> list[tup
     """
     ordered = sorted(terms.items(), key=lambda kv: (-kv[1], kv[0]))
     return ordered if n is None else ordered[:n]
+
+
+def similar_query(doc: TermDocument, n_terms: int) -> dict[int, float]:
+    """ "More like this": the document's ``n_terms`` heaviest terms as the query (searched for
+    k + 1 hits, then ``without_self``)."""
+    if isinstance(n_terms, bool) or not isinstance(n_terms, int) or n_terms < 1:
+        raise InvalidQuery(f"n_terms must be a positive integer, got {n_terms!r}")
+    return dict(heaviest_terms(doc.weights, n_terms))
+
+
+def without_self(hits: list[Hit], doc_id: str, k: int) -> list[Hit]:
+    """The k hits of a "more like this" search other than the document itself."""
+    return [h for h in hits if h.id != doc_id][:k]
 
 
 @dataclass(frozen=True)
@@ -123,7 +137,7 @@ def validate_document_weights(
 
 def score(query: Mapping[int, float], terms: Mapping[int, float]) -> float:
     """Reference score of one document (the oracle every engine must agree with)."""
-    return float(sum(b * math.log1p(terms[t]) for t, b in query.items() if t in terms))
+    return float(sum(b * saturate(terms[t]) for t, b in query.items() if t in terms))
 
 
 class TermIndex(ABC):
@@ -205,8 +219,7 @@ class TermIndex(ABC):
     def similar(self, doc_id: str, k: int = 10, n_terms: int = 32, explain: bool = False) -> list[Hit]:
         """Documents like ``doc_id``: its ``n_terms`` heaviest terms as the query, itself excluded."""
         doc = self.get(doc_id)
-        hits = self.search(dict(heaviest_terms(doc.weights, n_terms)), k=k + 1, explain=explain)
-        return [h for h in hits if h.id != doc_id][:k]
+        return without_self(self.search(similar_query(doc, n_terms), k=k + 1, explain=explain), doc_id, k)
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release files or connections."""

@@ -2,7 +2,7 @@
 
 Engines do not store weights exactly: Elasticsearch keeps 9 significant bits of a feature value,
 the embedded engine keeps an IEEE half float (11 significant bits). Each rule lives with its
-engine (``vsparta.termindex.elastic_text``, ``vsparta.termindex.embedded_weights``) and is
+engine (``vsparta.termindex.elastic.text``, ``vsparta.termindex.embedded.weights``) and is
 re-exported here. A parity test therefore builds the oracle on the *rounded* weights
 (``round_weights=round_like_...``) and then expects identical top-k ids and scores, instead of
 loosening the comparison until it passes.
@@ -18,8 +18,9 @@ from collections.abc import Callable, Iterable, Mapping
 import numpy as np
 
 from vsparta.termindex.base import Hit, TermDocument, validate_weights
-from vsparta.termindex.elastic_text import round_like_elasticsearch
-from vsparta.termindex.embedded_weights import FLOAT16_MAX, FLOAT16_MIN_POSITIVE, round_like_embedded
+from vsparta.termindex.elastic.text import round_like_elasticsearch
+from vsparta.termindex.embedded.weights import FLOAT16_MAX, FLOAT16_MIN_POSITIVE, round_like_embedded
+from vsparta.termindex.saturation import saturate_array
 
 __all__ = [
     "FLOAT16_MAX",
@@ -87,7 +88,7 @@ class BruteForceOracle:
             col = self.matrix.getcol(t)
             w = np.zeros(n, dtype=np.float64)
             w[col.indices] = col.data
-            acc += float(q[t]) * np.log1p(w)
+            acc += float(q[t]) * saturate_array(w)
             matched[col.indices] = True
         return acc, matched
 

@@ -207,7 +207,7 @@ def test_an_output_folder_that_is_a_file_is_one_sentence(tmp_path: Path) -> None
 
 
 def test_serve_refuses_a_missing_image_root(tokenizer_folder: str, tmp_path: Path) -> None:
-    from vsparta.termindex.embedded import EmbeddedIndex
+    from vsparta.termindex.embedded.index import EmbeddedIndex
 
     EmbeddedIndex(tmp_path / "index", create=True).close()
     index = str(tmp_path / "index")

@@ -16,8 +16,8 @@ import pytest
 
 from vsparta.demo import _announce_when_ready, _drop_outdated_index, _train_argv, add_arguments
 from vsparta.termindex.base import TermDocument
-from vsparta.termindex.embedded import EmbeddedIndex
-from vsparta.termindex.embedded_format import FORMAT_VERSION, MANIFEST
+from vsparta.termindex.embedded.format import FORMAT_VERSION, MANIFEST
+from vsparta.termindex.embedded.index import EmbeddedIndex
 
 
 def test_index_in_an_older_format_is_removed_a_current_one_kept(tmp_path: Path) -> None:

@@ -69,6 +69,7 @@ def build_parser(argv: list[str]) -> tuple[argparse.ArgumentParser, str | None]:
     chosen = next((a for a in argv if a in SUBCOMMANDS), None)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(run_command=main)  # a command that runs others (the demo) gets the entry point
         if name == chosen:
             importlib.import_module(module_name).add_arguments(p)
     return parser, chosen
@@ -115,8 +116,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return USER_ERROR_EXIT
     quiet_library_bars()
-    if not args.verbose:  # the client logs every request, and a traceback per failed connection
-        logging.getLogger("elasticsearch").setLevel(logging.ERROR)
+    if not args.verbose:  # engine clients log every request, and a traceback per failed connection
+        from vsparta.termindex.registry import quiet_client_loggers
+
+        quiet_client_loggers(logging.ERROR)
     module = importlib.import_module(SUBCOMMANDS[chosen][0])
     try:
         return int(module.run(args) or 0)

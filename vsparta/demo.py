@@ -18,6 +18,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -50,11 +51,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _step(title: str, argv: list[str]) -> None:
-    from vsparta.cli import main
-
+def _step(vsparta: Callable[[list[str]], int], title: str, argv: list[str]) -> None:
+    """Run one `vsparta` command line. ``vsparta`` is the console script's ``main``, handed over by
+    it (``args.run_command``): the demo never imports the command line back (no import cycle)."""
     log.info("demo: %s  (vsparta %s)", title, " ".join(argv))
-    code = main(argv)
+    code = vsparta(argv)
     if code:
         raise SystemExit(f"demo step failed ({title}): `vsparta {' '.join(argv)}` exited {code}")
 
@@ -62,7 +63,7 @@ def _step(title: str, argv: list[str]) -> None:
 def _drop_outdated_index(index_dir: Path) -> None:
     """An index left by an older demo in an older on-disk format is rebuilt, not an error: the
     demo owns that folder and re-indexing 300 scenes takes seconds."""
-    from vsparta.termindex.embedded_format import FORMAT_VERSION, MANIFEST
+    from vsparta.termindex.embedded.format import FORMAT_VERSION, MANIFEST
 
     try:
         version = json.loads((index_dir / MANIFEST).read_text()).get("version")
@@ -123,20 +124,25 @@ def run(args: argparse.Namespace) -> int:
 
     if not (scenes / "test.jsonl").exists():
         _step(
+            args.run_command,
             "generate scenes",
             ["scenes", "--out", str(scenes), "--train", str(args.train_images), "--val", "100",
              "--test", str(args.test_images), "--size", str(args.size), "--seed", str(args.seed),
              *_no_progress(args)],
         )  # fmt: skip
     if not (final / "config.json").exists():
-        _step("train a small VisualSparta model on CPU", _train_argv(args, scenes, model_dir))
+        _step(
+            args.run_command, "train a small VisualSparta model on CPU", _train_argv(args, scenes, model_dir)
+        )
     _drop_outdated_index(index_dir)
     _step(
+        args.run_command,
         "index the test scenes into the embedded engine",
         ["index", str(scenes / "test.jsonl"), "--backend", f"embedded:{index_dir}", "--model", str(final),
          "--resume", "--failures", str(out / "index-failures.jsonl"), *_no_progress(args)],
     )  # fmt: skip
     _step(
+        args.run_command,
         "evaluate on the test scenes",
         ["eval", "--manifest", str(scenes / "test.jsonl"), "--model", str(final),
          "--json", str(out / "eval.json")],
@@ -151,6 +157,7 @@ def run(args: argparse.Namespace) -> int:
     announcer.start()
     try:
         _step(
+            args.run_command,
             "serve search",
             ["serve", "--backend", f"embedded:{index_dir}", "--model", str(final), "--image-root",
              str(scenes), "--host", args.host, "--port", str(args.port)],

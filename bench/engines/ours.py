@@ -14,6 +14,7 @@ import numpy as np
 
 from vsparta.bench.corpus import Corpus
 from vsparta.bench.engines.base import Adapter, Skip, dir_bytes
+from vsparta.termindex import open_index
 
 log = logging.getLogger(__name__)
 
@@ -41,11 +42,9 @@ class EmbeddedAdapter(Adapter):
             raise Skip(f"vsparta.termindex.embedded not available yet ({e})") from None
 
     def build(self, corpus: Corpus, workdir: Path) -> None:
-        from vsparta.termindex.embedded import EmbeddedIndex
-
         self.corpus = corpus
         self.path = workdir / "embedded"
-        self.index = EmbeddedIndex(str(self.path), create=True, vocab_size=corpus.vocab_size)
+        self.index = open_index(f"embedded:{self.path}", create=True, vocab_size=corpus.vocab_size)
         if hasattr(self.index, "upsert_arrays"):  # the bulk path the indexer uses: no per-term objects
             for start, stop in corpus.chunks(ARRAY_CHUNK):
                 a, b = int(corpus.indptr[start]), int(corpus.indptr[stop])
@@ -101,10 +100,8 @@ class ElasticsearchAdapter(Adapter):
             raise Skip(f"no Elasticsearch at {self.url} ({e})") from None
 
     def build(self, corpus: Corpus, workdir: Path) -> None:
-        from vsparta.termindex.elastic import ElasticsearchIndex
-
         self.corpus = corpus
-        self.index = ElasticsearchIndex(self.url, self.alias, create=True)
+        self.index = open_index(f"{self.url}/{self.alias}", create=True)
         with self.index.bulk_load():
             # Arrays straight to bulk bodies; the engine keeps several requests in flight (one
             # shard indexes each request on one write thread) while it builds the next ones.
@@ -169,10 +166,8 @@ class ElasticsearchWandAdapter(Adapter):
             raise Skip("Elasticsearch index not built")
 
     def build(self, corpus: Corpus, workdir: Path) -> None:
-        from vsparta.termindex.elastic import ElasticsearchIndex
-
         self.corpus = corpus
-        self.index = ElasticsearchIndex(self.backend.url, self.backend.alias, track_total_hits=False)
+        self.index = open_index(f"{self.backend.url}/{self.backend.alias}", track_total_hits=False)
 
     def search(self, qi: int, k: int) -> list[int]:
         return _rows(self.corpus, self.index.search(self.queries[qi], k=k))

@@ -8,7 +8,7 @@ own chunked inversion (``vsparta.bench.invert``, 5 bytes per posting): its Pytho
 longer than every other engine's build. PISA compresses them (``block_simdbp``) and builds
 block-max metadata on first use, which is timed as part of the build.
 
-Impacts: ``round(255 * log1p(w) / max log1p(w))`` clipped to 1..255 (8-bit, like PISA's own
+Impacts: ``round(255 * saturate(w) / max saturate(w))`` clipped to 1..255 (8-bit, like PISA's own
 quantization), so ties and near-ties reorder: its agreement with the oracle is reported, not assumed.
 """
 
@@ -24,6 +24,7 @@ from vsparta.bench.corpus import Corpus, Query
 from vsparta.bench.engines.base import Adapter, Skip, dir_bytes
 from vsparta.bench.invert import invert
 from vsparta.bench.quiet import native_output_silenced
+from vsparta.termindex.saturation import saturate_array
 
 QUANT_LEVELS = 255
 
@@ -51,13 +52,13 @@ def write_pisa_inverted(corpus: Corpus, path: Path) -> None:
 
     step = 50_000_000
     max_log = max(
-        float(np.log1p(np.asarray(corpus.weights[a : a + step], dtype=np.float32).max()))
+        float(saturate_array(np.asarray(corpus.weights[a : a + step], dtype=np.float32).max()))
         for a in range(0, corpus.nnz, step)
     )
     scale = np.float32(QUANT_LEVELS / max_log)
 
     def quantize(w: np.ndarray) -> np.ndarray:
-        return np.clip(np.rint(np.log1p(w) * scale), 1, QUANT_LEVELS).astype(np.uint8)
+        return np.clip(np.rint(saturate_array(w) * scale), 1, QUANT_LEVELS).astype(np.uint8)
 
     indptr, rows, impacts = invert(corpus, quantize, np.uint8)  # 5 bytes per posting
     doc_lens = np.zeros(corpus.n_docs, dtype=np.int64)

@@ -1,6 +1,6 @@
 """Seismic (``pyseismic-lsr``): approximate learned-sparse retrieval with pruned, clustered postings.
 
-Documents go in as ``log1p(w)`` so its inner product is our score; queries carry their boosts.
+Documents go in as ``saturate(w)`` (log(1 + w)) so its inner product is our score; queries carry their boosts.
 We write Seismic's raw binary format (``u32 n_docs``, then per document ``u32 len``, ``u32 ids``,
 ``f32 values``) and build ``SeismicIndexRaw`` from it: no string ids to map. Its pruning keeps
 about ``n_postings`` entries per list, so it is approximate: the agreement column says how much.
@@ -16,6 +16,7 @@ import numpy as np
 from vsparta.bench.corpus import Corpus, Query
 from vsparta.bench.engines.base import Adapter, Skip, dir_bytes
 from vsparta.bench.quiet import native_output_silenced
+from vsparta.termindex.saturation import saturate_array
 
 
 def write_seismic_bin(corpus: Corpus, path: Path, chunk: int = 4096) -> None:
@@ -26,7 +27,7 @@ def write_seismic_bin(corpus: Corpus, path: Path, chunk: int = 4096) -> None:
             a, b = int(corpus.indptr[start]), int(corpus.indptr[stop])
             lens = np.diff(np.asarray(corpus.indptr[start : stop + 1])).astype(np.int64)
             ids = np.asarray(corpus.indices[a:b], dtype=np.uint32)
-            vals = np.log1p(np.asarray(corpus.weights[a:b], dtype=np.float32))
+            vals = saturate_array(np.asarray(corpus.weights[a:b], dtype=np.float32))
             # per row: [len][ids...][vals...], 4-byte words; vals reinterpreted as uint32 bits.
             words = np.empty(len(lens) + 2 * len(ids), dtype=np.uint32)
             row_start = np.concatenate([[0], np.cumsum(1 + 2 * lens)[:-1]])

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from vsparta.bench import exact
-from vsparta.bench.engines.dense import FaissDenseAdapter, NumpyDenseAdapter
+from vsparta.bench.engines.dense import DIM, FaissDenseAdapter, NumpyDenseAdapter
 from vsparta.bench.engines.pisa import PisaAdapter
 from vsparta.bench.engines.scipy_exact import ScipyAdapter
 from vsparta.bench.engines.seismic import write_seismic_bin
@@ -67,4 +67,4 @@ def test_dense_baselines_find_the_true_nearest(corpus, adapter_cls):
     truth = np.argsort(-(a.vectors @ a.qvecs[1]), kind="stable")[:10].tolist()
     assert a.search(1, 10) == truth
     assert a.search_many([0, 1, 2], 10, 2)[1] == truth
-    assert a.disk_bytes() == corpus.n_docs * 768 * 4
+    assert a.disk_bytes() == corpus.n_docs * DIM * 4

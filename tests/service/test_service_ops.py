@@ -201,7 +201,11 @@ def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
         ("max_k", "0", "greater than or equal to 1"),
         ("thumbnail_sizes", "8", "thumbnail_sizes"),
         ("default_k", "500", "default_k"),
-        ("max_query_tokens", "1001", "less than or equal to 1000"),  # repeats must stay in bound
+        (
+            "max_query_tokens",
+            str(int(MAX_QUERY_WEIGHT) + 1),
+            f"less than or equal to {MAX_QUERY_WEIGHT:g}",
+        ),  # repeats must stay in bound
     ],
 )
 def test_bad_settings_are_clear_errors(

@@ -10,6 +10,12 @@ from fastapi.testclient import TestClient
 
 from vsparta.service.app import create_app
 from vsparta.service.settings import ServiceSettings
+from vsparta.termindex.base import MAX_ID_LENGTH, MAX_QUERY_WEIGHT
+
+_DEFAULTS = ServiceSettings.model_fields
+MAX_QUERY_CHARS = _DEFAULTS["max_query_chars"].default
+MAX_K = _DEFAULTS["max_k"].default
+MAX_BODY_BYTES = _DEFAULTS["max_body_bytes"].default
 
 
 def _messages(r: Any) -> str:
@@ -22,10 +28,10 @@ def _messages(r: Any) -> str:
     [
         ({"query": ""}, "at least 1 character"),
         ({"query": "   \t\n "}, "empty or only whitespace"),
-        ({"query": "x" * 513}, "at most 512 characters"),
+        ({"query": "x" * (MAX_QUERY_CHARS + 1)}, f"at most {MAX_QUERY_CHARS} characters"),
         ({"query": "red", "k": 0}, "greater than or equal to 1"),
         ({"query": "red", "k": -3}, "greater than or equal to 1"),
-        ({"query": "red", "k": 101}, "less than or equal to 100"),
+        ({"query": "red", "k": MAX_K + 1}, f"less than or equal to {MAX_K}"),
         ({"query": "red", "k": "10"}, "valid integer"),
         ({"query": "red", "k": 2.5}, "valid integer"),
         ({"query": "red", "k": None}, "valid integer"),
@@ -42,8 +48,8 @@ def _messages(r: Any) -> str:
         ({"terms": {}}, "at least 1 item"),
         ({"terms": {"red": 0}}, "greater than 0"),
         ({"terms": {"red": -1.5}}, "greater than 0"),
-        ({"terms": {"red": 3.5e38}}, "less than or equal to 1000"),
-        ({"terms": {"red": 1e308}}, "less than or equal to 1000"),
+        ({"terms": {"red": 3.5e38}}, f"less than or equal to {MAX_QUERY_WEIGHT:g}"),
+        ({"terms": {"red": 1e308}}, f"less than or equal to {MAX_QUERY_WEIGHT:g}"),
         ({"terms": {"": 1.0}}, "at least 1 character"),
         ({"terms": {"red": "heavy"}}, "valid number"),
         ({"terms": ["red", "cube"]}, "valid dictionary"),
@@ -106,11 +112,11 @@ def test_invalid_query_parameters_are_422(
 
 
 def test_id_longer_than_the_limit_is_422(embedded_client: TestClient) -> None:
-    assert embedded_client.get("/images/" + "a" * 600).status_code == 422
+    assert embedded_client.get("/images/" + "a" * (MAX_ID_LENGTH + 1)).status_code == 422
 
 
 def test_body_over_the_limit_is_413(embedded_client: TestClient) -> None:
-    big = {"query": "red", "pad": "x" * 70_000}
+    big = {"query": "red", "pad": "x" * (MAX_BODY_BYTES + 1)}
     r = embedded_client.post("/search", json=big)
     assert r.status_code == 413
     assert "larger than" in r.json()["detail"]
@@ -118,7 +124,7 @@ def test_body_over_the_limit_is_413(embedded_client: TestClient) -> None:
 
 def test_streamed_body_over_the_limit_is_413(embedded_client: TestClient) -> None:
     def chunks() -> Any:
-        for _ in range(100):
+        for _ in range(MAX_BODY_BYTES // 1024 + 1):
             yield b"x" * 1024
 
     r = embedded_client.post("/search", content=chunks(), headers={"content-type": "application/json"})

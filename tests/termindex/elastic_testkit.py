@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from vsparta.termindex.base import Hit, TermDocument
-from vsparta.termindex.elastic import ElasticsearchIndex
+from vsparta.termindex.elastic.index import ElasticsearchIndex
 
 if TYPE_CHECKING:
     from vsparta.termindex.oracle import BruteForceOracle

@@ -10,8 +10,8 @@ import pytest
 from elastic_testkit import fresh_index
 
 from vsparta.termindex.base import TermDocument
-from vsparta.termindex.elastic import AsyncElasticsearchIndex, ElasticsearchIndex
-from vsparta.termindex.elastic_common import WAND_MAX_MEAN_TERMS
+from vsparta.termindex.elastic.common import WAND_MAX_MEAN_TERMS
+from vsparta.termindex.elastic.index import AsyncElasticsearchIndex, ElasticsearchIndex
 from vsparta.termindex.oracle import BruteForceOracle, round_like_elasticsearch
 
 pytestmark = pytest.mark.elasticsearch

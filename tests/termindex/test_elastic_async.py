@@ -7,7 +7,7 @@ import asyncio
 import pytest
 from elastic_testkit import free_port, fresh_index, random_docs, random_queries, unique_name
 
-from vsparta.termindex.elastic import AsyncElasticsearchIndex
+from vsparta.termindex.elastic.index import AsyncElasticsearchIndex
 from vsparta.termindex.errors import DocumentNotFound, EngineUnavailable, IndexNotFound, InvalidQuery
 from vsparta.termindex.oracle import round_like_elasticsearch
 

@@ -15,9 +15,9 @@ from elastic_testkit import fresh_index, random_docs, unique_name
 
 from vsparta.termindex import open_index
 from vsparta.termindex.base import TermDocument
-from vsparta.termindex.elastic import ElasticsearchIndex
-from vsparta.termindex.elastic_async import AsyncElasticsearchIndex
-from vsparta.termindex.elastic_bulk import BulkOptions, chunks
+from vsparta.termindex.elastic.bulk import BulkOptions, chunks
+from vsparta.termindex.elastic.index import ElasticsearchIndex
+from vsparta.termindex.elastic.index_async import AsyncElasticsearchIndex
 from vsparta.termindex.errors import EngineUnavailable, InvalidDocument
 from vsparta.termindex.oracle import round_like_elasticsearch
 

@@ -35,7 +35,7 @@ import pytest
 from elastic_testkit import unique_name
 
 from vsparta.termindex.base import TermDocument
-from vsparta.termindex.elastic import ElasticsearchIndex
+from vsparta.termindex.elastic.index import ElasticsearchIndex
 from vsparta.termindex.oracle import round_like_elasticsearch
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.slow]

@@ -10,8 +10,8 @@ from elastic_testkit import FaultProxy, free_port, fresh_index, unique_name
 
 from vsparta.termindex import open_index
 from vsparta.termindex.base import TermDocument
-from vsparta.termindex.elastic import ElasticsearchIndex
-from vsparta.termindex.elastic_common import errors
+from vsparta.termindex.elastic.common import MAX_ID_BYTES, errors
+from vsparta.termindex.elastic.index import ElasticsearchIndex
 from vsparta.termindex.errors import (
     DocumentNotFound,
     EngineUnavailable,
@@ -94,7 +94,7 @@ def test_unknown_token_matches_nothing(index: ElasticsearchIndex) -> None:
     [
         (TermDocument("", {1: 1.0}), "non-empty string"),
         (TermDocument("bad\nid", {1: 1.0}), "control characters"),
-        (TermDocument("é" * 300, {1: 1.0}), "512 bytes"),
+        (TermDocument("é" * (MAX_ID_BYTES // 2 + 1), {1: 1.0}), f"{MAX_ID_BYTES} bytes"),
         (TermDocument("nan", {1: float("nan")}), "finite"),
         (TermDocument("neg", {1: -0.5}), "> 0"),
         (TermDocument("zero", {1: 0.0}), "> 0"),

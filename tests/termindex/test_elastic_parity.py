@@ -75,7 +75,7 @@ def test_similar_excludes_itself_and_matches_oracle(corpus) -> None:
 
 def test_wand_option_returns_the_same_hits(corpus, es_url: str) -> None:
     """``track_total_hits=False`` (block-max WAND) may skip work, never change the top k."""
-    from vsparta.termindex.elastic import ElasticsearchIndex
+    from vsparta.termindex.elastic.index import ElasticsearchIndex
 
     index, _, _ = corpus
     wand = ElasticsearchIndex(es_url, index.alias, track_total_hits=False)

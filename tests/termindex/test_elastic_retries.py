@@ -12,7 +12,7 @@ import pytest
 from elastic_testkit import FaultProxy, fresh_index
 
 from vsparta.termindex.base import TermDocument
-from vsparta.termindex.elastic import ElasticsearchIndex
+from vsparta.termindex.elastic.index import ElasticsearchIndex
 from vsparta.termindex.errors import EngineUnavailable
 
 pytestmark = pytest.mark.elasticsearch

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from vsparta.termindex.base import TermDocument
-from vsparta.termindex.elastic_bulk import array_actions, doc_actions
-from vsparta.termindex.elastic_text import N_CODES, shortest_text, stored_codes, terms_texts
+from vsparta.termindex.elastic.bulk import array_actions, doc_actions
+from vsparta.termindex.elastic.text import N_CODES, shortest_text, stored_codes, terms_texts
 from vsparta.termindex.errors import InvalidDocument
 from vsparta.termindex.oracle import round_like_elasticsearch
 

@@ -10,7 +10,7 @@ import pytest
 from elastic_testkit import fresh_index, unique_name
 
 from vsparta.termindex.base import TermDocument
-from vsparta.termindex.elastic import AsyncElasticsearchIndex, ElasticsearchIndex
+from vsparta.termindex.elastic.index import AsyncElasticsearchIndex, ElasticsearchIndex
 from vsparta.termindex.errors import TermIndexError
 
 pytestmark = pytest.mark.elasticsearch
@@ -224,7 +224,7 @@ def test_index_from_before_metadata_json_keeps_its_metadata_and_takes_new_writes
     every hit's metadata (one ``_mget``), and writing to it adds the stored field to its mapping."""
     from elasticsearch import Elasticsearch
 
-    from vsparta.termindex.elastic_common import MAPPING, METADATA_FIELD, index_body
+    from vsparta.termindex.elastic.common import MAPPING, METADATA_FIELD, index_body
 
     alias = unique_name("legacy")
     old_mapping = {

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from vsparta.termindex.base import TermDocument
-from vsparta.termindex.embedded import EmbeddedIndex
+from vsparta.termindex.embedded.index import EmbeddedIndex
 from vsparta.termindex.oracle import random_documents, random_queries
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 WRITER = """
 import os, sys, time
 import numpy as np
-from vsparta.termindex import embedded_format as fmt
+import vsparta.termindex.embedded.format as fmt
 from vsparta.termindex.base import TermDocument
-from vsparta.termindex.embedded import EmbeddedIndex
+from vsparta.termindex.embedded.index import EmbeddedIndex
 
 path, phase = sys.argv[1], sys.argv[2]
 
@@ -63,7 +63,7 @@ print("finished", flush=True)
 
 READER = """
 import json, os, sys, time
-from vsparta.termindex.embedded import EmbeddedIndex
+from vsparta.termindex.embedded.index import EmbeddedIndex
 path, ready, stop = sys.argv[1], sys.argv[2], sys.argv[3]
 index = EmbeddedIndex(path, auto_refresh=False)
 open(ready, "w").close()

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from vsparta.termindex import open_index
-from vsparta.termindex.base import MAX_QUERY_WEIGHT, TermDocument
-from vsparta.termindex.embedded import MAX_K, EmbeddedIndex
+from vsparta.termindex.base import MAX_ID_LENGTH, MAX_QUERY_WEIGHT, TermDocument
+from vsparta.termindex.embedded.index import MAX_K, EmbeddedIndex
 from vsparta.termindex.errors import (
     DocumentNotFound,
     IndexNotFound,
@@ -99,7 +99,7 @@ ODD_IDS = [
     "quotes\"'`",
     "?&=#%20+",
     "<script>alert(1)</script>",
-    "x" * 512,
+    "x" * MAX_ID_LENGTH,
 ]
 
 
@@ -144,7 +144,7 @@ def test_document_without_terms_is_stored_but_never_matches(index):
 def test_index_in_an_older_format_says_how_to_rebuild(tmp_path) -> None:
     import json
 
-    from vsparta.termindex.embedded_format import FORMAT_VERSION, MANIFEST
+    from vsparta.termindex.embedded.format import FORMAT_VERSION, MANIFEST
 
     with EmbeddedIndex(tmp_path / "ix", create=True) as index:
         index.upsert([TermDocument("a", {1: 1.0})])

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vsparta.termindex.embedded import EmbeddedIndex
-from vsparta.termindex.embedded_policy import TieredMergePolicy, plan_final_merge, simulate, tier
+from vsparta.termindex.embedded.index import EmbeddedIndex
+from vsparta.termindex.embedded.policy import TieredMergePolicy, plan_final_merge, simulate, tier
 from vsparta.termindex.oracle import BruteForceOracle, random_documents, round_like_embedded
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,7 +93,7 @@ def test_plan_final_merge_needs_two_segments():
 BULK_WRITER = """
 import sys
 from vsparta.termindex.base import TermDocument
-from vsparta.termindex.embedded import EmbeddedIndex
+from vsparta.termindex.embedded.index import EmbeddedIndex
 index = EmbeddedIndex(sys.argv[1], create=True, block_size=64)
 with index.bulk_load():
     for b in range(10_000):

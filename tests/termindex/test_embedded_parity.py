@@ -20,7 +20,7 @@ import pytest
 
 from vsparta.termindex import open_index
 from vsparta.termindex.base import MAX_QUERY_WEIGHT, TermDocument
-from vsparta.termindex.embedded import EmbeddedIndex
+from vsparta.termindex.embedded.index import EmbeddedIndex
 from vsparta.termindex.oracle import (
     BruteForceOracle,
     random_documents,
@@ -89,7 +89,7 @@ def test_parity_default_block_size_and_k(tmp_path, docs, queries, oracle):
 
 
 def _run_encodings(seg) -> dict[str, int]:
-    """How many runs of each layout a segment has (see termindex.embedded_postings)."""
+    """How many runs of each layout a segment has (see termindex.embedded.postings)."""
     sparse = np.diff(seg.doffsets) > 0
     split = np.diff(seg.hoffsets) > 0
     return {

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from vsparta.termindex.base import TermDocument, heaviest_terms
-from vsparta.termindex.embedded import EmbeddedIndex
+from vsparta.termindex.embedded.index import EmbeddedIndex
 from vsparta.termindex.errors import DocumentNotFound, IndexNotFound, InvalidDocument
 from vsparta.termindex.oracle import BruteForceOracle, random_documents, round_like_embedded
 

@@ -1,17 +1,17 @@
 """Exact top-k search over the embedded engine's segments (one snapshot).
 
-Candidates come from summing 8-bit quantized upper bounds of log1p(w) in float32 (1 byte per
-document for frequent terms, ``embedded_scoring.search_segment``); every document that could
+Candidates come from summing 8-bit quantized upper bounds of saturate(w) in float32 (1 byte per
+document for frequent terms, ``embedded.scoring.search_segment``); every document that could
 still be in the top k by a proven margin is rescored in float64 (ascending term id, numpy's
-log1p, as the oracle does), ties broken by id ascending.
+saturate_array, as the oracle does), ties broken by id ascending.
 
-The bounds. A segment quantizes with its own step S: q = floor(log1p(w) / S) + 1, so
-(q - 1) * S <= log1p(w) < q * S. With A = sum of boost * q over the query's terms and
+The bounds. A segment quantizes with its own step S: q = floor(saturate(w) / S) + 1, so
+(q - 1) * S <= saturate(w) < q * S. With A = sum of boost * q over the query's terms and
 Q = sum of boosts:
 
     S * (A - Q) - s  <=  score  <=  S * A + s
 
-where s covers float64 rounding of log1p and of the quantization. A is summed in float32: eps_q
+where s covers float64 rounding of saturate and of the quantization. A is summed in float32: eps_q
 bounds its error (each product ~3 * 2**-24 relative, the sum m * 2**-24 of the total, doubled),
 eps_t that of the float32 block upper bounds. The k-th best lower bound seen so far is carried
 across segments as a score (each segment converts it to its own A units), and a candidate is
@@ -26,15 +26,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from vsparta.termindex.base import Hit
-from vsparta.termindex.embedded_format import Segment
-from vsparta.termindex.embedded_scoring import (
+from vsparta.termindex.embedded.format import Segment
+from vsparta.termindex.embedded.scoring import (
     bound_range,
     gather_weights,
     rescore,
     search_one_segment,
     search_segment,
 )
-from vsparta.termindex.embedded_weights import log1p_table, log1p_table64, quant_tables
+from vsparta.termindex.embedded.weights import quant_tables, saturation_table, saturation_table64
 
 
 class _Query:
@@ -79,8 +79,8 @@ class _Query:
 def search_segments(segments: Sequence[Segment], q: dict[int, float], k: int, explain: bool) -> list[Hit]:
     """Top ``k`` of a validated query ``q`` (term ids checked against the vocabulary)."""
     query = _Query(q)
-    lut = log1p_table()
-    log1p64 = log1p_table64()
+    lut = saturation_table()
+    sat64 = saturation_table64()
     live = [si for si, seg in enumerate(segments) if seg.n_docs]
     if len(live) == 1:
         si = live[0]
@@ -88,12 +88,12 @@ def search_segments(segments: Sequence[Segment], q: dict[int, float], k: int, ex
         margin, step_slack, bounds = query.segment_params(seg.quant_step)
         locs, scores, bits = search_one_segment(
             query.qterms, query.boosts32, query.boosts, *seg.postings, seg.quant, seg.blockmax, lut,
-            quant_tables(seg.quant_step), log1p64, seg.deleted, seg.n_docs, seg.n_terms, seg.n_blocks,
+            quant_tables(seg.quant_step), sat64, seg.deleted, seg.n_docs, seg.n_terms, seg.n_blocks,
             seg.block_shift, k, margin, step_slack, bounds,
         )  # fmt: skip
         parts = [(si, locs, scores, bits)]
     else:
-        parts = _search_many(segments, live, query, k, lut, log1p64)
+        parts = _search_many(segments, live, query, k, lut, sat64)
     rows: list[tuple[float, str, int, int, int]] = []  # score, id, part, local id, row in part
     for p, (si, locs, scores, _) in enumerate(parts):  # ids are decoded only for the top k and ties
         doc_id = segments[si].doc_id
@@ -108,7 +108,7 @@ def search_segments(segments: Sequence[Segment], q: dict[int, float], k: int, ex
             wbits = parts[p][3][r]
             weights = wbits.view(np.float16).astype(np.float64)
             contributions = {
-                int(t): (float(w), float(b * log1p64[wb]))
+                int(t): (float(w), float(b * sat64[wb]))
                 for t, b, w, wb in zip(query.qterms, query.boosts, weights, wbits, strict=True)
                 if wb
             }
@@ -118,7 +118,7 @@ def search_segments(segments: Sequence[Segment], q: dict[int, float], k: int, ex
 
 
 def _search_many(
-    segments: Sequence[Segment], live: list[int], query: _Query, k: int, lut: np.ndarray, log1p64: np.ndarray
+    segments: Sequence[Segment], live: list[int], query: _Query, k: int, lut: np.ndarray, sat64: np.ndarray
 ) -> list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]:
     """Several segments: candidates of each (the k-th lower bound carried along as a score), one
     cut over all of them, then exact rescoring; returns each segment's top rows."""
@@ -151,7 +151,7 @@ def _search_many(
         if not len(locs):
             continue
         bits = gather_weights(query.qterms, *seg.postings, seg.n_terms, seg.n_blocks, seg.block_shift, locs)
-        scored.append((si, locs, rescore(bits, query.boosts, log1p64), bits))
+        scored.append((si, locs, rescore(bits, query.boosts, sat64), bits))
     all_scores = np.concatenate([p[2] for p in scored])
     kth = (
         np.partition(all_scores, len(all_scores) - k)[len(all_scores) - k] if len(all_scores) > k else -np.inf

@@ -1,7 +1,7 @@
 """Elasticsearch engine: ``rank_features`` documents behind an alias, for one node or a cluster.
 
-``name`` is an alias over versioned concrete indices (``vsparta.termindex.elastic_versions``). Writes go
-through ``vsparta.termindex.elastic_bulk``: bodies built from arrays, several connections, chunks cut by
+``name`` is an alias over versioned concrete indices (``vsparta.termindex.elastic.versions``). Writes go
+through ``vsparta.termindex.elastic.bulk``: bodies built from arrays, several connections, chunks cut by
 bytes, 429s and lost connections retried with backoff; ``_id`` is the document id, so a
 repeated or resumed load overwrites instead of duplicating.
 
@@ -10,7 +10,7 @@ than one node (``shards``/``replicas`` override). A bulk load runs with refreshe
 replicas and rare translog flushes, all restored afterwards; ``finish_load`` after a complete
 load force-merges to few segments (smaller, faster to search).
 
-``AsyncElasticsearchIndex`` (read side, for the service) is in ``vsparta.termindex.elastic_async``.
+``AsyncElasticsearchIndex`` (read side, for the service) is in ``vsparta.termindex.elastic.index_async``.
 """
 
 from __future__ import annotations
@@ -20,13 +20,12 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from itertools import islice
-from typing import Any
+from typing import Any, TypeVar
 
 from elasticsearch import Elasticsearch
 
 from vsparta.termindex.base import Hit, TermDocument, TermIndex
-from vsparta.termindex.elastic_async import AsyncElasticsearchIndex
-from vsparta.termindex.elastic_bulk import (
+from vsparta.termindex.elastic.bulk import (
     Action,
     BulkOptions,
     BulkSender,
@@ -35,26 +34,19 @@ from vsparta.termindex.elastic_bulk import (
     delete_actions,
     doc_actions,
 )
-from vsparta.termindex.elastic_common import (
+from vsparta.termindex.elastic.common import (
     MAPPING,
     METADATA_FIELD,
     check_es_id,
-    choose_track_total_hits,
     client_options,
     errors,
-    fill_metadata,
-    mget_metadata_body,
-    parse_doc,
-    parse_hits,
     pop_track_total_hits,
-    sample_body,
-    search_body,
     validate_alias,
-    without_metadata,
 )
-from vsparta.termindex.elastic_versions import IndexVersion, Reindex, VersionedAlias
+from vsparta.termindex.elastic.index_async import AsyncElasticsearchIndex
+from vsparta.termindex.elastic.reads import ReadSteps, Steps, run_sync
+from vsparta.termindex.elastic.versions import IndexVersion, Reindex, VersionedAlias
 from vsparta.termindex.errors import (
-    DocumentNotFound,
     EngineUnavailable,
     IndexNotFound,
     InvalidDocument,
@@ -64,6 +56,7 @@ from vsparta.termindex.errors import (
 __all__ = ["AsyncElasticsearchIndex", "ElasticsearchIndex", "IndexVersion", "Reindex"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Settings a bulk load changes, and what they are during it. Restored afterwards to what they were
 # (None = the default); replicas to the serving count. The translog stays durable per request
@@ -87,7 +80,7 @@ SHARDS_PER_NODE = 2
 DEFAULT_CODEC = "best_compression"
 
 
-class ElasticsearchIndex(VersionedAlias, TermIndex):
+class ElasticsearchIndex(ReadSteps, VersionedAlias, TermIndex):
     """A versioned ``rank_features`` index behind the alias ``name``.
 
     Options: ``request_timeout`` (s, default 10), ``shards`` (default: ``SHARDS_PER_NODE`` per data node),
@@ -96,12 +89,15 @@ class ElasticsearchIndex(VersionedAlias, TermIndex):
     (segments per shard after a full load, default 1; 0 = no force-merge), ``codec`` of new
     versions (``best_compression``, the default, or ``default``: LZ4), ``track_total_hits``
     (True = score every match, False = block-max WAND; by default chosen at the first search from
-    a sample's mean document length, ``elastic_common.choose_track_total_hits``), bulk: ``chunk_size``
+    a sample's mean document length, ``elastic.common.choose_track_total_hits``), bulk: ``chunk_size``
     (500 docs), ``max_chunk_bytes`` (8 MiB), ``connections`` (2 requests in flight),
     ``shard_timeout`` (how long a bulk request waits for an unavailable shard, "1m"),
     ``max_retries`` (5), ``initial_backoff`` (0.5 s, doubling), ``max_backoff`` (30 s),
     ``bulk_timeout`` (120 s); client: ``http_auth``, ``api_key``, ``verify_certs``, ``ca_certs``.
     """
+
+    client_class: Any = Elasticsearch  # an engine speaking the same protocol swaps the client
+    engine_label = "Elasticsearch"
 
     def __init__(self, url: str, name: str, create: bool = False, **options: Any) -> None:
         self.url = url
@@ -120,8 +116,8 @@ class ElasticsearchIndex(VersionedAlias, TermIndex):
         bulk = {k: rest.pop(k) for k in list(rest) if k in BulkOptions.__annotations__}
         self._bulk = BulkOptions(**bulk)
         if rest:
-            raise ValueError(f"unknown Elasticsearch options: {sorted(rest)}")
-        self._client = Elasticsearch([url], **client_kwargs)
+            raise ValueError(f"unknown {self.engine_label} options: {sorted(rest)}")
+        self._client = self.client_class([url], **client_kwargs)
         self._owns_client = True
         self._sender = BulkSender(self._client, self._bulk)
         self._replicas_set = replicas is not None
@@ -329,7 +325,7 @@ class ElasticsearchIndex(VersionedAlias, TermIndex):
         metadata: list[Mapping[str, Any]] | None = None,
         refresh: bool = True,
     ) -> int:
-        """``upsert`` from CSR arrays, with no Python object per term (see ``elastic_bulk``)."""
+        """``upsert`` from CSR arrays, with no Python object per term (see ``elastic.bulk``)."""
         actions = array_actions(self._target, ids, indptr, term_ids, weights, metadata)
         return self._written(self._write(actions, "upsert", set()), refresh)
 
@@ -340,19 +336,22 @@ class ElasticsearchIndex(VersionedAlias, TermIndex):
             self.refresh()
         return existed
 
-    # -- reads -----------------------------------------------------------------------------
+    # -- reads (``reads.ReadSteps``, shared with the async side) ------------------------------
+
+    def _run(self, steps: Steps[T]) -> T:
+        return run_sync(self._client, steps)
 
     def count(self) -> int:
-        with errors("count"):
-            return int(self._client.count(index=self._target)["count"])
+        return self._run(self._count_steps())
 
     def get(self, doc_id: str) -> TermDocument:
-        doc_id = check_es_id(doc_id)
-        with errors("get", doc_id=doc_id):
-            resp = self._client.get(index=self._target, id=doc_id)
-        if not resp.get("found"):
-            raise DocumentNotFound(doc_id)
-        return parse_doc(resp)
+        return self._run(self._get_steps(doc_id))
+
+    def search(self, query: Mapping[int, float], k: int = 10, explain: bool = False) -> list[Hit]:
+        return self._run(self._search_steps(query, k, explain))
+
+    def similar(self, doc_id: str, k: int = 10, n_terms: int = 32, explain: bool = False) -> list[Hit]:
+        return self._run(self._similar_steps(doc_id, k, n_terms, explain))
 
     def existing_ids(self, ids: Iterable[str]) -> set[str]:
         """Which of ``ids`` are stored, in real time (sees writes not yet refreshed, e.g. mid-load).
@@ -367,39 +366,9 @@ class ElasticsearchIndex(VersionedAlias, TermIndex):
             found.update(d["_id"] for d in resp["docs"] if d.get("found"))
         return found
 
-    @property
-    def track_total_hits(self) -> bool | None:
-        """The search algorithm: True scores every match, False is block-max WAND, None not yet
-        chosen (the option was not set and no search found documents to choose from)."""
-        return self._track_total_hits
-
-    def _algorithm(self) -> bool:
-        if self._track_total_hits is None:
-            with errors("sample documents"):
-                resp = self._client.search(index=self._target, **sample_body())
-            chosen = choose_track_total_hits(resp)
-            if chosen is None:
-                return True
-            self._track_total_hits = chosen
-            how = "every match scored" if chosen else "block-max WAND"
-            log.info("%s: searching with %s (mean terms per document of a sample)", self.alias, how)
-        return self._track_total_hits
-
-    def search(self, query: Mapping[int, float], k: int = 10, explain: bool = False) -> list[Hit]:
-        body = search_body(query, k, explain, self._algorithm())
-        with errors("search"):
-            resp = self._client.search(index=self._target, **body)
-        hits = parse_hits(resp, query, explain)
-        if missing := without_metadata(hits):
-            with errors("mget metadata"):
-                hits = fill_metadata(
-                    hits, self._client.mget(index=self._target, **mget_metadata_body(missing))
-                )
-        return hits
-
     def ping(self) -> bool:
         try:
-            return bool(self._client.ping())
+            return self._run(self._ping_steps())
         except Exception:  # any failure means "not reachable"
             return False
 

@@ -1,6 +1,6 @@
 """The embedded engine: weighted-term documents in a directory, memory-mapped, no server.
 
-Design (format details in ``embedded_format``):
+Design (format details in ``embedded.format``):
 
 - Log-structured: every write adds an immutable segment and/or tombstone files, then switches
   ``manifest.json`` with ``os.replace``. A crash at any point leaves the previous manifest, and
@@ -9,13 +9,13 @@ Design (format details in ``embedded_format``):
   re-read the manifest under the lock, so writers in several processes interleave safely.
 - Readers hold an immutable snapshot (manifest + mapped segments). With ``auto_refresh`` (the
   default) each call ``stat``s the manifest (one syscall) and reloads only when it changed.
-- Weights are stored as half floats (``embedded_weights.round_like_embedded``); scores are exact for the
-  stored weights. Candidates come from summing 8-bit quantized upper bounds of log1p(w) in
+- Weights are stored as half floats (``embedded.weights.round_like_embedded``); scores are exact for the
+  stored weights. Candidates come from summing 8-bit quantized upper bounds of saturate(w) in
   float32 (1 byte per document for frequent terms); every document that could still be in the
-  top k by a proven margin is rescored in float64 (ascending term id, ``numpy.log1p``, as the
+  top k by a proven margin is rescored in float64 (ascending term id, ``saturation.saturate_array``, as the
   oracle does), ties broken by id ascending. Call ``warmup()`` at service start: the kernels
-  compile on first use (cached on disk by numba afterwards). Search: ``embedded_search``.
-- Merges follow a tiered policy (``embedded_policy``): write amplification ~ log10(N).
+  compile on first use (cached on disk by numba afterwards). Search: ``embedded.search``.
+- Merges follow a tiered policy (``embedded.policy``): write amplification ~ log10(N).
 - ``get`` rebuilds a document's terms from the postings (no forward index: keeps 4 bytes per
   stored term), so it returns the stored, rounded weights.
 """
@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from vsparta.termindex import embedded_format as fmt
+import vsparta.termindex.embedded.format as fmt
 from vsparta.termindex.base import (
     Hit,
     TermDocument,
@@ -43,17 +43,17 @@ from vsparta.termindex.base import (
     validate_id,
     validate_weights,
 )
-from vsparta.termindex.embedded_batches import Batch, batch_from_arrays, batch_from_documents
-from vsparta.termindex.embedded_policy import (
+from vsparta.termindex.embedded.batches import Batch, batch_from_arrays, batch_from_documents
+from vsparta.termindex.embedded.policy import (
     MERGE_FACTOR,
     MergePolicy,
     TieredMergePolicy,
     live_sizes,
     plan_final_merge,
 )
-from vsparta.termindex.embedded_search import search_segments
-from vsparta.termindex.embedded_weights import half_bits
-from vsparta.termindex.embedded_writer import build_segment, merge_segments, tombstone
+from vsparta.termindex.embedded.search import search_segments
+from vsparta.termindex.embedded.weights import half_bits
+from vsparta.termindex.embedded.writer import build_segment, merge_segments, tombstone
 from vsparta.termindex.errors import DocumentNotFound, IndexNotFound, InvalidQuery, TermIndexError
 
 log = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ class EmbeddedIndex(TermIndex):
     Options: ``vocab_size`` (reject term ids >= it in documents and queries; stored in the
     manifest at creation), ``block_size`` (documents per postings block, a power of two
     <= 65536; small values only for tests), ``merge_factor`` (tiered merging, see
-    ``embedded_policy``), ``max_segments`` (optional hard cap on top: tests and tiny indexes),
+    ``embedded.policy``), ``max_segments`` (optional hard cap on top: tests and tiny indexes),
     ``merge_policy`` (replaces both), ``auto_refresh`` (see new commits on every call; otherwise
     call ``refresh()``), ``lock_timeout`` (seconds to wait for another writer; None waits forever).
     """
@@ -354,7 +354,7 @@ class EmbeddedIndex(TermIndex):
                 self._merge(manifest, segments, list(range(len(segments))))
 
     def _merge(self, manifest: dict[str, Any], segments: list[fmt.Segment], chosen: list[int]) -> None:
-        """Replace ``segments[chosen]`` by one merged segment, placed last (``embedded_policy.settle``
+        """Replace ``segments[chosen]`` by one merged segment, placed last (``embedded.policy.settle``
         simulates exactly this order)."""
         name = self._new_name(manifest)
         shift = int(manifest["block_size"]).bit_length() - 1

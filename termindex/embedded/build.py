@@ -3,7 +3,7 @@
 A build is two passes over the batch's postings (count per (term, block) run, then scatter);
 a merge remaps each source segment's live postings to new local ids the same way. Both produce
 the sparse layout, which ``choose_layout`` and ``densify`` turn into the final one (see
-``embedded_postings`` for the layout).
+``embedded.postings`` for the layout).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from vsparta.termindex.embedded_postings import _decode_sparse
+from vsparta.termindex.embedded.postings import _decode_sparse
 
 
 @njit(cache=True, nogil=True)

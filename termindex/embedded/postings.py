@@ -1,6 +1,6 @@
 """Reading the embedded engine's postings: the layout, and the decoders every kernel shares.
 
-Postings layout of one segment (see ``embedded_format``): documents are grouped in blocks of
+Postings layout of one segment (see ``embedded.format``): documents are grouped in blocks of
 ``1 << block_shift`` local ids; every (term t, block b) has a run, ``key = t * n_blocks + b``.
 
 - A *sparse* run has ``c = doffsets[key+1] - doffsets[key] > 0`` postings: ``c`` weights from

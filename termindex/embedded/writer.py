@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from vsparta.termindex import embedded_format as fmt  # called through the module: tests patch its writes
-from vsparta.termindex.embedded_build import (
+import vsparta.termindex.embedded.format as fmt  # called through the module: tests patch its writes
+from vsparta.termindex.embedded.build import (
     choose_layout,
     count_postings,
     densify,
@@ -28,8 +28,8 @@ from vsparta.termindex.embedded_build import (
     remap_postings,
     run_maxima,
 )
-from vsparta.termindex.embedded_format import Segment, id_hash
-from vsparta.termindex.embedded_weights import QUANT_STEP, quant_step, quant_tables
+from vsparta.termindex.embedded.format import Segment, id_hash
+from vsparta.termindex.embedded.weights import QUANT_STEP, quant_step, quant_tables
 
 
 def _finish_segment(

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from vsparta.termindex.base import TermDocument, validate_document_weights, validate_id
-from vsparta.termindex.embedded_build import first_repeated_term_row
+from vsparta.termindex.embedded.build import first_repeated_term_row
 from vsparta.termindex.errors import InvalidDocument
 
 

@@ -13,10 +13,10 @@ Index directory::
         ids.u8             sparse runs: document ids inside the block, ascending, either flat
                            (2 bytes each) or split (low byte; high bytes in hdir.u8, one entry per
                            256-document sub-block, hend.u16 = where its postings end in the run)
-        weights.u16        weight as IEEE half-float bits (see embedded_weights.round_like_embedded); a
+        weights.u16        weight as IEEE half-float bits (see embedded.weights.round_like_embedded); a
                            dense run (no sparse postings) has one per document of the block, 0 = absent
-        quant.u8           dense runs only: quantized upper bound of each log1p(weight), streamed by
-                           queries (1 byte per document); see embedded_weights.quant_step
+        quant.u8           dense runs only: quantized upper bound of each saturate(weight), streamed by
+                           queries (1 byte per document); see embedded.weights.quant_step
         blockmax.u16       largest weight bits of each (term, block) run: block-max pruning
         termmax.u16        largest weight bits of each term: the float32 error bound of a query
         docids.bin / docids.i64    document ids (UTF-8) and their offsets, by local id
@@ -28,7 +28,7 @@ A stored term costs 2 bytes of weight plus its id in a sparse run: 2 bytes flat,
 plus a share of a 3-byte directory entry when split (~3.3 bytes in all at the density of a
 1000-term document over a 30K vocabulary); a dense run costs 3 bytes per document of the block
 (used when more than 3/4 have the term), plus per-(term, block) and per-document overheads
-(see ``embedded_postings`` for the encodings and why; ``embedded_writer`` writes segments).
+(see ``embedded.postings`` for the encodings and why; ``embedded.writer`` writes segments).
 Everything big is a raw little-endian array, memory-mapped read-only.
 """
 
@@ -54,8 +54,8 @@ from typing import Any
 import numpy as np
 
 from vsparta.termindex.base import TermDocument
-from vsparta.termindex.embedded_postings import document_terms
-from vsparta.termindex.embedded_weights import QUANT_STEP
+from vsparta.termindex.embedded.postings import document_terms
+from vsparta.termindex.embedded.weights import QUANT_STEP
 from vsparta.termindex.errors import IndexNotFound, TermIndexError
 
 log = logging.getLogger(__name__)
@@ -265,7 +265,7 @@ class Segment:
 
     @property
     def postings(self) -> tuple[np.ndarray, ...]:
-        """The arrays every postings kernel takes, in its argument order (see embedded_postings)."""
+        """The arrays every postings kernel takes, in its argument order (see embedded.postings)."""
         offsets = (self.doffsets, self.woffsets, self.boffsets, self.hoffsets)
         return (*offsets, self.ids, self.hdir, self.hend, self.wbits)
 

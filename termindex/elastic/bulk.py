@@ -5,7 +5,7 @@ Why not ``elasticsearch.helpers.streaming_bulk``: it serializes one action at a 
 the client's serializer and sends one request at a time. With one shard, one bulk request is
 indexed on one write thread, so a single sender leaves the node's other cores idle while Python
 builds the next chunk. Here each document becomes its NDJSON bytes once (a 1000-term ``terms``
-object is copied together by ``elastic_text`` from per-value text that says only what
+object is copied together by ``elastic.text`` from per-value text that says only what
 Elasticsearch keeps: ~14 KB instead of ~27 KB as doubles), chunks are cut by bytes, and up to
 ``connections`` chunks are in flight at once.
 
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from vsparta.termindex.base import TermDocument
-from vsparta.termindex.elastic_common import (
+from vsparta.termindex.elastic.common import (
     MAX_FEATURE_VALUE,
     METADATA_FIELD,
     MIN_FEATURE_VALUE,
@@ -34,7 +34,7 @@ from vsparta.termindex.elastic_common import (
     doc_source,
     translate,
 )
-from vsparta.termindex.elastic_text import rows_repeating_a_term, terms_texts
+from vsparta.termindex.elastic.text import rows_repeating_a_term, terms_texts
 from vsparta.termindex.errors import EngineUnavailable, InvalidDocument
 
 log = logging.getLogger(__name__)
@@ -152,7 +152,7 @@ def array_actions(
     """Index actions for CSR arrays: document i is ``term_ids/weights[indptr[i]:indptr[i+1]]``.
 
     The same ``_source`` as ``doc_actions`` writes for the same terms (same fields, same metadata
-    JSON, each weight as the shortest text of the value Elasticsearch keeps, see ``elastic_text``).
+    JSON, each weight as the shortest text of the value Elasticsearch keeps, see ``elastic.text``).
     """
     indptr, term_ids, weights = check_arrays(ids, indptr, term_ids, weights)
     if metadata is not None and len(metadata) != len(ids):

@@ -1,6 +1,6 @@
 """Numba kernels that answer a query on one segment: candidate bounds, then exact rescoring.
 
-Scoring accumulates ``boost * q`` (q: quantized upper bound of log1p(w), streamed from
+Scoring accumulates ``boost * q`` (q: quantized upper bound of saturate(w), streamed from
 ``quant`` for dense runs, looked up from the weight bits for sparse runs) into a float32 array
 the size of one block, which stays in L2 cache. The caller turns the quantization step and
 float32 rounding into a margin, keeps every document within it of the k-th bound sum, and
@@ -14,18 +14,18 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from vsparta.termindex.embedded_postings import _split_range, _u16
+from vsparta.termindex.embedded.postings import _split_range, _u16
 
 
 @njit(cache=True, nogil=True)
-def rescore(bits, boosts, log1p64):
-    """Exact float64 scores: sum of boost * log1p(w) in ascending term order, as the oracle adds
+def rescore(bits, boosts, sat64):
+    """Exact float64 scores: sum of boost * saturate(w) in ascending term order, as the oracle adds
     (absent terms add boost * 0.0 there, which changes nothing)."""
     out = np.zeros(bits.shape[0], dtype=np.float64)
     for i in range(bits.shape[0]):
         total = 0.0
         for j in range(bits.shape[1]):
-            total += boosts[j] * log1p64[bits[i, j]]
+            total += boosts[j] * sat64[bits[i, j]]
         out[i] = total
     return out
 
@@ -199,7 +199,7 @@ def search_segment(
     """Candidates of one segment for an exact top-k: (bound sums, local ids, new threshold).
 
     Each document gets A = sum of boost * q (quantized upper bounds, see
-    ``embedded_weights.quant_step``) in float32:
+    ``embedded.weights.quant_step``) in float32:
     dense runs stream 1 byte per document, sparse runs map weights through ``qlut``.
     ``theta`` is the k-th largest A so far (-inf at first, then carried across segments).
     Every matched document with A >= theta - ``margin`` is returned: the caller chose
@@ -297,7 +297,7 @@ def search_segment(
 @njit(cache=True, nogil=True)
 def bound_range(a32, bounds):
     """Float64 (lower, upper) bounds of the true scores of candidates with bound sums ``a32``;
-    ``bounds`` = [step, Q + eps_q, eps_q, s] (see ``embedded_search``)."""
+    ``bounds`` = [step, Q + eps_q, eps_q, s] (see ``embedded.search``)."""
     lo = np.empty(a32.shape[0], dtype=np.float64)
     hi = np.empty(a32.shape[0], dtype=np.float64)
     for i in range(a32.shape[0]):
@@ -320,7 +320,7 @@ def top_rows(scores, k):
 @njit(cache=True, nogil=True)
 def search_one_segment(
     qterms, qboosts32, boosts, doffsets, woffsets, boffsets, hoffsets, ids, hdir, hend, wbits, quant,
-    blockmax, lut, qlut, log1p64, deleted, n_docs, n_terms, n_blocks, block_shift, k, margin,
+    blockmax, lut, qlut, sat64, deleted, n_docs, n_terms, n_blocks, block_shift, k, margin,
     step_slack, bounds,
 ):  # fmt: skip
     """The whole search of a one-segment index in one call (a compacted index: the common case):
@@ -342,6 +342,6 @@ def search_one_segment(
         qterms, doffsets, woffsets, boffsets, hoffsets, ids, hdir, hend, wbits, n_terms, n_blocks,
         block_shift, locs,
     )  # fmt: skip
-    scores = rescore(bits, boosts, log1p64)
+    scores = rescore(bits, boosts, sat64)
     rows = top_rows(scores, k)
     return locs[rows], scores[rows], bits[rows]

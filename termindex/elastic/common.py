@@ -7,7 +7,7 @@ Layout of one document (``_id`` = document id, so a repeated load overwrites):
 
 ``terms`` is a ``rank_features`` field keyed by *vocabulary id* (feature names may not contain
 dots, and word-pieces such as "." exist). Its values are written as the shortest text of what
-Elasticsearch keeps (9 significant bits, ``elastic_text``), and read back as that value.
+Elasticsearch keeps (9 significant bits, ``elastic.text``), and read back as that value.
 ``doc_id`` repeats ``_id`` as a keyword with doc values because sorting on ``_id`` is deprecated;
 it breaks score ties by id ascending, as the oracle does.
 
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -33,12 +32,11 @@ import numpy as np
 from vsparta.termindex.base import (
     Hit,
     TermDocument,
-    heaviest_terms,
     validate_document_weights,
     validate_id,
     validate_weights,
 )
-from vsparta.termindex.elastic_text import round_like_elasticsearch
+from vsparta.termindex.elastic.text import round_like_elasticsearch
 from vsparta.termindex.errors import (
     DocumentNotFound,
     EngineUnavailable,
@@ -47,6 +45,7 @@ from vsparta.termindex.errors import (
     InvalidQuery,
     TermIndexError,
 )
+from vsparta.termindex.saturation import engine_clause, saturate
 
 # Lucene's FeatureField takes positive *normal* float32 values only.
 MIN_FEATURE_VALUE = 1.17549435e-38
@@ -144,7 +143,7 @@ def check_k(k: Any) -> int:
 def search_body(
     query: Mapping[int, float], k: int, explain: bool, track_total_hits: bool = True
 ) -> dict[str, Any]:
-    """``bool.should`` of ``rank_feature`` log clauses: score = sum of boost * ln(1 + w).
+    """``bool.should`` of ``rank_feature`` clauses: score = sum of boost * saturate(w) (``saturation``).
 
     ``track_total_hits`` (the engine's option of the same name) picks Lucene's algorithm.
     True: every matching document is scored in windows of 2048 (BooleanScorer). False: block-max
@@ -159,10 +158,7 @@ def search_body(
     """
     q = validate_weights(query, what="query")
     k = check_k(k)
-    clauses = [
-        {"rank_feature": {"field": f"terms.{t}", "log": {"scaling_factor": 1}, "boost": b}}
-        for t, b in sorted(q.items())
-    ]
+    clauses = [engine_clause(f"terms.{t}", b) for t, b in sorted(q.items())]
     return {
         "size": k,
         "track_total_hits": track_total_hits,
@@ -175,13 +171,13 @@ def search_body(
 
 
 def contributions(query: Mapping[int, float], terms: Mapping[str, Any]) -> dict[int, tuple[float, float]]:
-    """Per matched term: (weight as stored by ES, boost * ln(1 + weight))."""
+    """Per matched term: (weight as stored by ES, boost * saturate(weight))."""
     out: dict[int, tuple[float, float]] = {}
     for t, b in query.items():
         w = terms.get(str(t))
         if w is not None:
             v = float(round_like_elasticsearch(float(w)))
-            out[t] = (v, float(b) * math.log1p(v))
+            out[t] = (v, float(b) * saturate(v))
     return out
 
 
@@ -240,13 +236,6 @@ def parse_doc(resp: Mapping[str, Any]) -> TermDocument:
     values = round_like_elasticsearch(np.fromiter(raw.values(), dtype=np.float64, count=len(raw)))
     terms = dict(zip((int(t) for t in raw), values.tolist(), strict=True))
     return TermDocument(id=resp["_id"], weights=terms, metadata=src.get("metadata") or {})
-
-
-def similar_query(doc: TermDocument, n_terms: int) -> dict[int, float]:
-    """The document's ``n_terms`` heaviest terms, ties by id (as ``TermIndex.similar``)."""
-    if isinstance(n_terms, bool) or not isinstance(n_terms, int) or n_terms < 1:
-        raise InvalidQuery(f"n_terms must be a positive integer, got {n_terms!r}")
-    return dict(heaviest_terms(doc.weights, n_terms))
 
 
 def _error_type(exc: Any) -> str:

@@ -1,0 +1,78 @@
+"""Elasticsearch read side for the async service: search, get, similar, count, readiness.
+
+The reads are ``vsparta.termindex.elastic.reads``' steps, the same the synchronous engine runs,
+here awaited: both send and read exactly the same JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from elasticsearch import AsyncElasticsearch
+
+from vsparta.termindex.base import Hit, TermDocument
+from vsparta.termindex.elastic.common import client_options, errors, pop_track_total_hits, validate_alias
+from vsparta.termindex.elastic.reads import ReadSteps, Steps, run_async
+from vsparta.termindex.errors import TermIndexError
+
+__all__ = ["AsyncElasticsearchIndex"]
+
+T = TypeVar("T")
+
+
+class AsyncElasticsearchIndex(ReadSteps):
+    """Read side for the async service: search, get, similar, count, readiness.
+
+    Constructing it contacts nothing, so the service can start before Elasticsearch does.
+    """
+
+    client_class: Any = AsyncElasticsearch
+    engine_label = "Elasticsearch"
+
+    def __init__(self, url: str, name: str, **options: Any) -> None:
+        self.url = url
+        self.alias = validate_alias(name)
+        self._target = self.alias
+        client_kwargs, rest = client_options(options)
+        self._track_total_hits = pop_track_total_hits(rest)
+        if rest:
+            raise ValueError(f"unknown {self.engine_label} options: {sorted(rest)}")
+        self._client = self.client_class([url], **client_kwargs)
+
+    async def _run(self, steps: Steps[T]) -> T:
+        return await run_async(self._client, steps)
+
+    async def search(self, query: Mapping[int, float], k: int = 10, explain: bool = False) -> list[Hit]:
+        return await self._run(self._search_steps(query, k, explain))
+
+    async def get(self, doc_id: str) -> TermDocument:
+        return await self._run(self._get_steps(doc_id))
+
+    async def similar(self, doc_id: str, k: int = 10, n_terms: int = 32, explain: bool = False) -> list[Hit]:
+        return await self._run(self._similar_steps(doc_id, k, n_terms, explain))
+
+    async def count(self) -> int:
+        return await self._run(self._count_steps())
+
+    async def ping(self) -> bool:
+        try:
+            return await self._run(self._ping_steps())
+        except Exception:  # any failure means "not reachable"
+            return False
+
+    async def health(self) -> str:
+        """The cluster's health for this index: green, yellow (a replica missing: answers are
+        complete) or red (a primary missing: searches answer 503 until it is back)."""
+        return await self._run(self._health_steps())
+
+    async def ready(self) -> bool:
+        """Reachable and the alias exists (what a readiness probe needs)."""
+        try:
+            with errors("ready"):
+                return bool(await self._client.indices.exists(index=self.alias))
+        except TermIndexError:
+            return False
+
+    async def close(self) -> None:
+        await self._client.close()

@@ -1,0 +1,105 @@
+"""Elasticsearch's registration (``termindex.registry.PLUGINS``), and the parts an engine that
+speaks the same protocol (OpenSearch) reuses: ``http_spec_parser``, ``INDEX_OPTIONS``,
+``client_errors``.
+
+Specs: ``http(s)://HOST:PORT/NAME`` or, explicitly, ``elasticsearch+http(s)://HOST:PORT/NAME``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+from vsparta.termindex.base import TermIndex
+from vsparta.termindex.plugin import BackendSpec, CommandOptions, Engine
+
+
+def http_spec_parser(engine: str, label: str) -> Callable[[str], BackendSpec]:
+    """A parser of ``[ENGINE+]http(s)://HOST:PORT/NAME`` into (engine, ``http(s)://HOST:PORT``, NAME)."""
+
+    def parse(spec: str) -> BackendSpec:
+        scheme, sep, rest = spec.partition("://")
+        scheme = scheme if sep else spec.partition(":")[0]
+        transport = scheme.rpartition("+")[2]
+        host, _, name = rest.partition("/")
+        name = name.strip("/")
+        if not sep or transport not in ("http", "https") or not host or not name or "/" in name:
+            raise ValueError(f"{label} spec must be {scheme}://HOST:PORT/INDEX, got {spec!r}")
+        return BackendSpec(engine, f"{transport}://{host}", name)
+
+    return parse
+
+
+def _add_options(group: Any) -> None:
+    group.add_argument(
+        "--shards", type=int, help="primary shards of a new index (default: two per data node)"
+    )
+    group.add_argument(
+        "--replicas", type=int, help="replicas after the load (default: 1 on a cluster, else 0)"
+    )
+    group.add_argument(
+        "--new-version",
+        action="store_true",
+        help="load into a new version of the index; the alias moves to it when the load completes",
+    )
+
+
+def _read_options(args: argparse.Namespace) -> dict[str, Any]:
+    opts: dict[str, Any] = {"shards": args.shards, "replicas": args.replicas}
+    if args.new_version:
+        if args.resume or args.num_shards > 1:
+            raise ValueError("--new-version writes one new version in one job: drop --resume/--num-shards")
+        opts["new_version"] = True
+    return {k: v for k, v in opts.items() if v is not None}
+
+
+# `vsparta index` options of an alias over versioned indices (Elasticsearch, OpenSearch).
+INDEX_OPTIONS = CommandOptions(
+    title="Elasticsearch",
+    add=_add_options,
+    read=_read_options,
+    flags="--shards, --replicas and --new-version",
+)
+
+
+def client_errors(module: str, *names: str) -> Callable[[], tuple[type[BaseException], ...]]:
+    """The named exception classes of a client's exceptions module, imported when called."""
+
+    def load() -> tuple[type[BaseException], ...]:
+        try:
+            exceptions = __import__(module, fromlist=list(names))
+        except ImportError:
+            return ()
+        return tuple(getattr(exceptions, n) for n in names)
+
+    return load
+
+
+def open_index(spec: BackendSpec, create: bool = False, **options: Any) -> TermIndex:
+    from vsparta.termindex.elastic.index import ElasticsearchIndex
+
+    return ElasticsearchIndex(spec.location, spec.name, create=create, **options)
+
+
+def open_async(spec: BackendSpec, request_timeout: float) -> Any:
+    from vsparta.termindex.elastic.index_async import AsyncElasticsearchIndex
+
+    return AsyncElasticsearchIndex(spec.location, spec.name, request_timeout=request_timeout)
+
+
+ENGINE = Engine(
+    name="elasticsearch",
+    label="Elasticsearch",
+    example="http://HOST:PORT/INDEX",
+    schemes=("http", "https", "elasticsearch+http", "elasticsearch+https"),
+    parse=http_spec_parser("elasticsearch", "Elasticsearch"),
+    open=open_index,
+    open_async=open_async,
+    versions=True,
+    index_options=INDEX_OPTIONS,
+    client_loggers=("elasticsearch",),
+    unreachable=client_errors("elasticsearch.exceptions", "ConnectionError"),
+    wrong_server=client_errors("elasticsearch.exceptions", "UnsupportedProductError"),
+    install_hint="pip install 'vsparta[service]'",
+)

@@ -1,0 +1,138 @@
+"""The one Elasticsearch read path, for the synchronous engine and the async service alike.
+
+Each read (count, get, search, similar, ping) is written once, as a generator of ``Call``s: it
+builds a request, yields it, and parses the answer it is sent back. Only the transport differs:
+``run_sync`` calls the client, ``run_async`` awaits it; both translate client errors the same way
+(``common.errors``). An engine that speaks the same protocol (OpenSearch) reuses this as is.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from vsparta.termindex.base import Hit, TermDocument, similar_query, without_self
+from vsparta.termindex.elastic.common import (
+    check_es_id,
+    choose_track_total_hits,
+    errors,
+    fill_metadata,
+    mget_metadata_body,
+    parse_doc,
+    parse_hits,
+    sample_body,
+    search_body,
+    without_metadata,
+)
+from vsparta.termindex.errors import DocumentNotFound
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One client request: ``client.<method>(**kwargs)``; ``what`` names it in error messages."""
+
+    what: str
+    method: str  # attribute path on the client: "search", "cluster.health"
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    doc_id: str | None = None  # a 404 for this id is DocumentNotFound, not IndexNotFound
+
+
+Steps = Generator[Call, Any, T]
+
+
+def _bound(client: Any, method: str) -> Any:
+    for part in method.split("."):
+        client = getattr(client, part)
+    return client
+
+
+def run_sync(client: Any, steps: Steps[T]) -> T:
+    """Drive ``steps`` with a synchronous client."""
+    try:
+        call = next(steps)
+        while True:
+            with errors(call.what, doc_id=call.doc_id):
+                answer = _bound(client, call.method)(**call.kwargs)
+            call = steps.send(answer)
+    except StopIteration as done:
+        return done.value
+
+
+async def run_async(client: Any, steps: Steps[T]) -> T:
+    """Drive ``steps`` with an async client: the same requests, awaited."""
+    try:
+        call = next(steps)
+        while True:
+            with errors(call.what, doc_id=call.doc_id):
+                answer = await _bound(client, call.method)(**call.kwargs)
+            call = steps.send(answer)
+    except StopIteration as done:
+        return done.value
+
+
+class ReadSteps:
+    """The reads as steps, over ``self._target`` (the alias or a version being written) and
+    ``self._track_total_hits`` (the search algorithm, chosen once per handle)."""
+
+    alias: str
+    _target: str
+    _track_total_hits: bool | None
+
+    @property
+    def track_total_hits(self) -> bool | None:
+        """The search algorithm: True scores every match, False is block-max WAND, None not yet
+        chosen (the option was not set and no search found documents to choose from)."""
+        return self._track_total_hits
+
+    def _algorithm_steps(self) -> Steps[bool]:
+        if self._track_total_hits is None:
+            sample = yield Call("sample documents", "search", {"index": self._target, **sample_body()})
+            chosen = choose_track_total_hits(sample)
+            if chosen is None:
+                return True
+            self._track_total_hits = chosen
+            how = "every match scored" if chosen else "block-max WAND"
+            log.info("%s: searching with %s (mean terms per document of a sample)", self.alias, how)
+        return self._track_total_hits
+
+    def _count_steps(self) -> Steps[int]:
+        answer = yield Call("count", "count", {"index": self._target})
+        return int(answer["count"])
+
+    def _get_steps(self, doc_id: str) -> Steps[TermDocument]:
+        doc_id = check_es_id(doc_id)
+        answer = yield Call("get", "get", {"index": self._target, "id": doc_id}, doc_id=doc_id)
+        if not answer.get("found"):
+            raise DocumentNotFound(doc_id)
+        return parse_doc(answer)
+
+    def _search_steps(self, query: Mapping[int, float], k: int, explain: bool) -> Steps[list[Hit]]:
+        algorithm = yield from self._algorithm_steps()
+        body = search_body(query, k, explain, algorithm)
+        answer = yield Call("search", "search", {"index": self._target, **body})
+        hits = parse_hits(answer, query, explain)
+        if missing := without_metadata(hits):
+            found = yield Call(
+                "mget metadata", "mget", {"index": self._target, **mget_metadata_body(missing)}
+            )
+            hits = fill_metadata(hits, found)
+        return hits
+
+    def _similar_steps(self, doc_id: str, k: int, n_terms: int, explain: bool) -> Steps[list[Hit]]:
+        """``TermIndex.similar``'s rule: the document's heaviest terms as the query, itself excluded."""
+        doc = yield from self._get_steps(doc_id)
+        hits = yield from self._search_steps(similar_query(doc, n_terms), k + 1, explain)
+        return without_self(hits, doc_id, k)
+
+    def _ping_steps(self) -> Steps[bool]:
+        answer = yield Call("ping", "ping")
+        return bool(answer)
+
+    def _health_steps(self) -> Steps[str]:
+        answer = yield Call("health", "cluster.health", {"index": self._target, "request_timeout": 5})
+        return str(answer["status"])
