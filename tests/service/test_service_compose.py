@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from vsparta.service.settings import ServiceSettings
+from vsparta.termindex import parse_spec
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,11 +48,16 @@ def es_services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
-def backend_service(compose: dict[str, Any], api: str) -> tuple[str, dict[str, Any]]:
-    """The compose service an API's VSPARTA_BACKEND points at, which must be reachable on 9200."""
-    url = urlsplit(compose["services"][api]["environment"]["VSPARTA_BACKEND"])
-    assert url.port == 9200, url
-    return url.hostname or "", compose["services"][url.hostname or ""]
+def backend_services(compose: dict[str, Any], api: str) -> dict[str, dict[str, Any]]:
+    """The compose services an API's VSPARTA_BACKEND names (every node of its host list), each
+    reachable on 9200."""
+    spec = parse_spec(default_of(compose["services"][api]["environment"]["VSPARTA_BACKEND"]))
+    found = {}
+    for node in spec.location.split(","):
+        url = urlsplit(node)
+        assert url.port == 9200, url
+        found[url.hostname or ""] = compose["services"][url.hostname or ""]
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -126,8 +132,7 @@ def test_cluster_profile_nodes_discover_each_other_and_bootstrap_together(compos
     assert len({s["environment"]["cluster.name"] for s in nodes.values()}) == 1
     single = compose["services"]["elasticsearch"]
     assert "profiles" not in single and single["environment"]["discovery.type"] == "single-node"
-    host, target = backend_service(compose, "api-cluster")
-    assert host in nodes
+    assert set(backend_services(compose, "api-cluster")) == set(nodes)  # the API knows every node
     waits = compose["services"]["api-cluster"]["depends_on"]
     assert set(waits) == set(nodes) and all(w["condition"] == "service_healthy" for w in waits.values())
 
@@ -146,8 +151,8 @@ def test_api_waits_for_healthy_elasticsearch_and_is_healthchecked(compose: dict[
     for name in ("api", "api-cluster"):
         api = compose["services"][name]
         assert api["build"]["target"] == "service"
-        host, _ = backend_service(compose, name)  # the backend is a service of this file ...
-        assert api["depends_on"][host]["condition"] == "service_healthy"  # ... and awaited healthy
+        for host in backend_services(compose, name):  # the backend is services of this file ...
+            assert api["depends_on"][host]["condition"] == "service_healthy"  # ... awaited healthy
         assert "/health" in " ".join(api["healthcheck"]["test"])
 
 
