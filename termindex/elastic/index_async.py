@@ -82,3 +82,9 @@ class AsyncElasticsearchIndex(ReadSteps):
 
     async def close(self) -> None:
         await self._client.close()
+        # The client closes only the nodes it holds alive; one marked dead (a host list with a node
+        # down) would leave its HTTP session open.
+        pool = self._client.transport.connection_pool
+        for connection in getattr(pool, "orig_connections", ()):
+            if connection not in pool.connections:
+                await connection.close()
