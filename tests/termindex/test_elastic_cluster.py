@@ -58,7 +58,10 @@ def _port_free(port: int) -> bool:
 
 
 def free_base_port() -> int:
-    """A base port P with P..P+2 (HTTP) and P+100..P+102 (transport) free, away from 9200/9300."""
+    """A base port P with P..P+2 (HTTP) and P+100..P+102 (transport) free, away from 9200/9300;
+    VSPARTA_TEST_CLUSTER_PORT picks it (a machine where each user has a port range)."""
+    if os.environ.get("VSPARTA_TEST_CLUSTER_PORT"):
+        return int(os.environ["VSPARTA_TEST_CLUSTER_PORT"])
     rng = np.random.default_rng()
     for _ in range(200):
         base = int(rng.integers(20000, 40000))
