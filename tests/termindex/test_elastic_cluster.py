@@ -283,7 +283,8 @@ def test_losing_a_node_mid_load_and_mid_search_loses_nothing(
         sample = [d["id"] for d in docs[:: len(docs) // 40]]
         with ElasticsearchIndex(cluster.location, loaded_name, create=True) as probe:
             while len(probe.existing_ids(sample)) < 8:  # a fifth of the documents are in
-                assert time.monotonic() < deadline and runner.is_alive(), "the load never got going"
+                going = time.monotonic() < deadline and runner.is_alive()
+                assert going, f"the load never got going: {outcome}"
                 time.sleep(0.2)
         cluster.kill(0 if victim == "first node" else cluster.primary_holder(loaded_name))
         assert runner.is_alive(), "the job ended before the node was killed: nothing was tested"
