@@ -3,10 +3,12 @@
 # (docs/architecture.md section 4): one node (the default) or a cluster of N nodes of the same
 # distribution on one machine.
 #
-#   bash scripts/elasticsearch.sh start|stop|status|logs [N]|restart|pids [--nodes N] [--base-port P]
+#   bash scripts/elasticsearch.sh start|stop|status|logs [N]|restart|pids|spec|fetch [--nodes N] [--base-port P]
 #        [--distribution elasticsearch|opensearch] [--version V]
 #
 # scripts/opensearch.sh is this script with --distribution opensearch.
+# spec: the node list for a backend spec, e.g. `--backend "$(bash scripts/elasticsearch.sh spec --nodes 3)/vsparta"`.
+# fetch: only download the artifacts into the cache (scripts/docker.sh builds its image from them).
 #
 # --nodes N (or VSPARTA_ES_NODES): N > 1 starts a cluster: node i answers HTTP on P+i and talks to
 # the others on transport port P+100+i (seed hosts list them all); each node has its own config,
@@ -463,7 +465,17 @@ wait_green() {
     log "green at $URL after $((SECONDS - t0))s"
   else
     log "green at $URL with $NODES nodes (HTTP $BASE_PORT-$((BASE_PORT + NODES - 1))) after $((SECONDS - t0))s"
+    log "backend spec with every node (clients go on to the next node when one is down): $(cluster_spec)/INDEX"
   fi
+}
+
+# http://127.0.0.1:P,127.0.0.1:P+1,... : every node of the cluster, for a multi-host backend spec.
+cluster_spec() {
+  local i hosts=""
+  for i in $(seq 0 $((NODES - 1))); do
+    hosts+="${hosts:+,}127.0.0.1:$((BASE_PORT + i))"
+  done
+  echo "http://$hosts"
 }
 
 stop_node() {
@@ -565,7 +577,7 @@ cmd_logs() {
 }
 
 usage() {
-  echo "usage: $0 start|stop|restart|status|logs [N]|pids [--nodes N] [--base-port P]" \
+  echo "usage: $0 start|stop|restart|status|logs [N]|pids|spec|fetch [--nodes N] [--base-port P]" \
     "[--distribution elasticsearch|opensearch] [--version V]" >&2
   exit 2
 }
@@ -645,5 +657,10 @@ restart)
 status) cmd_status ;;
 logs) cmd_logs "$LOG_LINES" ;;
 pids) cmd_pids ;;
+spec) cluster_spec ;;
+fetch)
+  fetch "org.elasticsearch.distribution.integ-test-zip:elasticsearch:$VERSION:zip" "elasticsearch-$VERSION.zip"
+  fetch "org.elasticsearch.plugin:mapper-extras-client:$VERSION:jar" "mapper-extras-client-$VERSION.jar"
+  ;;
 *) usage ;;
 esac

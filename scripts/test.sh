@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: set up everything from scratch, start the real services the tests
-# need (Elasticsearch 7.17, OpenSearch 2.19 and 3.x, headless Chromium), run ruff and the whole
-# test suite (fast and slow). Nodes this script starts, it stops; running ones are reused.
+# need (Elasticsearch 7.17, OpenSearch 2.19 and 3.x, headless Chromium, a Docker Engine for the
+# compose stack tests), run ruff and the whole test suite (fast and slow). Services this script
+# starts, it stops; running ones are reused.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not slow"`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,18 @@ for n in "${NODES[@]}"; do
     started+=("$n")
   fi
 done
+# A Docker Engine for tests/docker (marker `compose`): started when none answers and stopped again
+# (scripts/docker.sh stops only a dockerd it started); the local base images build on first use.
+started_docker=0
+if [ "$(id -u)" = 0 ] && ! docker version >/dev/null 2>&1; then
+  bash scripts/docker.sh start
+  started_docker=1
+fi
+stop_services() {
+  stop_nodes
+  [ "$started_docker" = 1 ] && bash scripts/docker.sh stop || true
+}
+trap stop_services EXIT
 
 "$VENV/bin/ruff" check .
 "$VENV/bin/ruff" format --check .

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from vsparta.model.resolve import resolve_model_path
+from vsparta.model.resolve import ModelPathError, resolve_model_path
 from vsparta.service.settings import ServiceSettings
 from vsparta.termindex import open_index
 from vsparta.termindex.registry import engine_of
@@ -109,6 +109,32 @@ def explain_settings_error(exc: ValidationError) -> str:
     return "; ".join(lines)
 
 
+def setup_problem(args: argparse.Namespace, settings: ServiceSettings) -> str | None:
+    """The one sentence that says why the model or an images folder cannot be served, or None.
+
+    An empty images folder counts as missing here: Docker creates a bind mount's missing source
+    folder as an empty one, so "empty" is how a mistyped VSPARTA_IMAGES reaches the container.
+    """
+    try:
+        checked_model_path(args, settings)
+    except ModelPathError as exc:
+        return f"{exc}; set VSPARTA_MODEL to a trained model folder"
+    for root in settings.image_roots:
+        if not root.is_dir() or not any(root.iterdir()):
+            return f"images folder {root} is missing or empty; set VSPARTA_IMAGES to your images folder"
+    return None
+
+
+def serve_not_ready(reason: str, settings: ServiceSettings, host: str, port: int) -> None:
+    """Stay up and say why on /ready (503) instead of exiting into a restart loop."""
+    import uvicorn
+
+    from vsparta.service.not_ready import create_not_ready_app
+
+    app = create_not_ready_app(reason, settings.retry_after_s)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+
+
 def serve(settings: ServiceSettings, host: str = "127.0.0.1", port: int = 8000) -> None:
     """Run until interrupted. ``vsparta demo`` calls this after indexing."""
     import uvicorn
@@ -125,6 +151,12 @@ def run(args: argparse.Namespace) -> int:
     except ValidationError as exc:
         log.error("invalid settings: %s", explain_settings_error(exc))
         return 2
+    if settings.setup_errors == "not-ready":
+        problem = setup_problem(args, settings)
+        if problem:
+            log.error("not ready: %s", problem)
+            serve_not_ready(problem, settings, args.host, args.port)
+            return 0
     checked_model_path(args, settings)  # one sentence (vsparta prints it) instead of a failed start-up
     local = engine_of(settings.backend).paths  # an engine of files on this machine (embedded)
     if local and not getattr(args, "wait_for_index", False):  # a missing folder is a typo, not an outage

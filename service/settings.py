@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -60,6 +60,11 @@ class ServiceSettings(BaseSettings):
     thumbnail_sizes: Annotated[list[int], NoDecode] = Field(default_factory=lambda: [128, 256, 512])
     thumbnail_cache_dir: Path | None = Field(
         None, description="Where JPEG thumbnails are cached; a temporary folder when unset."
+    )
+    setup_errors: Literal["exit", "not-ready"] = Field(
+        "exit",
+        description="A wrong model or images folder: `exit` (a CLI mistake, exit 2) or `not-ready` "
+        "(stay up, /ready answers 503 with the reason: the container images set it).",
     )
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Origins allowed by CORS; empty (the default) means CORS off."

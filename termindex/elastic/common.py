@@ -36,6 +36,7 @@ from vsparta.termindex.base import (
     validate_id,
     validate_weights,
 )
+from vsparta.termindex.elastic.plugin import node_urls
 from vsparta.termindex.elastic.text import round_like_elasticsearch
 from vsparta.termindex.errors import (
     DocumentNotFound,
@@ -366,6 +367,14 @@ def choose_track_total_hits(resp: Mapping[str, Any]) -> bool | None:
     if not lengths:
         return None
     return sum(lengths) / len(lengths) > WAND_MAX_MEAN_TERMS
+
+
+def make_client(client_class: Any, location: str, client_kwargs: Mapping[str, Any]) -> Any:
+    """A client over every node of the spec's host list. With several nodes a request that cannot
+    reach one (connection refused, reset) goes on to the next at once, up to every node once; a
+    timeout is not retried (the caller's time bound holds) and one node keeps no retries at all."""
+    urls = node_urls(location)
+    return client_class(urls, **{**client_kwargs, "max_retries": len(urls) - 1})
 
 
 def client_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

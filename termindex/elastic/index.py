@@ -40,6 +40,7 @@ from vsparta.termindex.elastic.common import (
     check_es_id,
     client_options,
     errors,
+    make_client,
     pop_track_total_hits,
     validate_alias,
 )
@@ -117,7 +118,7 @@ class ElasticsearchIndex(ReadSteps, VersionedAlias, TermIndex):
         self._bulk = BulkOptions(**bulk)
         if rest:
             raise ValueError(f"unknown {self.engine_label} options: {sorted(rest)}")
-        self._client = self.client_class([url], **client_kwargs)
+        self._client = make_client(self.client_class, url, client_kwargs)
         self._owns_client = True
         self._sender = BulkSender(self._client, self._bulk)
         self._replicas_set = replicas is not None

@@ -12,7 +12,13 @@ from typing import Any, TypeVar
 from elasticsearch import AsyncElasticsearch
 
 from vsparta.termindex.base import Hit, TermDocument
-from vsparta.termindex.elastic.common import client_options, errors, pop_track_total_hits, validate_alias
+from vsparta.termindex.elastic.common import (
+    client_options,
+    errors,
+    make_client,
+    pop_track_total_hits,
+    validate_alias,
+)
 from vsparta.termindex.elastic.reads import ReadSteps, Steps, run_async
 from vsparta.termindex.errors import TermIndexError
 
@@ -38,7 +44,7 @@ class AsyncElasticsearchIndex(ReadSteps):
         self._track_total_hits = pop_track_total_hits(rest)
         if rest:
             raise ValueError(f"unknown {self.engine_label} options: {sorted(rest)}")
-        self._client = self.client_class([url], **client_kwargs)
+        self._client = make_client(self.client_class, url, client_kwargs)
 
     async def _run(self, steps: Steps[T]) -> T:
         return await run_async(self._client, steps)
@@ -76,3 +82,9 @@ class AsyncElasticsearchIndex(ReadSteps):
 
     async def close(self) -> None:
         await self._client.close()
+        # The client closes only the nodes it holds alive; one marked dead (a host list with a node
+        # down) would leave its HTTP session open.
+        pool = self._client.transport.connection_pool
+        for connection in getattr(pool, "orig_connections", ()):
+            if connection not in pool.connections:
+                await connection.close()

@@ -1,8 +1,8 @@
-"""docker-compose.yml and Dockerfile, checked without a Docker engine (none on these machines).
+"""docker-compose.yml and Dockerfile, checked without a Docker engine.
 
 The structure is asserted on the parsed YAML; `docker compose config` (or Debian's
-`docker-compose`) validates the file against the Compose schema offline. Building images and
-running the stack could not be done here.
+`docker-compose`) validates the file against the Compose schema offline. Building the images and
+running the stack on a real engine is tests/docker/test_compose_stack.py (marker `compose`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from vsparta.service.settings import ServiceSettings
+from vsparta.termindex import parse_spec
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -33,20 +34,30 @@ def script_es_version() -> str:
     return m.group(1)
 
 
+def default_of(value: str) -> str:
+    """``${VAR:-default}`` -> ``default`` (what the file means when the variable is unset)."""
+    return re.sub(r"\$\{[^:}]*:-([^}]*)\}", r"\1", str(value))
+
+
 def es_services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Every Elasticsearch container of the file (single node and cluster nodes), by its image."""
     return {
         name: s
         for name, s in compose["services"].items()
-        if str(s.get("image", "")).startswith("docker.elastic.co/elasticsearch/")
+        if default_of(s.get("image", "")).startswith("docker.elastic.co/elasticsearch/")
     }
 
 
-def backend_service(compose: dict[str, Any], api: str) -> tuple[str, dict[str, Any]]:
-    """The compose service an API's VSPARTA_BACKEND points at, which must be reachable on 9200."""
-    url = urlsplit(compose["services"][api]["environment"]["VSPARTA_BACKEND"])
-    assert url.port == 9200, url
-    return url.hostname or "", compose["services"][url.hostname or ""]
+def backend_services(compose: dict[str, Any], api: str) -> dict[str, dict[str, Any]]:
+    """The compose services an API's VSPARTA_BACKEND names (every node of its host list), each
+    reachable on 9200."""
+    spec = parse_spec(default_of(compose["services"][api]["environment"]["VSPARTA_BACKEND"]))
+    found = {}
+    for node in spec.location.split(","):
+        url = urlsplit(node)
+        assert url.port == 9200, url
+        found[url.hostname or ""] = compose["services"][url.hostname or ""]
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +109,7 @@ def test_every_elasticsearch_runs_the_tested_version_keeps_data_and_is_healthche
     assert {"elasticsearch", "es01", "es02", "es03"} <= set(nodes)
     volumes = []
     for name, es in nodes.items():
-        assert es["image"].rsplit(":", 1)[1] == script_es_version(), name
+        assert default_of(es["image"]).rsplit(":", 1)[1] == script_es_version(), name
         assert "_cluster/health" in " ".join(es["healthcheck"]["test"]), name
         data = [v for v in es["volumes"] if v.endswith(":/usr/share/elasticsearch/data")]
         assert len(data) == 1 and data[0].split(":")[0] in compose["volumes"], name
@@ -121,8 +132,7 @@ def test_cluster_profile_nodes_discover_each_other_and_bootstrap_together(compos
     assert len({s["environment"]["cluster.name"] for s in nodes.values()}) == 1
     single = compose["services"]["elasticsearch"]
     assert "profiles" not in single and single["environment"]["discovery.type"] == "single-node"
-    host, target = backend_service(compose, "api-cluster")
-    assert host in nodes
+    assert set(backend_services(compose, "api-cluster")) == set(nodes)  # the API knows every node
     waits = compose["services"]["api-cluster"]["depends_on"]
     assert set(waits) == set(nodes) and all(w["condition"] == "service_healthy" for w in waits.values())
 
@@ -141,8 +151,8 @@ def test_api_waits_for_healthy_elasticsearch_and_is_healthchecked(compose: dict[
     for name in ("api", "api-cluster"):
         api = compose["services"][name]
         assert api["build"]["target"] == "service"
-        host, _ = backend_service(compose, name)  # the backend is a service of this file ...
-        assert api["depends_on"][host]["condition"] == "service_healthy"  # ... and awaited healthy
+        for host in backend_services(compose, name):  # the backend is services of this file ...
+            assert api["depends_on"][host]["condition"] == "service_healthy"  # ... awaited healthy
         assert "/health" in " ".join(api["healthcheck"]["test"])
 
 
@@ -162,16 +172,37 @@ def test_api_environment_is_valid_service_settings(
     assert {"/data/images", "/models/model"} <= mounts
 
 
-def test_indexer_is_a_gpu_job_under_a_profile(compose: dict[str, Any]) -> None:
+def test_indexer_runs_on_the_cpu_and_on_a_gpu_with_the_override_file(compose: dict[str, Any]) -> None:
+    """A GPU reservation in the main file would stop the job on every machine without the NVIDIA
+    runtime; docker-compose.gpu.yml adds it for those that have one."""
     indexer = compose["services"]["indexer"]
     assert indexer["profiles"] == ["index"]
     assert indexer["build"]["target"] == "indexer"
-    devices = indexer["deploy"]["resources"]["reservations"]["devices"]
+    assert "deploy" not in indexer
+    gpu = yaml.safe_load((REPO / "docker-compose.gpu.yml").read_text())
+    devices = gpu["services"]["indexer"]["deploy"]["resources"]["reservations"]["devices"]
     assert devices[0]["driver"] == "nvidia" and "gpu" in devices[0]["capabilities"]
     assert indexer["command"][0] == "index"
     assert any(mount_target(v) == "/data/images" and v.endswith(":ro") for v in indexer["volumes"])
     assert "profiles" not in compose["services"]["elasticsearch"]  # `docker compose up` starts them
     assert "profiles" not in compose["services"]["api"]
+
+
+def test_every_base_image_is_a_variable_defaulting_to_the_official_image(compose: dict[str, Any]) -> None:
+    """Tests substitute local base images (scripts/docker.sh) through these and nothing else."""
+    text = (REPO / "Dockerfile").read_text()
+    froms = re.findall(r"^FROM (\S+)", text, flags=re.M)
+    assert froms and all(f.startswith("${") for f in froms), froms
+    args = dict(re.findall(r"^ARG (\w+)=(\S+)", text, flags=re.M))
+    assert args["PYTHON_IMAGE"] == "python:${PYTHON_VERSION}-slim"
+    assert args["TORCH_IMAGE"].startswith("pytorch/pytorch:")
+    build_args = compose["x-build"]["args"]
+    assert default_of(build_args["PYTHON_IMAGE"]) == "python:3.11-slim"
+    assert default_of(build_args["TORCH_IMAGE"]) == args["TORCH_IMAGE"]
+    for name, service in compose["services"].items():
+        image = str(service.get("image", ""))
+        if "build" not in service:
+            assert image.startswith("${") and default_of(image).startswith("docker.elastic.co/"), name
 
 
 def test_dockerfile_service_image_has_no_torch_and_indexer_has(compose: dict[str, Any]) -> None:
