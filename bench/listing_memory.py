@@ -69,7 +69,7 @@ def run_job(python: str, folder: Path, workdir: Path, interval: float = 0.5) -> 
         "--backend", f"embedded:{index}", "--no-progress", "--workers", "1", "--batch-size", "64",
     ]  # fmt: skip
     log_path = workdir / f"job-{folder.parent.name}.log"
-    start = time.perf_counter()
+    start, wall_start = time.perf_counter(), time.time()
     with log_path.open("w") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         samples: list[tuple[float, int, int]] = []  # seconds, own RssAnon KiB, workers' RssAnon KiB
@@ -80,7 +80,9 @@ def run_job(python: str, folder: Path, workdir: Path, interval: float = 0.5) -> 
                 samples.append((time.perf_counter() - start, own, workers))
             time.sleep(interval)
     seconds = time.perf_counter() - start
-    tail = log_path.read_text().splitlines()[-6:]
+    lines = log_path.read_text().splitlines()
+    tail = lines[-6:]
+    listed_at = _seconds_of(lines, ("items listed", "items to index"), wall_start)  # new, old
     shutil.rmtree(index, ignore_errors=True)
     if proc.returncode != 0 or not samples:
         raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}: {tail}")
@@ -93,9 +95,32 @@ def run_job(python: str, folder: Path, workdir: Path, interval: float = 0.5) -> 
         "own_rss_anon_median_mb": round(sorted(own_mb)[len(own_mb) // 2], 1),
         "own_rss_anon_last_mb": round(own_mb[-1], 1),
         "workers_rss_anon_peak_mb": round(max(s[2] for s in samples) / 1024, 1),
+        # The walk's share: the peak until the listing ended, and after it (the last writes and
+        # the engine's final merge, `finish_load`).
+        "listing_done_s": None if listed_at is None else round(listed_at, 1),
+        "own_rss_anon_peak_while_listing_mb": _peak([s for s in samples if listed_at and s[0] <= listed_at]),
+        "own_rss_anon_peak_after_listing_mb": _peak([s for s in samples if listed_at and s[0] > listed_at]),
         "samples": len(samples),
+        "timeline_s_own_mb": [
+            [round(t), round(own / 1024)] for t, own, _ in samples[:: max(1, len(samples) // 200)]
+        ],
         "log_tail": tail,
     }
+
+
+def _peak(samples: list[tuple[float, int, int]]) -> float | None:
+    return round(max(s[1] for s in samples) / 1024, 1) if samples else None
+
+
+def _seconds_of(lines: list[str], markers: tuple[str, ...], wall_start: float) -> float | None:
+    """Seconds from the job's start to the first log line with one of ``markers`` (its timestamp)."""
+    from datetime import datetime
+
+    for line in lines:
+        if any(m in line for m in markers):
+            stamp = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f")
+            return stamp.timestamp() - wall_start
+    return None
 
 
 def _count_files(folder: Path) -> int:
@@ -155,7 +180,9 @@ def main(argv: list[str] | None = None) -> int:
             own, median = row["own_rss_anon_peak_mb"], row["own_rss_anon_median_mb"]
             print(
                 f"job ({checkout}) {row['files']:>9,} files: own RssAnon peak {own:.0f} MB (median"
-                f" {median:.0f}), workers {row['workers_rss_anon_peak_mb']:.0f} MB, {row['seconds']:.0f} s",
+                f" {median:.0f}; while listing {row['own_rss_anon_peak_while_listing_mb']}, after"
+                f" {row['own_rss_anon_peak_after_listing_mb']}), workers"
+                f" {row['workers_rss_anon_peak_mb']:.0f} MB, {row['seconds']:.0f} s",
                 flush=True,
             )
         if len(args.folders) > 1:

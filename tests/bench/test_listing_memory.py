@@ -25,6 +25,7 @@ def test_listing_memory_bench_measures_a_job_and_the_listing(tmp_path: Path) -> 
     assert job["checkout"] == "new" and job["files"] == 30 and job["samples"] >= 1
     assert 10 < job["own_rss_anon_peak_mb"] < 2000  # a Python process's own memory, in MB
     assert any("indexed 30," in line for line in job["log_tail"])
+    assert job["listing_done_s"] is not None and job["own_rss_anon_peak_while_listing_mb"] is not None
     (listing,) = result["listing"]
     assert listing["items"] == 30 and listing["runs"]["new"][0]["lazy"] is True
     assert listing["new_over_old"] > 0
