@@ -271,8 +271,11 @@ def merge_runs(paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, Any]]
     for path in paths:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         metas.append(data["meta"])
+        s = data["meta"]["settings"]
+        init = "from scratch" if str(s["init"]).lower() == "none" else f"from {str(s['init']).split('/')[-1]}"
         for res in data["results"]:
-            results.append(res | {"settings": data["meta"]["settings"], "command": data["meta"]["command"]})
+            label = f"{res['variant']}, {init}, <= {s['epochs']} ep"
+            results.append(res | {"variant": label, "settings": s, "command": data["meta"]["command"]})
     meta = metas[0] | {
         "command": " ; ".join(m["command"] for m in metas),
         "seconds": round(max(m["seconds"] for m in metas), 1),

@@ -62,6 +62,6 @@ def test_quality_bench_on_object_scenes_reports_held_out_splits_and_merges(tmp_p
     assert all(row["postings_per_query"] > 0 for row in data["results"][0]["rows"])
     md = (merged / "quality.md").read_text()
     assert (
-        "| VisualSparta (flops 0.0003) | heldout_words | 10 |" in md
-        and "| dense | heldout_objects | 10 |" in md
+        "| VisualSparta (flops 0.0003), from scratch, <= 1 ep | heldout_words | 10 |" in md
+        and "| dense, from scratch, <= 1 ep | heldout_objects | 10 |" in md
     )
