@@ -36,7 +36,7 @@ from vsparta.termindex.base import (
     validate_id,
     validate_weights,
 )
-from vsparta.termindex.elastic.plugin import node_urls
+from vsparta.termindex.elastic.spec import node_urls
 from vsparta.termindex.elastic.text import round_like_elasticsearch
 from vsparta.termindex.errors import (
     DocumentNotFound,
