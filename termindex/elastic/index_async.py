@@ -9,11 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from elasticsearch import AsyncElasticsearch
-
 from vsparta.termindex.base import Hit, TermDocument
 from vsparta.termindex.elastic.common import client_options, errors, pop_track_total_hits, validate_alias
 from vsparta.termindex.elastic.reads import ReadSteps, Steps, run_async
+from vsparta.termindex.elastic.transport import AsyncCheckedClient
 from vsparta.termindex.errors import TermIndexError
 
 __all__ = ["AsyncElasticsearchIndex"]
@@ -27,7 +26,7 @@ class AsyncElasticsearchIndex(ReadSteps):
     Constructing it contacts nothing, so the service can start before Elasticsearch does.
     """
 
-    client_class: Any = AsyncElasticsearch
+    client_class: Any = AsyncCheckedClient  # servers' check on connect (elastic.transport)
     engine_label = "Elasticsearch"
 
     def __init__(self, url: str, name: str, **options: Any) -> None:
