@@ -112,6 +112,24 @@ def test_the_async_reader_is_refused_the_same_way(es8_url: str) -> None:
 
 
 @pytest.mark.slow
+def test_the_service_answers_503_naming_what_is_missing(es8_url: str) -> None:
+    from vsparta.service.engines import WrongServer, open_engine, public_reason
+
+    async def search() -> None:
+        engine = open_engine(f"{es8_url}/x", timeout_s=10.0)
+        try:
+            await engine.search({3: 1.0}, 10, False)
+        finally:
+            await engine.close()
+
+    with pytest.raises(WrongServer) as refused:  # a 503 whose detail is this sentence
+        asyncio.run(search())
+    detail = public_reason(refused.value)
+    assert detail.startswith("search backend unavailable: the backend (Elasticsearch 8.19."), detail
+    assert "lack the mapper-extras module" in detail and "127.0.0.1" not in detail
+
+
+@pytest.mark.slow
 def test_the_wrong_product_check_still_comes_first(es8_url: str) -> None:
     with pytest.raises(EngineUnavailable, match="^the backend is Elasticsearch 8.19.[0-9]+, not OpenSearch"):
         open_index(f"opensearch+{es8_url}/x")
