@@ -28,7 +28,8 @@ __all__ = [
     "UnsupportedServer",
     "check_modules",
     "check_product",
-    "check_server",
+    "identify_headless",
+    "refuse_unknown",
     "server_product",
 ]
 
@@ -97,26 +98,24 @@ def _warn_untested(product: str, number: str) -> None:
 Answer = tuple[Mapping[str, str], Any]  # (lower-cased headers, parsed body) of one request
 
 
-def _node_versions(nodes: Any) -> dict[str, Any]:
+def _nodes(nodes: Any) -> dict[str, Any]:
     found = nodes.get("nodes") if isinstance(nodes, Mapping) else None
     return dict(found) if isinstance(found, Mapping) else {}
 
 
-def check_server(expected: str, root: Answer | None, nodes: Answer | None) -> bool:
-    """The whole check, from ``GET /`` (``root``; None when the server has no such endpoint, as
-    Elasticsearch 8.x's integ-test-zip, which lacks the rest-root module) and ``MODULES_PATH``
-    (``nodes``; None when the credentials may not ask). Returns True or raises ``UnsupportedServer``
-    (or the client's own ``UnsupportedProductError``) with one sentence."""
-    found = _node_versions(nodes[1]) if nodes else {}
-    if root is None:
-        if nodes is None:
-            raise UnsupportedServer("the backend answers neither GET / nor GET /_nodes: not a search server")
-        number = next((str(n.get("version")) for n in found.values() if n.get("version")), "?")
-        root = (nodes[0], {"version": {"number": number}, "tagline": "You Know, for Search"})
-    server = check_product(expected, root[0], root[1])
-    if nodes is not None:
-        check_modules(server, found)
-    return True
+def identify_headless(expected: str, nodes: Answer) -> str:
+    """``check_product`` for a server without ``GET /`` (Elasticsearch 8.x's integ-test-zip lacks
+    the rest-root module): the version from the nodes, the product from the answer's headers."""
+    number = next((str(n["version"]) for n in _nodes(nodes[1]).values() if n.get("version")), "?")
+    info = {"version": {"number": number}, "tagline": "You Know, for Search"}
+    return check_product(expected, nodes[0], info)
+
+
+def refuse_unknown() -> None:
+    """Raise the client's own "not Elasticsearch" error: ``GET /`` answered, but not with JSON."""
+    from elasticsearch.transport import _ProductChecker
+
+    _ProductChecker.raise_error(_ProductChecker.UNSUPPORTED_PRODUCT)
 
 
 def check_product(expected: str, headers: Mapping[str, str], info: Any) -> str:
@@ -141,9 +140,9 @@ def _extensions(node: Mapping[str, Any]) -> set[str]:
     return {str(m.get("name")) for m in (node.get("modules") or []) + (node.get("plugins") or [])}
 
 
-def check_modules(server: str, found: Mapping[str, Any]) -> None:
-    """Refuse a cluster where a node lacks ``mapper-extras`` (``found``: node id -> its modules
-    and plugins, from ``MODULES_PATH``)."""
+def check_modules(server: str, nodes: Answer) -> None:
+    """Refuse a cluster where a node lacks ``mapper-extras`` (``nodes``: the ``MODULES_PATH`` answer)."""
+    found = _nodes(nodes[1])
     if not found:
         return  # filter_path left nothing: not a shape we know, so no verdict
     lacking = [node_id for node_id, node in found.items() if MODULE not in _extensions(node)]

@@ -34,7 +34,7 @@ def _accept_json(headers: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def _no_root(err: TransportError) -> bool:
-    """``GET /`` answered 405: a server without the rest-root module (``servers.check_server``)."""
+    """``GET /`` answered 405: a server without the rest-root module (``servers.identify_headless``)."""
     return not isinstance(err, ConnectionError) and err.status_code == 405
 
 
@@ -47,7 +47,6 @@ def _check(product: str, connections: Iterable[Any]) -> Generator[Request, serve
     error: Exception | None = None
     for conn in connections:
         root: servers.Answer | None = None
-        nodes: servers.Answer | None = None
         try:
             root = yield conn, "/"
         except (AuthenticationException, AuthorizationException):
@@ -56,14 +55,19 @@ def _check(product: str, connections: Iterable[Any]) -> Generator[Request, serve
             if not _no_root(err):
                 error = error or err
                 continue
-        except SerializationError as err:
-            error = error or err
-            continue
+        except SerializationError:
+            servers.refuse_unknown()  # answered, but not JSON: a web server, not a search server
+        server = servers.check_product(product, *root) if root is not None else None
         try:
             nodes = yield conn, servers.MODULES_PATH
         except (AuthenticationException, AuthorizationException):
-            pass  # a key without cluster:monitor rights: the mapping or query error says it later
-        return servers.check_server(product, root, nodes)
+            return True  # a key without cluster:monitor rights: the mapping or query error says it later
+        except (TransportError, SerializationError) as err:
+            if root is None or isinstance(err, ConnectionError):
+                raise
+            return True  # an answer from GET / but none we can read here: the product check stands
+        servers.check_modules(server or servers.identify_headless(product, nodes), nodes)
+        return True
     if error is not None:
         raise error
     return None
