@@ -35,6 +35,7 @@ from vsparta.model.errors import UsageError
 from vsparta.model.progress import quiet_library_bars
 from vsparta.model.resolve import ModelPathError, existing_path, resolve_model_path
 from vsparta.termindex import TermIndexError, registry
+from vsparta.termindex.errors import EngineUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -296,7 +297,10 @@ def run(args: argparse.Namespace) -> int:
         quiet_library_bars()
     try:
         summary = run_index(config)
-    except TermIndexError as exc:  # engine unreachable or refusing writes
+    except EngineUnavailable as exc:  # unreachable, or a server it refuses: exit 3, as `vsparta search`
+        log.error("the index could not be written: %s", exc)
+        return 3
+    except TermIndexError as exc:  # the engine refusing writes
         log.error("the index could not be written: %s", exc)
         return 1
     except ModelPathError:

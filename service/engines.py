@@ -267,6 +267,8 @@ def engine_outage(exc: BaseException, engine: Engine) -> EngineUnavailable | Non
     cause: BaseException | None = exc
     while cause is not None:
         if wrong and isinstance(cause, wrong):
+            if type(cause) not in wrong:  # a subclass (termindex.elastic.servers) is its own sentence
+                return WrongServer(str(cause))
             return WrongServer(
                 f"the backend URL answers HTTP but is not {engine.label} (wrong host or port?)"
             )

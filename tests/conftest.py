@@ -128,6 +128,13 @@ def opensearch_url_of() -> Callable[[str], str]:
     return _opensearch_url
 
 
+@pytest.fixture(scope="session")
+def require() -> Callable[[bool, str, str], None]:
+    """``require_service`` for fixtures that start their own node (a test module cannot import
+    this conftest: tests/termindex has its own)."""
+    return require_service
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _few_threads() -> None:
     """Two cores here: keep torch from oversubscribing when tests run beside an ES node."""

@@ -22,8 +22,6 @@ from contextlib import contextmanager
 from itertools import islice
 from typing import Any, TypeVar
 
-from elasticsearch import Elasticsearch
-
 from vsparta.termindex.base import Hit, TermDocument, TermIndex
 from vsparta.termindex.elastic.bulk import (
     Action,
@@ -46,6 +44,7 @@ from vsparta.termindex.elastic.common import (
 )
 from vsparta.termindex.elastic.index_async import AsyncElasticsearchIndex
 from vsparta.termindex.elastic.reads import ReadSteps, Steps, run_sync
+from vsparta.termindex.elastic.transport import CheckedClient
 from vsparta.termindex.elastic.versions import IndexVersion, Reindex, VersionedAlias
 from vsparta.termindex.errors import (
     EngineUnavailable,
@@ -97,7 +96,7 @@ class ElasticsearchIndex(ReadSteps, VersionedAlias, TermIndex):
     ``bulk_timeout`` (120 s); client: ``http_auth``, ``api_key``, ``verify_certs``, ``ca_certs``.
     """
 
-    client_class: Any = Elasticsearch  # an engine speaking the same protocol swaps the client
+    client_class: Any = CheckedClient  # an engine speaking the same protocol swaps the client
     engine_label = "Elasticsearch"
 
     def __init__(self, url: str, name: str, create: bool = False, **options: Any) -> None:

@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
-from elasticsearch import AsyncElasticsearch
-
 from vsparta.termindex.base import Hit, TermDocument
 from vsparta.termindex.elastic.common import (
     client_options,
@@ -20,6 +18,7 @@ from vsparta.termindex.elastic.common import (
     validate_alias,
 )
 from vsparta.termindex.elastic.reads import ReadSteps, Steps, run_async
+from vsparta.termindex.elastic.transport import AsyncCheckedClient
 from vsparta.termindex.errors import TermIndexError
 
 __all__ = ["AsyncElasticsearchIndex"]
@@ -33,7 +32,7 @@ class AsyncElasticsearchIndex(ReadSteps):
     Constructing it contacts nothing, so the service can start before Elasticsearch does.
     """
 
-    client_class: Any = AsyncElasticsearch
+    client_class: Any = AsyncCheckedClient  # servers' check on connect (elastic.transport)
     engine_label = "Elasticsearch"
 
     def __init__(self, url: str, name: str, **options: Any) -> None:

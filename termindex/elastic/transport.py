@@ -1,0 +1,145 @@
+"""The 7.17 client's transports with this project's server check (``elastic.servers``).
+
+Clients from 7.14 on call ``GET /`` once before their first request and refuse a server that
+is not Elasticsearch. These transports do that call themselves and hand the answer to
+``servers.check_product`` (the product the spec names, a warning for an untested version), then
+ask the nodes for their modules once (``servers.check_modules``: ``rank_features`` present). A
+refused server fails the first request, in one sentence; no search pays for the check again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterable, Mapping
+from itertools import chain
+from typing import Any
+
+from elasticsearch import AsyncElasticsearch, AsyncTransport, Elasticsearch, Transport
+from elasticsearch.exceptions import (
+    AuthenticationException,
+    AuthorizationException,
+    ConnectionError,
+    SerializationError,
+    TransportError,
+)
+
+from vsparta.termindex.elastic import servers
+
+__all__ = ["AsyncCheckedClient", "AsyncCheckedTransport", "CheckedClient", "CheckedTransport"]
+
+
+def _accept_json(headers: Mapping[str, str] | None) -> dict[str, str]:
+    out = {k.lower(): v for k, v in (headers or {}).items()}
+    out.setdefault("accept", "application/json")
+    return out
+
+
+def _no_root(err: TransportError) -> bool:
+    """``GET /`` answered 405: a server without the rest-root module (``servers.identify_headless``)."""
+    return not isinstance(err, ConnectionError) and err.status_code == 405
+
+
+Request = tuple[Any, str]  # (connection, path)
+
+
+def _check(product: str, connections: Iterable[Any]) -> Generator[Request, servers.Answer, bool | None]:
+    """The check as steps (as ``reads``): yields (connection, path) of each GET, is sent its answer
+    or has its error thrown in. Returns the verdict, or None when no connection answered."""
+    error: Exception | None = None
+    for conn in connections:
+        root: servers.Answer | None = None
+        try:
+            root = yield conn, "/"
+        except (AuthenticationException, AuthorizationException):
+            return True  # the client's own rule: no rights to ask, no check
+        except TransportError as err:
+            if not _no_root(err):
+                error = error or err
+                continue
+        except SerializationError:
+            servers.refuse_unknown()  # answered, but not JSON: a web server, not a search server
+        server = servers.check_product(product, *root) if root is not None else None
+        try:
+            nodes = yield conn, servers.MODULES_PATH
+        except (AuthenticationException, AuthorizationException):
+            return True  # a key without cluster:monitor rights: the mapping or query error says it later
+        except (TransportError, SerializationError) as err:
+            if root is None or isinstance(err, ConnectionError):
+                raise
+            return True  # an answer from GET / but none we can read here: the product check stands
+        servers.check_modules(server or servers.identify_headless(product, nodes), nodes)
+        return True
+    if error is not None:
+        raise error
+    return None
+
+
+def _answer(deserializer: Any, got: Mapping[str, str], raw: Any) -> servers.Answer:
+    return {k.lower(): v for k, v in got.items()}, deserializer.loads(raw, mimetype="application/json")
+
+
+class CheckedTransport(Transport):  # type: ignore[misc]
+    """``Transport`` whose product check is ``servers``' (``product``: what the spec names)."""
+
+    product = "elasticsearch"
+
+    def _do_verify_elasticsearch(self, headers: Any, timeout: Any) -> None:
+        with self._verify_elasticsearch_lock:
+            if self._verified_elasticsearch is not None:
+                return
+            steps = _check(self.product, chain(self.connection_pool.connections, self.seed_connections))
+            ask = _accept_json(headers)
+            try:
+                conn, path = next(steps)
+                while True:
+                    try:
+                        _, got, raw = conn.perform_request("GET", path, headers=ask, timeout=timeout)
+                        answer = _answer(self.deserializer, got, raw)
+                    except Exception as err:  # handed to the steps, which decide
+                        conn, path = steps.throw(err)
+                    else:
+                        conn, path = steps.send(answer)
+            except StopIteration as done:
+                self._verified_elasticsearch = done.value
+
+
+class AsyncCheckedTransport(AsyncTransport):  # type: ignore[misc]
+    """``AsyncTransport`` with ``CheckedTransport``'s check, awaited."""
+
+    product = "elasticsearch"
+
+    async def _do_verify_elasticsearch(self, headers: Any, timeout: Any) -> None:
+        async with self._verify_elasticsearch_lock:
+            if self._verified_elasticsearch is not None:
+                return
+            steps = _check(self.product, chain(self.connection_pool.connections, self.seed_connections))
+            ask = _accept_json(headers)
+            try:
+                conn, path = next(steps)
+                while True:
+                    try:
+                        _, got, raw = await conn.perform_request("GET", path, headers=ask, timeout=timeout)
+                        answer = _answer(self.deserializer, got, raw)
+                    except Exception as err:
+                        conn, path = steps.throw(err)
+                    else:
+                        conn, path = steps.send(answer)
+            except StopIteration as done:
+                self._verified_elasticsearch = done.value
+
+
+class CheckedClient(Elasticsearch):  # type: ignore[misc]
+    """The 7.17 client with ``CheckedTransport``: what ``ElasticsearchIndex`` talks through."""
+
+    transport_class: Any = CheckedTransport
+
+    def __init__(self, hosts: Any = None, **kwargs: Any) -> None:
+        super().__init__(hosts, transport_class=self.transport_class, **kwargs)
+
+
+class AsyncCheckedClient(AsyncElasticsearch):  # type: ignore[misc]
+    """The 7.17 async client with ``AsyncCheckedTransport`` (the service's reader)."""
+
+    transport_class: Any = AsyncCheckedTransport
+
+    def __init__(self, hosts: Any = None, **kwargs: Any) -> None:
+        super().__init__(hosts, transport_class=self.transport_class, **kwargs)
