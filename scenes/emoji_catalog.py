@@ -179,3 +179,20 @@ def catalog() -> tuple[EmojiObject, ...]:
         seen_names.add(names[0])
         objects.append(EmojiObject(char, names[0], names[1], group, subgroup, categories))
     return tuple(objects)
+
+
+def select(groups: tuple[str, ...] = ()) -> tuple[EmojiObject, ...]:
+    """The catalog restricted to Unicode groups or subgroups ("Food & Drink", "food-fruit"), in
+    the catalog's order; empty ``groups``: all of it. A small set (the demo's) lets a small model
+    see each object dozens of times. An unknown name is a ValueError that lists the known ones."""
+    objects = catalog()
+    if not groups:
+        return objects
+    known = {o.group for o in objects} | {o.subgroup for o in objects}
+    unknown = [g for g in groups if g not in known]
+    if unknown:
+        raise ValueError(
+            f"unknown emoji group/subgroup {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}"
+        )
+    wanted = set(groups)
+    return tuple(o for o in objects if o.group in wanted or o.subgroup in wanted)

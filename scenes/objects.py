@@ -16,7 +16,7 @@ import numpy as np
 
 from vsparta.model.manifest import ManifestRecord, write_manifest
 from vsparta.model.progress import progress_bar
-from vsparta.scenes.emoji_catalog import EmojiObject, catalog
+from vsparta.scenes.emoji_catalog import EmojiObject, select
 from vsparta.scenes.object_captions import Kind, make_captions, template_words
 from vsparta.scenes.object_render import MAX_OBJECTS, MIN_IMAGE_SIZE, SIZES, Placed, render_objects
 from vsparta.scenes.object_words import Vocabulary, choose_vocabulary
@@ -88,11 +88,11 @@ def _records(
     n: int,
     size: int,
     seed: int,
+    objects: tuple[EmojiObject, ...],
     vocab: Vocabulary,
     n_range: tuple[int, int],
     progress: bool,
 ) -> list[ManifestRecord]:
-    objects = catalog()
     folder = out / "images" / split
     folder.mkdir(parents=True, exist_ok=True)
     mode = _MODES.get(split, "seen")
@@ -138,11 +138,13 @@ def generate_object_scenes(
     max_objects: int = 5,
     held_word_share: float = 0.12,
     held_object_share: float = 0.08,
+    groups: tuple[str, ...] = (),
     progress: bool = True,
 ) -> dict[str, Path]:
     """Write ``out_dir/images/<split>/`` and ``out_dir/<split>.jsonl`` for each split in ``counts``
     (any of :data:`SPLITS`); returns split -> manifest path. Same arguments, same bytes. The shares
-    are of the catalog's objects and of its alias/category words held out (0: none, as the demo)."""
+    are of the catalog's objects and of its alias/category words held out (0: none, as the demo).
+    ``groups`` restricts the catalog to those Unicode emoji groups/subgroups (empty: all)."""
     unknown = set(counts) - set(SPLITS)
     if unknown:
         raise ValueError(f"unknown split(s) {sorted(unknown)}; the object scenes have {list(SPLITS)}")
@@ -150,15 +152,18 @@ def generate_object_scenes(
     for name, share in (("held-out word", held_word_share), ("held-out object", held_object_share)):
         if not 0.0 <= share < 1.0:
             raise ValueError(f"the {name} share must be in [0, 1), got {share}")
-    vocab = choose_vocabulary(catalog(), seed, template_words(), held_object_share, held_word_share)
+    objects = select(groups)
+    vocab = choose_vocabulary(objects, seed, template_words(), held_object_share, held_word_share)
     for split in ("heldout_words", "heldout_objects"):
-        if counts.get(split) and not _focus_pool(catalog(), vocab, split):
+        if counts.get(split) and not _focus_pool(objects, vocab, split):
             raise ValueError(f"the {split} split is empty when nothing is held out; ask for 0 images")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     manifests: dict[str, Path] = {}
     for split, n in counts.items():
-        records = _records(out, split, n, image_size, seed, vocab, (min_objects, max_objects), progress)
+        records = _records(
+            out, split, n, image_size, seed, objects, vocab, (min_objects, max_objects), progress
+        )
         manifests[split] = write_manifest(out / f"{split}.jsonl", records)
         log.info("scenes: %s: %d images -> %s", split, len(records), manifests[split])
     return manifests

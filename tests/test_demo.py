@@ -85,3 +85,26 @@ def test_the_address_is_announced_only_once_health_answers(caplog: pytest.LogCap
         server.server_close()
     [record] = [r for r in caplog.records if "serving on" in r.getMessage()]
     assert url in record.getMessage()
+
+
+def test_the_pages_examples_name_objects_of_the_demo_set() -> None:
+    """Every example link of the page names an object (or category) the demo's scenes show."""
+    import re
+    import urllib.parse
+
+    from vsparta.demo import DEMO_GROUPS, EXAMPLE_QUERY
+    from vsparta.scenes.emoji_catalog import select
+    from vsparta.scenes.object_words import plural
+
+    page = (Path(__file__).parents[1] / "service" / "static" / "index.html").read_text(encoding="utf-8")
+    examples = [urllib.parse.unquote_plus(q) for q in re.findall(r'href="\?q=([^"]+)"', page)]
+    assert len(examples) >= 4 and EXAMPLE_QUERY in examples
+    words = {
+        w
+        for o in select(tuple(DEMO_GROUPS.split(",")))
+        for p in (*o.phrases, *o.categories)
+        for w in p.split()
+    }
+    words |= {plural(w) for w in words}
+    for query in examples:
+        assert set(query.split()) & words, query

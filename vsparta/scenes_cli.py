@@ -52,6 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=True,
         help="write vocabulary.json: the captions' word-pieces and document frequencies (default: on)",
     )
+    objects.add_argument(
+        "--groups",
+        default="",
+        help="comma-separated Unicode emoji groups/subgroups to draw objects from, as emoji-test.txt "
+        "names them ('food-fruit,animal-bird' or 'Food & Drink'; default: all seven)",
+    )
     objects.add_argument("--df-plot", type=Path, help="also plot the word-pieces' document-frequency curve")
     parser.add_argument(
         "--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bar (default: on)"
@@ -74,6 +80,7 @@ def _generate(args: argparse.Namespace) -> dict[str, Path]:
         args.out, counts, image_size=args.size, seed=args.seed, min_objects=args.min_objects,
         max_objects=args.max_objects, held_word_share=args.held_word_share,
         held_object_share=args.held_object_share, progress=args.progress,
+        groups=tuple(g.strip() for g in args.groups.split(",") if g.strip()),
     )  # fmt: skip
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -11,8 +13,9 @@ import pytest
 from PIL import Image
 
 from vsparta.cli import main
+from vsparta.demo import _scenes_argv
 from vsparta.model.manifest import ManifestRecord, read_manifest
-from vsparta.scenes.emoji_catalog import FONT_ENV, FONT_PACKAGE, catalog, glyph, normalise
+from vsparta.scenes.emoji_catalog import FONT_ENV, FONT_PACKAGE, catalog, glyph, normalise, select
 from vsparta.scenes.object_captions import CAPTIONS_PER_IMAGE, template_words
 from vsparta.scenes.object_render import MAX_OBJECTS
 from vsparta.scenes.object_words import NUMBER_WORDS, choose_vocabulary, counted, plural
@@ -20,6 +23,7 @@ from vsparta.scenes.objects import SPLITS, generate_object_scenes
 
 COUNTS = {"train": 40, "val": 8, "test": 12, "heldout_words": 15, "heldout_objects": 15}
 ARGS = {"image_size": 48, "seed": 3, "min_objects": 1, "max_objects": 5}
+DEMO_MIN_APPEARANCES = 30  # "dozens": the demo's 2,400 training scenes give 44-81 to each of its 65
 
 
 @pytest.fixture(scope="module")
@@ -176,3 +180,44 @@ def test_a_full_size_benchmark_has_over_1000_word_pieces(tmp_path: Path) -> None
     argv += ["--heldout-words", "0", "--heldout-objects", "0", "--size", "32", "--no-progress"]
     assert main(argv) == 0
     assert json.loads((out / "vocabulary.json").read_text())["all"]["distinct_word_pieces"] >= 1000
+
+
+def test_groups_restrict_the_catalog_to_unicode_subgroups(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    fruit = select(("food-fruit",))
+    assert "banana" in {o.name for o in fruit} and {o.subgroup for o in fruit} == {"food-fruit"}
+    assert {o.group for o in select(("Food & Drink",))} == {"Food & Drink"}
+    assert select(()) == catalog()
+    argv = [
+        "scenes",
+        "--kind",
+        "objects",
+        "--out",
+        str(tmp_path / "x"),
+        "--train",
+        "2",
+        "--groups",
+        "food-fruitt",
+    ]
+    assert main(argv) == 2
+    assert "unknown emoji group/subgroup 'food-fruitt'" in caplog.text
+    assert "Traceback" not in capsys.readouterr().err and not (tmp_path / "x" / "train.jsonl").exists()
+
+
+@pytest.mark.slow
+def test_the_demo_data_show_each_object_dozens_of_times(tmp_path: Path) -> None:
+    """The demo's model can only learn what its training scenes show often (issue 20 item 6)."""
+    from vsparta.demo import DEMO_GROUPS, add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--out", str(tmp_path), "--no-progress"])
+    argv = _scenes_argv(args, tmp_path / "scenes")
+    assert main(argv) == 0
+    chosen = {o.name for o in select(tuple(DEMO_GROUPS.split(",")))}
+    seen: Counter[str] = Counter()
+    for record in read_manifest(tmp_path / "scenes" / "train.jsonl"):
+        seen.update({o["name"] for o in record.metadata["objects"]})
+    assert set(seen) == chosen and len(chosen) <= 100
+    assert min(seen.values()) >= DEMO_MIN_APPEARANCES, seen.most_common()[-5:]
