@@ -260,8 +260,8 @@ def test_cli_unreachable_engine_is_a_clear_error(
     rc = main(
         ["index", str(image_folder), "--fake-encoder", "--backend", "http://127.0.0.1:9/x", "--workers", "0"]
     )
-    assert rc == 1
-    assert "could not be written" in caplog.text
+    assert rc == 3  # an unreachable engine: 3, as `vsparta search` (docs/architecture.md section 3)
+    assert "could not be written" in caplog.text and "not reachable" in caplog.text
 
 
 def test_cli_bad_model_is_one_sentence_and_leaves_no_index(
