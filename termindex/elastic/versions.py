@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -77,10 +78,25 @@ class VersionedAlias:
                 )
         if not self._version_names() and self._create_first_version():
             return True
+        if self._alias_appears():
+            return False  # another writer's first version: it is being created right now
         version = self._create_version()
         self._swap_alias(version, current=[])
         self._finish_version(version)
         return True
+
+    def _alias_appears(self, tries: int = 10, pause_s: float = 0.2) -> bool:
+        """Versions exist but the alias did not: either orphans (a deleted alias) or another writer's
+        first version, created with its alias in one request, read from a node whose cluster state
+        had the index and not yet the alias (a client that spreads requests over several nodes
+        sees that). Ask again for a moment before putting a second version behind the alias:
+        an alias over two versions has no write index and refuses every write."""
+        for _ in range(tries):
+            with errors("create"):
+                if self._client.indices.exists_alias(name=self.alias):
+                    return True
+            time.sleep(pause_s)
+        return False
 
     def _create_first_version(self) -> bool:
         """Create ``<alias>-v1`` and the alias in one request, so that jobs starting together
