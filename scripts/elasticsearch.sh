@@ -354,13 +354,15 @@ EOF
 answers() {
   local body
   # Elasticsearch 8.x's integ-test-zip lacks the rest-root module (no GET /): its health says
-  # cluster_name too (and OpenSearch, which always has GET /, is told apart there).
+  # cluster_name too. A starting OpenSearch node on busy cores may also miss GET /'s 3 s, so
+  # each answer is identified by its own content: OpenSearch names itself in GET /'s
+  # version.distribution and its health says discovered_cluster_manager; Elasticsearch has neither.
   body=$(curl -fsS --max-time 3 "$URL/" 2>/dev/null) ||
     body=$(curl -fsS --max-time 3 "$URL/_cluster/health" 2>/dev/null) || return 1
   [[ $body == *'"cluster_name"'* ]] || return 1
-  # OpenSearch names itself in version.distribution; Elasticsearch has no such field.
   local found=elasticsearch
   [[ $body =~ \"distribution\"[[:space:]]*:[[:space:]]*\"opensearch\" ]] && found=opensearch
+  [[ $body == *'"discovered_cluster_manager"'* ]] && found=opensearch
   [ "$found" = "$DISTRIBUTION" ] ||
     die "$URL answers, but it is $found, not $DISTRIBUTION: pick another --base-port"
 }
