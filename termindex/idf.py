@@ -28,6 +28,7 @@ Elasticsearch/OpenSearch count matches in one ``_msearch``, cached per index ver
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -69,8 +70,8 @@ class StatisticsCache:
     """Document frequencies of one index version, at most ``max_terms`` terms (least recently used
     go first), each at most ``max_age_s`` old (documents written into the same version move them).
 
-    A new ``version`` (the alias moved to a rebuilt index) empties it. Not thread-safe on its own:
-    one per engine handle, used from one event loop or under the caller's lock.
+    A new ``version`` (the alias moved to a rebuilt index) empties it. One per engine handle; a
+    lock keeps it whole when a synchronous handle is shared by threads.
     """
 
     def __init__(
@@ -84,49 +85,57 @@ class StatisticsCache:
         self.version: str | None = None
         self.n_docs = 0
         self._df: OrderedDict[int, tuple[int, float]] = OrderedDict()  # term -> (df, when)
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._df)
 
     def clear(self) -> None:
+        with self._lock:
+            self._clear()
+
+    def _clear(self) -> None:
         self.version = None
         self.n_docs = 0
         self._df.clear()
 
     def seen_version(self, version: str) -> None:
         """A search answered from ``version``: forget everything if it is not the cached one."""
-        if self.version is not None and version != self.version:
-            self.clear()
+        with self._lock:
+            if self.version is not None and version != self.version:
+                self._clear()
 
     def missing(self, ids: Iterable[int]) -> list[int]:
         """The ids to ask the engine for (absent or too old), ascending."""
         now = self._clock()
-        out = []
-        for t in sorted(set(ids)):
-            entry = self._df.get(t)
-            if entry is None or now - entry[1] > self.max_age_s:
-                out.append(t)
-        return out
+        with self._lock:
+            return [
+                t
+                for t in sorted(set(ids))
+                if (entry := self._df.get(t)) is None or now - entry[1] > self.max_age_s
+            ]
 
     def store(self, version: str, n_docs: int, df: Mapping[int, int]) -> None:
         """Fresh counts from ``version`` (which empties the cache when it is a new one)."""
-        if version != self.version:
-            self.clear()
-            self.version = version
-        self.n_docs = int(n_docs)
         now = self._clock()
-        for t, d in df.items():
-            self._df[t] = (int(d), now)
-            self._df.move_to_end(t)
-        while len(self._df) > self.max_terms:
-            self._df.popitem(last=False)
+        with self._lock:
+            if version != self.version:
+                self._clear()
+                self.version = version
+            self.n_docs = int(n_docs)
+            for t, d in df.items():
+                self._df[t] = (int(d), now)
+                self._df.move_to_end(t)
+            while len(self._df) > self.max_terms:
+                self._df.popitem(last=False)
 
     def statistics(self, ids: Iterable[int]) -> TermStatistics:
         """The cached numbers for ``ids`` (call ``missing`` and ``store`` first)."""
         df = {}
-        for t in set(ids):
-            entry = self._df.get(t)
-            if entry is not None:
-                df[t] = entry[0]
-                self._df.move_to_end(t)
-        return TermStatistics(self.n_docs, df, self.version or "")
+        with self._lock:
+            for t in set(ids):
+                entry = self._df.get(t)
+                if entry is not None:
+                    df[t] = entry[0]
+                    self._df.move_to_end(t)
+            return TermStatistics(self.n_docs, df, self.version or "")
