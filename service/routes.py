@@ -226,12 +226,13 @@ def build_router(settings: ServiceSettings) -> APIRouter:
         tags=["operations"],
         summary="Readiness: engine reachable and index present",
     )
-    async def ready(engine: EngineDep, settings: SettingsDep) -> Any:
+    async def ready(engine: EngineDep, settings: SettingsDep, pipeline: PipelineDep) -> Any:
         ok, detail = await engine.ready()
+        weighting = pipeline.weighting.name
         if ok:
-            return {"status": "ready", "detail": detail}
+            return {"status": "ready", "detail": detail, "query_weights": weighting}
         return Response(
-            Ready(status="not ready", detail=detail).model_dump_json(),
+            Ready(status="not ready", detail=detail, query_weights=weighting).model_dump_json(),
             status_code=503,
             media_type="application/json",
             headers={"Retry-After": str(settings.retry_after_s)},
