@@ -5,7 +5,8 @@ NAME=MANIFEST``: test, held-out words, held-out objects) with both query weighti
 (``termindex.idf``): ``counts`` (the paper's rule) and ``idf`` (count x the token's IDF over the
 evaluated images, what ``vsparta serve --query-weights idf`` computes from its index). Same
 documents, same queries, same run: only the query weights differ, so the difference is the
-weighting's. Writes ``docs/query-weights.md`` and ``.json``.
+weighting's. Writes ``query-weights.md`` and ``.json`` into ``--out-dir`` (default
+``docs/query-weights``); the findings are summed up in the docs page of the same name.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top-n", default="natural", help="top-n cut of each image's terms (natural)")
     parser.add_argument("--device", default="cpu", help="cpu (default), cuda, auto")
     parser.add_argument("--threads", type=int, help="torch CPU threads")
-    parser.add_argument("--out-dir", type=Path, default=Path("docs"), help="query-weights.md/.json go here")
+    parser.add_argument(
+        "--out-dir", type=Path, default=Path("docs/query-weights"), help="query-weights.md/.json go here"
+    )
     parser.add_argument("--no-write", action="store_true", help="print only")
 
 
@@ -75,7 +78,7 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
             )  # fmt: skip
             for row in report.rows:
                 if row["model"] == "VisualSparta":
-                    out.append({"model": name, "folder": str(folder), "split": split, **row})
+                    out.append({**row, "model": name, "folder": str(folder), "split": split})
             log.info("%s on %s: %.0f s", name, split, time.perf_counter() - t0)
     return out
 
