@@ -77,7 +77,9 @@ class _Out(BaseModel):
 class MatchedTerm(_Out):
     token: str = Field(description="Word-piece as it appears in the vocabulary.")
     weight: float = Field(description="The image's weight for this token (CACHE(w, v) in the paper).")
-    contribution: float = Field(description=f"This token's part of the score: boost * {SATURATION}.")
+    contribution: float = Field(
+        description=f"This token's part of the score: its query weight (`query_weights`) * {SATURATION}."
+    )
 
 
 class MatchedWord(_Out):
