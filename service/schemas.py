@@ -190,7 +190,9 @@ class Health(_Out):
 class Ready(_Out):
     status: str
     detail: str
-    query_weights: str | None = Field(None, description="The weighting text queries get: counts or idf.")
+    query_weights: str | None = Field(
+        None, description="When ready: the weighting text queries get, counts or idf (`--query-weights`)."
+    )
 
 
 def _integral(value: Any) -> Any:
