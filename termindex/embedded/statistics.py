@@ -19,6 +19,7 @@ import numpy as np
 
 from vsparta.termindex.base import TermStatistics
 from vsparta.termindex.embedded.format import Segment
+from vsparta.termindex.errors import InvalidQuery
 
 
 def segment_df(seg: Segment, term: int) -> int:
@@ -47,7 +48,10 @@ class SegmentCounts:
         self, segments: Sequence[Segment], term_ids: Iterable[int], version: str
     ) -> TermStatistics:
         df: dict[int, int] = {}
-        for t in sorted(set(int(t) for t in term_ids)):
+        ids = sorted({int(t) for t in term_ids})
+        if ids and ids[0] < 0:
+            raise InvalidQuery("vocabulary ids are non-negative integers")
+        for t in ids:
             total = 0
             for seg in segments:
                 key = (seg.name, t)

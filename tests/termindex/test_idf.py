@@ -10,6 +10,7 @@ import pytest
 
 from vsparta.termindex.base import MAX_QUERY_WEIGHT, TermDocument, TermStatistics
 from vsparta.termindex.embedded.index import EmbeddedIndex
+from vsparta.termindex.errors import InvalidQuery
 from vsparta.termindex.idf import StatisticsCache, idf_array, idf_weights, weigh_counts
 from vsparta.termindex.oracle import BruteForceOracle, random_documents, random_queries, round_like_embedded
 
@@ -94,6 +95,8 @@ def test_embedded_statistics_are_the_true_document_frequencies(index: EmbeddedIn
     assert stats.version == f"generation {index.generation}"
     dense = max(df, key=df.get)  # the commonest term: dense runs at block_size 256
     assert index.term_statistics([dense]).df[dense] == df[dense] > 128
+    with pytest.raises(InvalidQuery):
+        index.term_statistics([-1])
 
 
 def test_embedded_statistics_follow_a_new_generation(tmp_path, docs) -> None:
