@@ -1,4 +1,5 @@
-"""``vsparta bench``: ``engines`` (engines vs peers vs the paper), ``topn`` and ``indexing``.
+"""``vsparta bench``: ``engines`` (engines vs peers vs the paper), ``topn``, ``quality``,
+``query-weights`` and ``indexing``.
 
 ``vsparta bench engines --quick`` finishes in minutes; ``vsparta bench engines`` is the full sweep
 (1K, 5K, 113K, 1M images). Both print the table and write ``docs/benchmarks.md``, ``.png``, ``.json``.
@@ -112,6 +113,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     importlib.import_module("vsparta.bench.topn").add_arguments(topn)
     quality = sub.add_parser("quality", help="R@1 vs terms per image, VisualSparta vs dense")
     importlib.import_module("vsparta.bench.quality").add_arguments(quality)
+    weights = sub.add_parser("query-weights", help="trained models' recall with counts vs IDF query weights")
+    importlib.import_module("vsparta.bench.query_weights").add_arguments(weights)
     load = sub.add_parser("embedded-load", help="embedded engine: merge policy write amplification")
     importlib.import_module("vsparta.bench.embedded_load").add_arguments(load)
     idx = sub.add_parser("indexing", help="indexing throughput (bench/indexing.py, by the indexer)")
@@ -123,9 +126,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     task = getattr(args, "bench_task", None)
-    if task not in {"engines", "topn", "quality", "indexing", "embedded-load"}:
+    if task not in {"engines", "topn", "quality", "query-weights", "indexing", "embedded-load"}:
         log.error(
-            "choose a task: `vsparta bench engines [--quick]`, `topn`, `quality`, `indexing`, `embedded-load`"
+            "choose a task: `vsparta bench engines [--quick]`, `topn`, `quality`, `query-weights`, "
+            "`indexing`, `embedded-load`"
         )
         return 2
     if getattr(args, "model", None):  # the tokenizer of --term-docs and the service rows
@@ -135,8 +139,9 @@ def run(args: argparse.Namespace) -> int:
             return int(importlib.import_module("vsparta.bench.indexing").run(args) or 0)
         if task == "embedded-load":
             return int(importlib.import_module("vsparta.bench.embedded_load").run(args) or 0)
-        if task in {"topn", "quality"}:
-            return int(importlib.import_module(f"vsparta.bench.{task}").run(args) or 0)
+        if task in {"topn", "quality", "query-weights"}:
+            module = f"vsparta.bench.{task.replace('-', '_')}"
+            return int(importlib.import_module(module).run(args) or 0)
         return _run_engines(args)
     except ValueError as e:
         log.error("%s", e)

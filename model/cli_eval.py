@@ -31,6 +31,18 @@ def _top_n(text: str) -> list[int | str | None]:
     return out
 
 
+def _query_weights(text: str) -> list[str]:
+    from vsparta.termindex.idf import WEIGHTINGS
+
+    out = [part.strip().lower() for part in text.split(",") if part.strip()]
+    bad = [part for part in out if part not in WEIGHTINGS]
+    if not out or bad:
+        raise argparse.ArgumentTypeError(
+            f"query weights are a comma list of {', '.join(WEIGHTINGS)}, got {text!r}"
+        )
+    return list(dict.fromkeys(out))
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--manifest",
@@ -48,6 +60,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="50,100,300,1000,natural,all",
         help="comma list; 'natural' = the model's positive terms capped like `vsparta index` "
         "(config top_n, default 1000); 'all' = every positive term",
+    )
+    parser.add_argument(
+        "--query-weights",
+        type=_query_weights,
+        default="counts",
+        help="VisualSparta rows per query weighting, comma list: 'counts' (each token weighs how often "
+        "it occurs, the paper's rule) and/or 'idf' (count x the token's IDF over the evaluated images, "
+        "as `vsparta serve --query-weights idf` does over the index)",
     )
     parser.add_argument("--batch-size", type=int, default=64, help="images per encode batch")
     parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda, cuda:1 ...")
@@ -110,6 +130,11 @@ def run(args: argparse.Namespace) -> int:
             time_queries=args.time_queries,
             seed=args.seed,
             progress=args.progress,
+            query_weights=(
+                args.query_weights
+                if isinstance(args.query_weights, list)
+                else _query_weights(args.query_weights)
+            ),
         )
     except (ValueError, FileNotFoundError) as exc:
         log.error("%s", exc)

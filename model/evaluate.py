@@ -26,6 +26,7 @@ from vsparta.model.metrics import caption_relevance, ndcg_at_k, recall_at_k
 from vsparta.model.modeling import VisualSpartaModel
 from vsparta.model.progress import progress_bar
 from vsparta.model.topn import select_top_terms, to_csr
+from vsparta.termindex.idf import COUNTS, IDF, WEIGHTINGS, weigh_counts
 from vsparta.termindex.saturation import saturate_array
 
 log = logging.getLogger(__name__)
@@ -127,6 +128,23 @@ def query_matrix(queries: Queries, vocab_size: int) -> sp.csr_matrix:
     m = sp.csr_matrix((data, (rows, cols)), shape=(len(queries.token_ids), vocab_size))
     m.sum_duplicates()
     return m
+
+
+def document_frequencies(terms: sp.csr_matrix) -> np.ndarray:
+    """``[V]`` images holding each term in ``terms`` (``[V, N]``): an index's df."""
+    return np.asarray((terms != 0).sum(axis=1)).ravel()
+
+
+def weighted_queries(qmat: sp.csr_matrix, terms: sp.csr_matrix, weighting: str) -> sp.csr_matrix:
+    """The query matrix as the service would send it under ``weighting`` (``termindex.idf``):
+    ``counts`` as is, ``idf`` each count times the token's IDF over ``terms`` (the index searched)."""
+    if weighting == COUNTS:
+        return qmat
+    if weighting != IDF:
+        raise ValueError(f"query weights: one of {', '.join(WEIGHTINGS)}, got {weighting!r}")
+    out = qmat.copy()
+    out.data = weigh_counts(out.data, document_frequencies(terms)[out.indices], terms.shape[1])
+    return out
 
 
 def sparse_scores(terms: sp.csr_matrix, qmat: sp.csr_matrix) -> np.ndarray:
@@ -296,8 +314,13 @@ def evaluate(
     time_queries: int = 500,
     seed: int = 0,
     progress: bool = False,
+    query_weights: Sequence[str] = (COUNTS,),
 ) -> EvalReport:
-    """All rows of the report: VisualSparta at each top-n, the dense baseline, random."""
+    """All rows of the report: VisualSparta at each top-n (one row per ``query_weights``: counts,
+    idf), the dense baseline, random."""
+    for weighting in query_weights:
+        if weighting not in WEIGHTINGS:
+            raise ValueError(f"query weights: one of {', '.join(WEIGHTINGS)}, got {weighting!r}")
     records = [r for r in records if r.captions]
     if len(records) < 2:
         raise ValueError("evaluation needs at least 2 images with captions")
@@ -328,14 +351,16 @@ def evaluate(
             if isinstance(cut, str):
                 raise ValueError(f"top-n: positive integers, {NATURAL!r} or None (all), got {cut!r}")
             terms = images.term_matrix(cut)
-            scores = sparse_scores(terms, qmat)
             ms = time_sparse_queries(terms, queries, qtok.query_weights, 10, time_queries)
-            row = _row("VisualSparta", top_n or "all", scores, queries, n, 0.0, ms)
-            row["positive_terms_per_image"] = images.positive_terms()
-            row["ndcg@25"] = ndcg_at_k(scores[ndcg_rows], relevance, 25)
-            row["terms_per_image"] = float(terms.nnz / n)
-            row["postings_per_query"] = postings_per_query(terms, qmat)
-            report.rows.append(row)
+            for weighting in query_weights:
+                scores = sparse_scores(terms, weighted_queries(qmat, terms, weighting))
+                row = _row("VisualSparta", top_n or "all", scores, queries, n, 0.0, ms)
+                row["query_weights"] = weighting
+                row["positive_terms_per_image"] = images.positive_terms()
+                row["ndcg@25"] = ndcg_at_k(scores[ndcg_rows], relevance, 25)
+                row["terms_per_image"] = float(terms.nnz / n)
+                row["postings_per_query"] = postings_per_query(terms, qmat)
+                report.rows.append(row)
 
     if dense is not None:
         dense.to(device).eval()
@@ -360,14 +385,14 @@ def evaluate(
 def postings_per_query(terms: sp.csr_matrix, qmat: sp.csr_matrix) -> float:
     """Mean postings an inverted index over ``terms`` (``[V, N]``) reads per query (``qmat``,
     ``[Q, V]``): the sum of its tokens' document frequencies (what an engine's work grows with)."""
-    df = np.asarray((terms != 0).sum(axis=1)).ravel().astype(np.float64)
+    df = document_frequencies(terms).astype(np.float64)
     return float(((qmat != 0).astype(np.float64) @ df).mean()) if qmat.shape[0] else 0.0
 
 
 def format_table(report: EvalReport) -> str:
     """A plain-text table: one row per model / top-n, recall on each image set, NDCG@25, ms/query."""
     sets = list(report.rows[0]["recall"]) if report.rows else []
-    head = ["model", "top-n", "terms/img"]
+    head = ["model", "top-n", "weights", "terms/img"]
     for s in sets:
         head += [f"R@1 ({s})", f"R@5 ({s})", f"R@10 ({s})"]
     head += ["NDCG@25", "ms/query"]
@@ -376,6 +401,7 @@ def format_table(report: EvalReport) -> str:
         cells = [
             row["model"],
             str(row["top_n"]),
+            row.get("query_weights", "-"),
             f"{row['terms_per_image']:.0f}" if "terms_per_image" in row else "-",
         ]
         for s in sets:

@@ -19,7 +19,7 @@ from vsparta.service.metrics import ServiceMetrics
 from vsparta.service.middleware import BodyLimitMiddleware, MetricsMiddleware
 from vsparta.service.outage import DropClientFailures, OutageLog, client_loggers
 from vsparta.service.routes import STATIC_DIR, build_router
-from vsparta.service.search import QueryWeighting, Reranker, SearchPipeline, term_counts
+from vsparta.service.search import QueryWeighting, Reranker, SearchPipeline, Weighting
 from vsparta.service.settings import ServiceSettings
 from vsparta.termindex.saturation import TEXT as SATURATION
 
@@ -28,19 +28,22 @@ log = logging.getLogger(__name__)
 DESCRIPTION = f"""
 Text-to-image search with VisualSparta: every image was turned offline into a weighted bag of
 word-pieces; a query is only tokenized (no neural network runs here) and matched on an inverted
-index. Score = sum over query tokens of {SATURATION} (weight: the token's in the image).
+index. Score = sum over query tokens of query weight x {SATURATION} (weight: the token's in the
+image; query weight: how often the token occurs in the query, or with `--query-weights idf` that
+count x the token's inverse document frequency in the index; each response says which and lists them).
 """
 
 
 def create_app(
     settings: ServiceSettings,
     *,
-    weighting: QueryWeighting = term_counts,
+    weighting: Weighting | QueryWeighting | None = None,
     reranker: Reranker | None = None,
 ) -> FastAPI:
     """A new app with its own metrics registry; the lifespan opens the tokenizer and engine.
 
-    ``weighting`` and ``reranker`` are the search pipeline's hooks (``vsparta.service.search``).
+    ``weighting`` and ``reranker`` are the search pipeline's hooks (``vsparta.service.search``);
+    without ``weighting``, the settings' ``query_weights`` (counts or idf) chooses it.
     """
     outage = OutageLog()
 
@@ -56,7 +59,7 @@ def create_app(
         app.state.pipeline = SearchPipeline(
             app.state.tokenizer,
             settings.image_roots,
-            weighting=weighting,
+            weighting=settings.query_weights if weighting is None else weighting,
             reranker=reranker,
             stage=app.state.metrics.stage,
         )

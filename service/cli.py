@@ -32,6 +32,13 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="saved model folder with tokenizer.json (env VSPARTA_MODEL_PATH)",
     )
+    parser.add_argument(
+        "--query-weights",
+        choices=["counts", "idf"],
+        help="weight of each query token: counts (how often it occurs; the default) or idf (count x its "
+        "inverse document frequency in the index, so 'a' and 'the' weigh little) "
+        "(env VSPARTA_QUERY_WEIGHTS)",
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,7 +74,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-SETTING_FLAGS = ("backend", "model_path", "image_roots", "max_k", "engine_timeout_s", "cors_origins")
+SETTING_FLAGS = (
+    "backend",
+    "model_path",
+    "image_roots",
+    "max_k",
+    "engine_timeout_s",
+    "cors_origins",
+    "query_weights",
+)
 FLAG_NAMES = {
     "backend": "--backend",
     "model_path": "--model",
@@ -75,6 +90,7 @@ FLAG_NAMES = {
     "max_k": "--max-k",
     "engine_timeout_s": "--engine-timeout",
     "cors_origins": "--cors-origin",
+    "query_weights": "--query-weights",
     "thumbnail_cache_dir": "--thumbnail-cache",
 }
 

@@ -45,6 +45,9 @@ def format_table(response: dict[str, Any], explain: bool, images: list[str]) -> 
     """
     results = response["results"]
     head = f"query tokens: {' '.join(response['query_tokens'])}  ({response['took_ms']:.1f} ms)"
+    if response.get("query_weighting") not in (None, "counts"):  # the weights each contribution used
+        weights = ", ".join(f"{w['token']} {w['weight']:.3g}" for w in response.get("query_weights") or [])
+        head += f"  weights ({response['query_weighting']}): {weights}"
     if not results:
         return head + "\nno results\n"
     id_w = max(2, *(len(r["id"]) for r in results))
@@ -75,7 +78,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     tokenizer = QueryTokenizer.from_pretrained(
         checked_model_path(args, settings), max_tokens=settings.max_query_tokens
     )
-    pipeline = SearchPipeline(tokenizer, settings.image_roots)
+    pipeline = SearchPipeline(tokenizer, settings.image_roots, weighting=settings.query_weights)
     query = SearchQuery(text=args.query, k=args.k, view=ResultView(explain=args.explain))
     try:
         with open_index(settings.backend) as index:

@@ -13,13 +13,14 @@ import contextlib
 import functools
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import anyio.to_thread
 
 from vsparta.service.outage import OutageLog
 from vsparta.termindex import Hit, TermDocument, TermIndex, heaviest_terms, parse_spec
+from vsparta.termindex.base import TermStatistics
 from vsparta.termindex.errors import (
     DocumentNotFound,
     EngineUnavailable,
@@ -77,6 +78,10 @@ class ServiceEngine(ABC):
 
     @abstractmethod
     async def count(self) -> int: ...
+
+    @abstractmethod
+    async def term_statistics(self, term_ids: Sequence[int]) -> TermStatistics:
+        """Document count and frequencies of ``term_ids`` (query-side IDF weights)."""
 
     async def ready(self) -> tuple[bool, str]:
         """(ready?, reason): reachable and the index exists. The reason is for clients: the log
@@ -193,6 +198,9 @@ class ThreadedEngine(ServiceEngine):
     async def count(self) -> int:
         return await self._call("count", "count")
 
+    async def term_statistics(self, term_ids: Sequence[int]) -> TermStatistics:
+        return await self._call("term statistics", "term_statistics", list(term_ids))
+
     async def close(self) -> None:
         if self._opening is not None and not self._opening.done():
             with contextlib.suppress(BaseException):
@@ -225,6 +233,9 @@ class AsyncIndexEngine(ServiceEngine):
 
     async def count(self) -> int:
         return await self._bounded(lambda: self._client.count(), "count")
+
+    async def term_statistics(self, term_ids: Sequence[int]) -> TermStatistics:
+        return await self._bounded(lambda: self._client.term_statistics(list(term_ids)), "term statistics")
 
     async def ready(self) -> tuple[bool, str]:
         """Also the cluster's health: red (a shard without any copy) is not ready."""

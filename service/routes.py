@@ -226,12 +226,12 @@ def build_router(settings: ServiceSettings) -> APIRouter:
         tags=["operations"],
         summary="Readiness: engine reachable and index present",
     )
-    async def ready(engine: EngineDep, settings: SettingsDep) -> Any:
+    async def ready(engine: EngineDep, settings: SettingsDep, pipeline: PipelineDep) -> Any:
         ok, detail = await engine.ready()
-        if ok:
-            return {"status": "ready", "detail": detail}
+        if ok:  # a ready service also says how it weighs query words (counts or idf)
+            return {"status": "ready", "detail": detail, "query_weights": pipeline.weighting.name}
         return Response(
-            Ready(status="not ready", detail=detail).model_dump_json(),
+            Ready(status="not ready", detail=detail).model_dump_json(exclude_none=True),
             status_code=503,
             media_type="application/json",
             headers={"Retry-After": str(settings.retry_after_s)},

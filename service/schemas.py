@@ -77,7 +77,9 @@ class _Out(BaseModel):
 class MatchedTerm(_Out):
     token: str = Field(description="Word-piece as it appears in the vocabulary.")
     weight: float = Field(description="The image's weight for this token (CACHE(w, v) in the paper).")
-    contribution: float = Field(description=f"This token's part of the score: boost * {SATURATION}.")
+    contribution: float = Field(
+        description=f"This token's part of the score: its query weight (`query_weights`) * {SATURATION}."
+    )
 
 
 class MatchedWord(_Out):
@@ -112,6 +114,13 @@ class ImageRef(_Out):
     thumbnail_url: str | None = Field(None, description=_THUMB_URL)
 
 
+class TokenWeight(_Out):
+    token: str = Field(description="A query token (each distinct one once, in query order).")
+    weight: float = Field(
+        description="The weight it was searched with: the boost each matched contribution multiplies."
+    )
+
+
 class SearchResponse(_Out):
     results: list[SearchResult]
     query_tokens: list[str] = Field(description="The tokens searched for, in query order.")
@@ -119,6 +128,15 @@ class SearchResponse(_Out):
         description="What was searched for as words a person reads: the query's words, or, for "
         "more like this, the image's heaviest words."
     )
+    query_weighting: str | None = Field(
+        None,
+        description="How the query's tokens were weighted: `counts` (how often each occurs, the paper's "
+        "rule), `idf` (count x the token's inverse document frequency in the index: "
+        "ln(1 + (N - df + 0.5) / (df + 0.5)), so words most images have, such as 'a', weigh little), "
+        "`terms` (explicit weights) or `similar` (an image's heaviest terms); the service's "
+        "`--query-weights` / VSPARTA_QUERY_WEIGHTS choose between counts and idf.",
+    )
+    query_weights: list[TokenWeight] | None = Field(None, description="The weight of each query token.")
     similar_to: ImageRef | None = Field(None, description="More like this: the image the results are like.")
     took_ms: float = Field(ge=0, description="Time spent in the handler, milliseconds.")
 
@@ -139,6 +157,8 @@ class SearchResponse(_Out):
                     ],
                     "query_tokens": ["red", "circle"],
                     "query_words": ["red", "circle"],
+                    "query_weighting": "counts",
+                    "query_weights": [{"token": "red", "weight": 1.0}, {"token": "circle", "weight": 1.0}],
                     "took_ms": 1.8,
                 }
             ]
@@ -170,6 +190,9 @@ class Health(_Out):
 class Ready(_Out):
     status: str
     detail: str
+    query_weights: str | None = Field(
+        None, description="When ready: the weighting text queries get, counts or idf (`--query-weights`)."
+    )
 
 
 def _integral(value: Any) -> Any:

@@ -5,10 +5,13 @@ built in one place and a new stage is added once. Each step is a method or a hoo
 
 - **parse** (``SearchQuery``): what was asked, already checked against the schema's limits.
 - **tokenize and weight** (``SearchPipeline.weigh``): a text becomes vocabulary ids with their
-  counts, then ``QueryWeighting`` turns counts into the weights the engine is sent. The default
-  keeps the counts (``term_counts``); a query-side weighting (e.g. IDF from the index's
-  statistics) is a ``QueryWeighting`` given to ``SearchPipeline``/``create_app``, nothing else
-  changes. Explicit ``terms`` are the client's own weights and are not re-weighted.
+  counts, then a ``Weighting`` turns counts into the weights the engine is sent: ``counts`` (the
+  default, the paper's rule: ``term_counts``) or ``idf`` (count x the token's IDF from the index's
+  own document frequencies, ``termindex.idf``; the engine is asked for them first:
+  ``Retriever.term_statistics``, cached per index version by the engines that need a request). Any
+  ``QueryWeighting`` function can be given to ``SearchPipeline``/``create_app`` instead. Explicit
+  ``terms`` are the client's own weights and are not re-weighted. The response names the weighting
+  and lists the weights sent, so a reader can tell how each contribution came about.
 - **retrieve**: any ``Retriever`` (the service's async engines; ``SyncRetriever`` wraps a
   ``TermIndex`` for the command line).
 - **re-rank**: an optional ``Reranker``; none by default.
@@ -32,6 +35,8 @@ from vsparta.service.images import resolve_image
 from vsparta.service.results import ResultView, caption_words, hit_to_result, image_fields, similar_words
 from vsparta.service.words import Word, words_of
 from vsparta.termindex import Hit, TermDocument, TermIndex, heaviest_terms
+from vsparta.termindex.base import TermStatistics
+from vsparta.termindex.idf import COUNTS, IDF, WEIGHTINGS, idf_weights
 
 
 class QueryError(ValueError):
@@ -64,14 +69,15 @@ class WeightedQuery:
     tokens: list[str]
     words: list[Word]
     query_words: list[str]
+    weighting: str = COUNTS  # how ``weights`` were made: a Weighting's name, "terms", "similar"
 
 
 class QueryWeighting(Protocol):
     """Token counts of a text query -> the weights the engine is sent (the clause boosts).
 
-    Must keep every weight finite and in (0, ``MAX_QUERY_WEIGHT``]; it may drop ids. It runs on the
-    event loop for every text query, so one that needs the index's statistics (document
-    frequencies for an IDF) reads them once, before ``create_app`` or on its first call, not per query.
+    Must keep every weight finite and in (0, ``MAX_QUERY_WEIGHT``]; it may drop ids. A plain
+    function needs nothing but the counts; one that needs the index's statistics is a ``Weighting``
+    with ``statistics=True``.
     """
 
     def __call__(self, counts: Mapping[int, float]) -> dict[int, float]: ...
@@ -80,6 +86,43 @@ class QueryWeighting(Protocol):
 def term_counts(counts: Mapping[int, float]) -> dict[int, float]:
     """The default weighting: a token's weight is how often the query has it (the paper's rule)."""
     return dict(counts)
+
+
+@dataclass(frozen=True)
+class Weighting:
+    """A named query weighting. ``statistics``: ``weigh`` gets the index's document frequencies of
+    the query's tokens (``TermStatistics``), else None."""
+
+    name: str
+    weigh: Callable[[Mapping[int, float], TermStatistics | None], dict[int, float]]
+    statistics: bool = False
+
+
+def _idf(counts: Mapping[int, float], stats: TermStatistics | None) -> dict[int, float]:
+    if stats is None:
+        raise ValueError("idf weights need the index's term statistics")
+    return idf_weights(counts, stats)
+
+
+def weighting_named(name: str) -> Weighting:
+    """``counts`` or ``idf`` (``termindex.idf.WEIGHTINGS``: what ``--query-weights`` takes)."""
+    if name == COUNTS:
+        return Weighting(COUNTS, lambda counts, _: term_counts(counts))
+    if name == IDF:
+        return Weighting(IDF, _idf, statistics=True)
+    raise ValueError(f"query weights: one of {', '.join(WEIGHTINGS)}, got {name!r}")
+
+
+def as_weighting(weighting: Weighting | QueryWeighting | str) -> Weighting:
+    """A ``Weighting`` from a name, a ``Weighting`` or a plain ``QueryWeighting`` function."""
+    if isinstance(weighting, Weighting):
+        return weighting
+    if isinstance(weighting, str):
+        return weighting_named(weighting)
+    if weighting is term_counts:
+        return weighting_named(COUNTS)
+    fn = weighting
+    return Weighting(getattr(fn, "__name__", "custom"), lambda counts, _: fn(counts))
 
 
 class Reranker(Protocol):
@@ -97,6 +140,8 @@ class Retriever(Protocol):
 
     async def similar(self, doc_id: str, k: int, n_terms: int, explain: bool) -> list[Hit]: ...
 
+    async def term_statistics(self, term_ids: Sequence[int]) -> TermStatistics: ...
+
 
 class SyncRetriever:
     """A synchronous ``TermIndex`` as a ``Retriever``, for the one-shot command line."""
@@ -109,6 +154,9 @@ class SyncRetriever:
 
     async def similar(self, doc_id: str, k: int, n_terms: int, explain: bool) -> list[Hit]:
         return self._index.similar(doc_id, k=k, n_terms=n_terms, explain=explain)
+
+    async def term_statistics(self, term_ids: Sequence[int]) -> TermStatistics:
+        return self._index.term_statistics(term_ids)
 
 
 @dataclass
@@ -144,26 +192,32 @@ class SearchPipeline:
         tokenizer: QueryTokenizer,
         image_roots: Sequence[Path] = (),
         *,
-        weighting: QueryWeighting = term_counts,
+        weighting: Weighting | QueryWeighting | str = term_counts,
         reranker: Reranker | None = None,
         stage: Stage = _no_stage,
     ) -> None:
         self.tokenizer = tokenizer
         self.image_roots = list(image_roots)
-        self.weighting = weighting
+        self.weighting = as_weighting(weighting)
         self.reranker = reranker
         self.stage = stage
 
     # ---- tokenize and weight -----------------------------------------------------------------
-    def weigh(self, query: SearchQuery) -> WeightedQuery:
-        """The engine query of a parsed search; ``QueryError`` for one that has nothing to search."""
+    async def weigh(self, query: SearchQuery, engine: Retriever) -> WeightedQuery:
+        """The engine query of a parsed search; ``QueryError`` for one that has nothing to search.
+        A weighting that needs statistics asks ``engine`` for its tokens' document frequencies."""
         if query.text is not None:
             counts, tokens = query_from_text(query.text, self.tokenizer)
             if not counts:
                 raise QueryError(
                     [(("body", "query"), "query has no searchable words (none in the vocabulary)")]
                 )
-            weights = self.weighting(counts)
+            stats = None
+            if self.weighting.statistics:
+                with self.stage("statistics"):
+                    stats = await engine.term_statistics(sorted(counts))
+            weights = self.weighting.weigh(counts, stats)
+            how = self.weighting.name
         else:
             terms = dict(query.terms or {})
             unknown = [t for t in terms if self.tokenizer.token_to_id(t) is None]
@@ -176,8 +230,9 @@ class SearchPipeline:
                 )
             weights = self.tokenizer.terms_to_ids(terms)
             tokens = list(terms)
+            how = "terms"
         words = words_of(tokens)
-        return WeightedQuery(weights, tokens, words, [w.text for w in words])
+        return WeightedQuery(weights, tokens, words, [w.text for w in words], how)
 
     def similar_query(self, doc: TermDocument, n_terms: int) -> WeightedQuery:
         """A "more like this" query as people read it: the image's heaviest terms, named by its captions."""
@@ -187,6 +242,7 @@ class SearchPipeline:
             [self.tokenizer.id_to_token(t) for t, _ in top],
             caption_words(doc.metadata, self.tokenizer),
             similar_words(top, doc.metadata, self.tokenizer),
+            "similar",
         )
 
     # ---- the whole path ------------------------------------------------------------------------
@@ -195,7 +251,7 @@ class SearchPipeline:
         start = time.perf_counter()
         with self.stage("total"):
             with self.stage("tokenize"):
-                weighted = self.weigh(query)
+                weighted = await self.weigh(query, engine)
             depth = self.reranker.candidates(query.k) if self.reranker else query.k
             with self.stage("engine"):
                 hits = await engine.search(weighted.weights, k=depth, explain=query.view.explain)
@@ -243,6 +299,10 @@ class SearchPipeline:
             ],
             "query_tokens": weighted.tokens,
             "query_words": weighted.query_words,
+            "query_weighting": weighted.weighting,
+            "query_weights": [
+                {"token": self.tokenizer.id_to_token(t), "weight": w} for t, w in weighted.weights.items()
+            ],
         }
 
     @staticmethod

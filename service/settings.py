@@ -61,6 +61,12 @@ class ServiceSettings(BaseSettings):
     thumbnail_cache_dir: Path | None = Field(
         None, description="Where JPEG thumbnails are cached; a temporary folder when unset."
     )
+    query_weights: Literal["counts", "idf"] = Field(
+        "counts",
+        description="How a text query's tokens are weighted: `counts` (how often each occurs, the "
+        "paper's rule) or `idf` (count x the token's inverse document frequency in the index, from "
+        "the engine's own statistics; words most images have, such as 'a', then weigh little).",
+    )
     setup_errors: Literal["exit", "not-ready"] = Field(
         "exit",
         description="A wrong model or images folder: `exit` (a CLI mistake, exit 2) or `not-ready` "

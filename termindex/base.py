@@ -69,6 +69,19 @@ class TermDocument:
 
 
 @dataclass(frozen=True)
+class TermStatistics:
+    """What an index knows about some terms: ``n_docs`` documents, ``df[t]`` of them hold term t.
+
+    ``version`` names the state the numbers come from (an index version, a segment set), so a
+    cache can tell when they went stale. Query-side IDF weights are built from it (``termindex.idf``).
+    """
+
+    n_docs: int
+    df: Mapping[int, int]
+    version: str = ""
+
+
+@dataclass(frozen=True)
 class Hit:
     """One search result. ``contributions`` maps matched vocabulary id -> (weight, score part)."""
 
@@ -215,6 +228,11 @@ class TermIndex(ABC):
     @abstractmethod
     def search(self, query: Mapping[int, float], k: int = 10, explain: bool = False) -> list[Hit]:
         """Top-k documents by ``score``, best first; ties broken by id ascending."""
+
+    def term_statistics(self, term_ids: Iterable[int]) -> TermStatistics:
+        """How many documents the index holds, and how many hold each of ``term_ids``: the engine's
+        own statistics, for query-side IDF weights (``termindex.idf``)."""
+        raise NotImplementedError(f"{type(self).__name__} keeps no term statistics")
 
     def similar(self, doc_id: str, k: int = 10, n_terms: int = 32, explain: bool = False) -> list[Hit]:
         """Documents like ``doc_id``: its ``n_terms`` heaviest terms as the query, itself excluded."""

@@ -128,7 +128,11 @@ function renderResults(body, emptyText) {
     more.addEventListener("click", () => moreLikeThis(r.id));
     grid.append(card);
   });
-  setStatus(`${body.results.length} result${body.results.length === 1 ? "" : "s"} in ${body.took_ms.toFixed(1)} ms`);
+  // Which query weights made the scores (the service's --query-weights): idf says so on the page.
+  const weighting = body.query_weighting === "idf" ? ", query words weighted by IDF" : "";
+  setStatus(
+    `${body.results.length} result${body.results.length === 1 ? "" : "s"} in ${body.took_ms.toFixed(1)} ms${weighting}`,
+  );
 }
 
 async function search(query) {

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from itertools import islice
 from typing import Any, TypeVar
 
-from vsparta.termindex.base import Hit, TermDocument, TermIndex
+from vsparta.termindex.base import Hit, TermDocument, TermIndex, TermStatistics
 from vsparta.termindex.elastic.bulk import (
     Action,
     BulkOptions,
@@ -52,6 +52,7 @@ from vsparta.termindex.errors import (
     InvalidDocument,
     TermIndexError,
 )
+from vsparta.termindex.idf import StatisticsCache
 
 __all__ = ["AsyncElasticsearchIndex", "ElasticsearchIndex", "IndexVersion", "Reindex"]
 
@@ -109,6 +110,7 @@ class ElasticsearchIndex(ReadSteps, VersionedAlias, TermIndex):
         self._codec = str(rest.pop("codec", DEFAULT_CODEC))
         new_version = bool(rest.pop("new_version", False))
         self._track_total_hits = pop_track_total_hits(rest)
+        self._statistics = StatisticsCache()
         if (shards is not None and int(shards) < 1) or (replicas is not None and int(replicas) < 0):
             raise ValueError("shards must be >= 1 and replicas >= 0")
         if self._keep < 1 or self._merge_segments < 0:
@@ -349,6 +351,10 @@ class ElasticsearchIndex(ReadSteps, VersionedAlias, TermIndex):
 
     def search(self, query: Mapping[int, float], k: int = 10, explain: bool = False) -> list[Hit]:
         return self._run(self._search_steps(query, k, explain))
+
+    def term_statistics(self, term_ids: Iterable[int]) -> TermStatistics:
+        """One ``_msearch`` of hit counts for the terms not cached (``elastic.statistics``)."""
+        return self._run(self._term_statistics_steps(term_ids))
 
     def similar(self, doc_id: str, k: int = 10, n_terms: int = 32, explain: bool = False) -> list[Hit]:
         return self._run(self._similar_steps(doc_id, k, n_terms, explain))

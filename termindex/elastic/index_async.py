@@ -6,10 +6,10 @@ here awaited: both send and read exactly the same JSON.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
-from vsparta.termindex.base import Hit, TermDocument
+from vsparta.termindex.base import Hit, TermDocument, TermStatistics
 from vsparta.termindex.elastic.common import (
     client_options,
     errors,
@@ -20,6 +20,7 @@ from vsparta.termindex.elastic.common import (
 from vsparta.termindex.elastic.reads import ReadSteps, Steps, run_async
 from vsparta.termindex.elastic.transport import AsyncCheckedClient
 from vsparta.termindex.errors import TermIndexError
+from vsparta.termindex.idf import StatisticsCache
 
 __all__ = ["AsyncElasticsearchIndex"]
 
@@ -41,6 +42,7 @@ class AsyncElasticsearchIndex(ReadSteps):
         self._target = self.alias
         client_kwargs, rest = client_options(options)
         self._track_total_hits = pop_track_total_hits(rest)
+        self._statistics = StatisticsCache()
         if rest:
             raise ValueError(f"unknown {self.engine_label} options: {sorted(rest)}")
         self._client = make_client(self.client_class, url, client_kwargs)
@@ -56,6 +58,9 @@ class AsyncElasticsearchIndex(ReadSteps):
 
     async def similar(self, doc_id: str, k: int = 10, n_terms: int = 32, explain: bool = False) -> list[Hit]:
         return await self._run(self._similar_steps(doc_id, k, n_terms, explain))
+
+    async def term_statistics(self, term_ids: Iterable[int]) -> TermStatistics:
+        return await self._run(self._term_statistics_steps(term_ids))
 
     async def count(self) -> int:
         return await self._run(self._count_steps())

@@ -9,11 +9,11 @@ builds a request, yields it, and parses the answer it is sent back. Only the tra
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from vsparta.termindex.base import Hit, TermDocument, similar_query, without_self
+from vsparta.termindex.base import Hit, TermDocument, TermStatistics, similar_query, without_self
 from vsparta.termindex.elastic.common import (
     check_es_id,
     choose_track_total_hits,
@@ -26,7 +26,9 @@ from vsparta.termindex.elastic.common import (
     search_body,
     without_metadata,
 )
-from vsparta.termindex.errors import DocumentNotFound
+from vsparta.termindex.elastic.statistics import parse_statistics, statistics_body
+from vsparta.termindex.errors import DocumentNotFound, InvalidQuery
+from vsparta.termindex.idf import StatisticsCache
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -77,11 +79,13 @@ async def run_async(client: Any, steps: Steps[T]) -> T:
 
 class ReadSteps:
     """The reads as steps, over ``self._target`` (the alias or a version being written) and
-    ``self._track_total_hits`` (the search algorithm, chosen once per handle)."""
+    ``self._track_total_hits`` (the search algorithm, chosen once per handle); ``self._statistics``
+    caches document frequencies per index version (``elastic.statistics``)."""
 
     alias: str
     _target: str
     _track_total_hits: bool | None
+    _statistics: StatisticsCache
 
     @property
     def track_total_hits(self) -> bool | None:
@@ -116,12 +120,29 @@ class ReadSteps:
         body = search_body(query, k, explain, algorithm)
         answer = yield Call("search", "search", {"index": self._target, **body})
         hits = parse_hits(answer, query, explain)
+        for h in answer["hits"]["hits"][:1]:  # the alias moved to a new version: stale frequencies
+            self._statistics.seen_version(str(h.get("_index", "")))
         if missing := without_metadata(hits):
             found = yield Call(
                 "mget metadata", "mget", {"index": self._target, **mget_metadata_body(missing)}
             )
             hits = fill_metadata(hits, found)
         return hits
+
+    def _term_statistics_steps(self, term_ids: Iterable[int]) -> Steps[TermStatistics]:
+        """Document count and frequencies: from the cache, else one ``_msearch`` for the missing terms."""
+        ids = sorted({int(t) for t in term_ids})
+        if any(t < 0 for t in ids):
+            raise InvalidQuery("vocabulary ids are non-negative integers")
+        fresh: dict[int, int] = {}
+        missing = self._statistics.missing(ids)
+        if missing:
+            body = statistics_body(missing)
+            answer = yield Call("term statistics", "msearch", {"index": self._target, "body": body})
+            version, n_docs, fresh = parse_statistics(answer, missing)
+            self._statistics.store(version, n_docs, fresh)
+        cached = self._statistics.statistics(ids)
+        return TermStatistics(cached.n_docs, {**cached.df, **fresh}, cached.version)
 
     def _similar_steps(self, doc_id: str, k: int, n_terms: int, explain: bool) -> Steps[list[Hit]]:
         """``TermIndex.similar``'s rule: the document's heaviest terms as the query, itself excluded."""

@@ -40,6 +40,7 @@ from vsparta.termindex.base import (
     Hit,
     TermDocument,
     TermIndex,
+    TermStatistics,
     validate_id,
     validate_weights,
 )
@@ -52,6 +53,7 @@ from vsparta.termindex.embedded.policy import (
     plan_final_merge,
 )
 from vsparta.termindex.embedded.search import search_segments
+from vsparta.termindex.embedded.statistics import SegmentCounts
 from vsparta.termindex.embedded.weights import half_bits
 from vsparta.termindex.embedded.writer import build_segment, merge_segments, tombstone
 from vsparta.termindex.errors import DocumentNotFound, IndexNotFound, InvalidQuery, TermIndexError
@@ -123,6 +125,7 @@ class EmbeddedIndex(TermIndex):
         self.lock_timeout = lock_timeout
         self._mutex = threading.Lock()
         self._cache: dict[str, fmt.Segment] = {}
+        self._df_counts = SegmentCounts()
         if not (self.root / fmt.MANIFEST).exists():
             if not create:
                 raise IndexNotFound(fmt.missing_index_message(self.root))
@@ -236,6 +239,12 @@ class EmbeddedIndex(TermIndex):
         if vocab is not None and max(q) >= vocab:
             raise InvalidQuery(f"query term id {max(q)} is outside the vocabulary (size {vocab})")
         return search_segments(snap.segments, q, k, explain)
+
+    def term_statistics(self, term_ids: Iterable[int]) -> TermStatistics:
+        """Counted from the postings of one snapshot (``embedded.statistics``: deleted documents
+        count until merged away); the version is the manifest generation."""
+        snap = self._snapshot()
+        return self._df_counts.statistics(snap.segments, term_ids, f"generation {snap.generation}")
 
     # ------------------------------------------------------------------ writes
 

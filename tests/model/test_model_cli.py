@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from conftest import TINY
 
 from vsparta.cli import main
@@ -40,6 +41,30 @@ def test_train_then_eval_both_models(toy_manifest: Path, tmp_path: Path, capsys)
     assert main([*quiet, "--top-n", "5", "--no-progress"]) == 0  # like train and index
     table, err = capsys.readouterr()
     assert "VisualSparta" in table and "encoding images" not in err
+
+    # Query weights: one VisualSparta row per weighting, same documents and queries.
+    weighted = tmp_path / "weighted.json"
+    args = [*quiet, "--top-n", "all", "--no-progress", "--query-weights", "counts,idf"]
+    args += ["--json", str(weighted)]
+    assert main(args) == 0
+    rows = [r for r in json.loads(weighted.read_text())["rows"] if r["model"] == "VisualSparta"]
+    assert [r["query_weights"] for r in rows] == ["counts", "idf"]
+    assert rows[0]["terms_per_image"] == rows[1]["terms_per_image"]
+    assert rows[0]["recall"] == report["rows"][1]["recall"]  # counts: the rows above
+    assert " idf " in capsys.readouterr().out
+    with pytest.raises(SystemExit) as bad:  # argparse: one sentence, exit 2
+        main([*quiet, "--query-weights", "bm25"])
+    assert bad.value.code == 2
+    assert "query weights are a comma list of counts, idf, got 'bm25'" in capsys.readouterr().err
+
+    # The benchmark over the same model: counts vs idf per split, table + JSON.
+    out_dir = tmp_path / "qw"
+    bench = ["bench", "query-weights", "--checkpoint", f"toy={tmp_path / 'vs' / 'final'}"]
+    assert main([*bench, "--split", f"test={toy_manifest}", "--out-dir", str(out_dir)]) == 0
+    data = json.loads((out_dir / "query-weights.json").read_text())
+    assert [(r["split"], r["query_weights"]) for r in data["rows"]] == [("test", "counts"), ("test", "idf")]
+    text = (out_dir / "query-weights.md").read_text()
+    assert "| toy | test | 16 | natural |" in text and "d R@1" in text
 
 
 def test_eval_rejects_wrong_model_kind(toy_manifest: Path, tmp_path: Path) -> None:

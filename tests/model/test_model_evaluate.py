@@ -5,8 +5,19 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
-from vsparta.model.evaluate import Queries, SparseImages, fold_recalls, folds, query_matrix, sparse_scores
+from vsparta.model.evaluate import (
+    Queries,
+    SparseImages,
+    fold_recalls,
+    folds,
+    query_matrix,
+    sparse_scores,
+    weighted_queries,
+)
+from vsparta.termindex.base import TermStatistics
+from vsparta.termindex.idf import idf_weights
 
 
 def test_sparse_scores_are_sums_of_count_times_log1p() -> None:
@@ -40,3 +51,25 @@ def test_image_sets_and_fold_recalls() -> None:
     assert res["2000"]["R@1"] == 50.0 and res["2000"]["R@5"] == 100.0
     # within a 1K fold, the last image's neighbour lies outside it, so that query is right there
     assert abs(res["1K"]["R@1"] - 100 * 1001 / 2000) < 1e-9
+
+
+def test_idf_query_weights_are_the_services_over_the_evaluated_images() -> None:
+    """The evaluation weights a query as ``vsparta serve --query-weights idf`` would over an index
+    of the same images: count x IDF of each token's document frequency among them."""
+    images = SparseImages(
+        ids=[np.array(t, dtype=np.int32) for t in ([5, 2], [2], [3])],
+        values=[np.array(v, dtype=np.float32) for v in ([3.0, 1.0], [0.5], [1.0])],
+        vocab_size=8,
+    )
+    terms = images.term_matrix(None)
+    queries = Queries(["x"], [[5, 2, 5, 7]], np.array([0]))
+    qmat = query_matrix(queries, 8)
+    assert weighted_queries(qmat, terms, "counts") is qmat
+    idf = weighted_queries(qmat, terms, "idf")
+    service = idf_weights({5: 2.0, 2: 1.0, 7: 1.0}, TermStatistics(3, {5: 1, 2: 2, 7: 0}))
+    assert {int(t): float(idf[0, t]) for t in (5, 2, 7)} == service
+    scores = sparse_scores(terms, idf)
+    expected = service[5] * math.log1p(3.0) + service[2] * math.log1p(1.0)
+    assert scores[0, 0] == pytest.approx(expected, rel=1e-6)
+    with pytest.raises(ValueError, match="counts, idf"):
+        weighted_queries(qmat, terms, "bm25")
