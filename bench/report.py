@@ -21,16 +21,20 @@ COLUMNS = [
     ("p99_ms", "p99 ms"),
     ("agreement", "top-10 agree"),
     ("build_s", "build s"),
+    ("load_docs_per_s", "load docs/s"),
+    ("segments", "segments"),
     ("bytes_per_image", "B/image"),
     ("bytes_per_term", "B/term"),
     ("peak_mem_bytes", "peak MiB"),
 ]
+# Shown only when some row has them (server engines): tables of in-process engines stay narrow.
+OPTIONAL = {"load_docs_per_s", "segments"}
 
 
 def _fmt(key: str, value) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
-    if key in {"qps_1", "qps_all"}:
+    if key in {"qps_1", "qps_all", "load_docs_per_s"}:
         return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
     if key in {"p50_ms", "p99_ms", "build_s"}:
         return f"{value:.3g}" if value < 100 else f"{value:,.0f}"
@@ -82,7 +86,8 @@ def skip_notes(rows: list[dict]) -> list[str]:
 
 
 def table_cells(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
-    header = [title for _, title in COLUMNS]
+    columns = [(k, t) for k, t in COLUMNS if k not in OPTIONAL or any(r.get(k) is not None for r in rows)]
+    header = [title for _, title in columns]
     body = []
     n_skipped = 0
     for r in rows:
@@ -94,12 +99,12 @@ def table_cells(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
                 str(r.get("size", r["n_docs"])),
                 f"skipped [{n_skipped}]",
             ]
-            body.append(cells + [""] * (len(COLUMNS) - len(cells)))
+            body.append(cells + [""] * (len(columns) - len(cells)))
         else:
             body.append(
                 [
                     _fmt(key, r.get(key)) if key not in {"engine", "kind", "size"} else str(r.get(key, ""))
-                    for key, _ in COLUMNS
+                    for key, _ in columns
                 ]
             )
     return header, body

@@ -38,6 +38,7 @@ class RunConfig:
     query_budget_s: float = 30.0
     threads: int = field(default_factory=cpu_count)
     workdir: Path = Path(".cache/bench/runs")
+    interleave: bool = False  # build every engine of a size, then time them query by query in turn
 
 
 @dataclass
@@ -74,15 +75,8 @@ def postings_touched(corpus: Corpus, queries: list[Query]) -> float:
     return float(np.mean([sum(int(df[t]) for t in q) for q in queries]) / max(corpus.n_docs, 1))
 
 
-def measure_engine(
-    adapter: Adapter,
-    corpus: Corpus,
-    queries: list[Query],
-    cfg: RunConfig,
-    workdir: Path,
-    oracle: exact.StreamingOracle,
-) -> dict:
-    """Build (timed, memory-sampled), then time queries; returns one row of raw numbers."""
+def build_engine(adapter: Adapter, corpus: Corpus, queries: list[Query], workdir: Path) -> dict:
+    """Build (timed, memory-sampled) and hand the queries over; the row's build figures."""
     row: dict = {"engine": adapter.name, "kind": adapter.kind, "n_docs": corpus.n_docs, "nnz": corpus.nnz}
     workdir.mkdir(parents=True, exist_ok=True)
     with measure.RssPeak() as mem:
@@ -93,10 +87,16 @@ def measure_engine(
     if adapter.in_process:
         row["peak_mem_bytes"] = mem.peak_delta
         row["resident_bytes"] = mem.resident_delta
-    qis = list(range(len(queries)))
-    timing = measure.time_single(adapter, qis, cfg.k, cfg.query_budget_s)
-    row |= {"qps_1": timing.qps_1, "p50_ms": timing.p50_ms, "p99_ms": timing.p99_ms}
+    return row | getattr(adapter, "build_info", {})  # e.g. a server's load docs/s and merge time
+
+
+def query_figures(
+    adapter: Adapter, corpus: Corpus, timing: measure.Timing, cfg: RunConfig, oracle: exact.StreamingOracle
+) -> dict:
+    """The row's query figures from a single-query pass, then the parallel pass, agreement, size."""
+    row: dict = {"qps_1": timing.qps_1, "p50_ms": timing.p50_ms, "p99_ms": timing.p99_ms}
     row["n_queries"] = timing.n_queries
+    qis = list(range(len(adapter.queries)))
     if cfg.threads > 1:
         par_qis = qis[: max(cfg.threads * 4, int(timing.qps_1 * cfg.threads * min(cfg.query_budget_s, 10)))]
         row["qps_all"] = measure.time_parallel(adapter, par_qis, cfg.k, cfg.threads)
@@ -112,6 +112,20 @@ def measure_engine(
         if adapter.sparse:
             row["bytes_per_term"] = disk / max(corpus.nnz, 1)
     return row
+
+
+def measure_engine(
+    adapter: Adapter,
+    corpus: Corpus,
+    queries: list[Query],
+    cfg: RunConfig,
+    workdir: Path,
+    oracle: exact.StreamingOracle,
+) -> dict:
+    """Build, then time queries; returns one row of raw numbers."""
+    row = build_engine(adapter, corpus, queries, workdir)
+    timing = measure.time_single(adapter, list(range(len(queries))), cfg.k, cfg.query_budget_s)
+    return row | query_figures(adapter, corpus, timing, cfg, oracle)
 
 
 def run_sizes(
@@ -140,7 +154,13 @@ def run_sizes(
         t0 = time.perf_counter()
         oracle = exact.StreamingOracle(corpus, queries, cfg.k)
         log.info("  exact oracle for %d queries in %.1f s", len(queries), time.perf_counter() - t0)
-        for adapter in make_adapters():
+        base = {"n_docs": corpus.n_docs, "size": label, "postings_touched_per_query": touched}
+        adapters = make_adapters()
+        if cfg.interleave:
+            for row in _interleaved(adapters, corpus, queries, cfg, workdir, oracle, base, history):
+                rows.append(_emit(on_row, row))
+            adapters = []
+        for adapter in adapters:
             row_base = {
                 "engine": adapter.name,
                 "kind": adapter.kind,
@@ -217,6 +237,67 @@ def run_sizes(
         gc.collect()
         shutil.rmtree(workdir, ignore_errors=True)
     return rows
+
+
+def _interleaved(
+    adapters: list[Adapter],
+    corpus: Corpus,
+    queries: list[Query],
+    cfg: RunConfig,
+    workdir: Path,
+    oracle: exact.StreamingOracle,
+    base: dict,
+    history: dict[str, _History],
+) -> list[dict]:
+    """One size with ``cfg.interleave``: each engine (and its followers) built in turn, one load
+    at a time; then all timed together (``measure.time_interleaved``), so that the shared
+    machine's bursts of load fall on every engine alike; then each one's remaining figures."""
+    slots: list[tuple[Adapter | None, dict]] = []  # row order: each backend, then its followers
+    built: list[Adapter] = []
+    for adapter in adapters:
+        group = [adapter, *getattr(adapter, "followers", [])]
+        for n, a in enumerate(group):
+            row = {"engine": a.name, "kind": a.kind} | base
+            if n and (not slots or slots[-n][0] is None):
+                slots.append((None, row | {"skipped": "backend skipped or failed"}))
+                continue
+            try:
+                budget = getattr(a, "build_budget_s", None) or cfg.build_budget_s
+                reason = _skip_by_history(history.get(a.name), corpus, budget)
+                if reason:
+                    raise Skip(reason)
+                a.check(corpus, _free_bytes())
+                log.info("  %s: building ...", a.name)
+                row |= build_engine(a, corpus, queries, workdir / _slug(a.name))
+                history[a.name] = _History(corpus.nnz, row["build_s"], row.get("peak_mem_bytes", 0))
+                built.append(a)
+                slots.append((a, row))
+            except Skip as e:
+                log.warning("  %s skipped at %s: %s", a.name, base["size"], e)
+                slots.append((None, row | {"skipped": str(e)}))
+            except Exception as e:  # noqa: BLE001 - one broken engine must not sink the whole run
+                log.exception("  %s failed at %s", a.name, base["size"])
+                slots.append((None, row | {"skipped": f"failed: {type(e).__name__}: {e}"}))
+    try:
+        log.info("  timing %s query by query, in turn", ", ".join(a.name for a in built))
+        qis = list(range(len(queries)))
+        timed = measure.time_interleaved(built, qis, cfg.k, cfg.query_budget_s) if built else []
+        timings = dict(zip(built, timed, strict=True))
+        for a, row in slots:
+            if a is None:
+                continue
+            try:
+                row |= query_figures(a, corpus, timings[a], cfg, oracle)
+            except Exception as e:  # noqa: BLE001
+                log.exception("  %s failed at %s", a.name, base["size"])
+                row["skipped"] = f"failed: {type(e).__name__}: {e}"
+    finally:
+        for a in reversed(adapters):
+            for f in getattr(a, "followers", []):
+                _close(f)
+            _close(a)
+        gc.collect()
+    return [row for _, row in slots]
 
 
 def _close(adapter: Adapter) -> None:

@@ -15,6 +15,8 @@ def corpora_and_queries(
 ) -> tuple[list[tuple[str, Callable[[], Corpus]]], Callable[[Corpus], list[Query]], dict]:
     if args.term_docs is not None:
         return _term_docs(args, n_queries)
+    if getattr(args, "corpus", "synthetic") == "model-shaped":
+        return _model_shaped(args, sizes, n_queries)
     from vsparta.bench.synthetic import VOCAB_SIZE, SyntheticSpec, generate_queries, load_or_generate
 
     cache = Path(args.cache_dir)
@@ -31,6 +33,43 @@ def corpora_and_queries(
         "same ranking, repeats counted",
     }
     return corpora, lambda corpus: queries, description
+
+
+def _model_shaped(args: argparse.Namespace, sizes: list[tuple[str, int]], n_queries: int):
+    """Documents sampled from a trained model's profile (``bench.model_shaped``): its ~28 terms per
+    image load at thousands of documents/s where the synthetic 1,000-term ones load at hundreds."""
+    from vsparta.bench.model_shaped import load_or_generate, load_profile, summary
+
+    cache = Path(args.cache_dir) / "model-shaped"
+    profile = Path(args.profile)
+    corpora = [
+        (label, lambda n=n: load_or_generate(profile, n, cache, seed=args.seed))
+        for label, n in sorted(sizes, key=lambda s: s[1])
+    ]
+    shape = summary(load_profile(profile))
+    description = {
+        "documents": f"model-shaped, seed {args.seed}: sampled from {profile} ({shape['terms_seen']:,} terms "
+        f"seen, {shape['mean_terms_per_image']:.1f} per image, {shape['terms_in_half_the_images']} in half "
+        "the images; see bench/model_shaped.py)",
+    }
+    if getattr(args, "captions", None):
+        from vsparta.bench.termdocs import queries_from_captions
+        from vsparta.model.query_tokenizer import QueryTokenizer
+
+        if not args.model:
+            raise ValueError("--captions needs --model (the folder whose tokenizer made the profile)")
+        tok = QueryTokenizer.from_pretrained(args.model)
+        queries = queries_from_captions(args.captions, tok.query_weights, n_queries, seed=args.seed)
+        description["queries"] = (
+            f"{len(queries)} captions sampled from {args.captions}, tokenized as the service does"
+        )
+        return corpora, lambda corpus: queries, description
+    from vsparta.bench.termdocs import queries_from_df
+
+    description["queries"] = (
+        f"{n_queries} captions of 8-12 tokens drawn in proportion to the corpus's document frequency"
+    )
+    return corpora, lambda corpus: queries_from_df(corpus, n_queries, seed=args.seed), description
 
 
 def _term_docs(args: argparse.Namespace, n_queries: int):

@@ -16,6 +16,8 @@
 #                                                    (pytorch/pytorch:...-runtime)
 #                vsparta-local/elasticsearch:7.17.29 Debian's OpenJDK 17 + Elastic's Maven Central
 #                                                    artifacts (docker.elastic.co/.../elasticsearch)
+#                vsparta-local/opensearch:2.19.6     the same with OpenSearch's Maven Central
+#                                                    artifacts (opensearchproject/opensearch:2.19.x)
 # env          prints the variables that make docker-compose build and run on those images
 #              (`eval "$(bash scripts/docker.sh env)"`).
 #
@@ -28,6 +30,7 @@
 #   VSPARTA_DOCKER_HOME   dockerd's data root and state (default /var/lib/vsparta-docker)
 #   VSPARTA_DEBIAN_MIRROR debootstrap mirror (default http://deb.debian.org/debian)
 #   VSPARTA_ES_VERSION    7.17.29 (default); the artifacts come from scripts/elasticsearch.sh's cache
+#   VSPARTA_OS_VERSION    2.19.6 (default, scripts/opensearch.sh's 2.x); artifacts from the same cache
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -42,6 +45,8 @@ DEBIAN_IMAGE=vsparta-local/debian:bookworm
 PYTHON_IMAGE=vsparta-local/python:3.11
 TORCH_IMAGE=vsparta-local/torch:pypi
 ES_IMAGE=vsparta-local/elasticsearch:$ES_VERSION
+OS_VERSION=${VSPARTA_OS_VERSION:-2.19.6}
+OS_IMAGE=vsparta-local/opensearch:$OS_VERSION
 
 log() { echo "[docker.sh] $*" >&2; }
 die() {
@@ -172,19 +177,27 @@ cmd_base_images() {
   build_from torch "$REPO/docker" "$TORCH_IMAGE" \
     "$(echo "$py $(inputs_hash "$REPO/docker/base/torch.Dockerfile")" | sha256sum | cut -c1-16)" \
     --build-arg "BASE_IMAGE=$PYTHON_IMAGE"
-  local ctx
-  ctx=$(mktemp -d /var/tmp/vsparta-es-ctx.XXXXXX)
-  if [ ! -s "$ES_CACHE/elasticsearch-$ES_VERSION.zip" ] || [ ! -s "$ES_CACHE/mapper-extras-client-$ES_VERSION.jar" ]; then
-    log "fetching the Elasticsearch artifacts (scripts/elasticsearch.sh's cache)"
-    VSPARTA_CACHE=$ES_CACHE bash "$REPO/scripts/elasticsearch.sh" fetch
+  build_node elasticsearch "$ES_VERSION" "$ES_IMAGE" ES_VERSION
+  build_node opensearch "$OS_VERSION" "$OS_IMAGE" OS_VERSION
+}
+
+# A search-engine image ($1: elasticsearch|opensearch) from the Maven Central artifacts that
+# scripts/elasticsearch.sh caches (fetched here when missing): version $2, image $3, build arg $4.
+build_node() {
+  local dist=$1 version=$2 image=$3 arg=$4 ctx deb
+  deb=$(image_label "$DEBIAN_IMAGE")
+  ctx=$(mktemp -d /var/tmp/vsparta-$dist-ctx.XXXXXX)
+  if [ ! -s "$ES_CACHE/$dist-$version.zip" ] || [ ! -s "$ES_CACHE/mapper-extras-client-$version.jar" ]; then
+    log "fetching the $dist $version artifacts (scripts/elasticsearch.sh's cache)"
+    VSPARTA_CACHE=$ES_CACHE bash "$REPO/scripts/elasticsearch.sh" fetch --distribution "$dist" --version "$version"
   fi
-  cp "$ES_CACHE/elasticsearch-$ES_VERSION.zip" "$ctx/elasticsearch.zip"
-  cp "$ES_CACHE/mapper-extras-client-$ES_VERSION.jar" "$ctx/mapper-extras.jar"
+  cp "$ES_CACHE/$dist-$version.zip" "$ctx/$dist.zip"
+  cp "$ES_CACHE/mapper-extras-client-$version.jar" "$ctx/mapper-extras.jar"
   cp "$REPO/docker/base/es-entrypoint.sh" "$ctx/"
-  build_from elasticsearch "$ctx" "$ES_IMAGE" \
-    "$(echo "$deb $(inputs_hash "$REPO/docker/base/elasticsearch.Dockerfile" "$REPO/docker/base/es-entrypoint.sh" \
-      "$ctx/elasticsearch.zip" "$ctx/mapper-extras.jar")" | sha256sum | cut -c1-16)" \
-    --build-arg "BASE_IMAGE=$DEBIAN_IMAGE" --build-arg "ES_VERSION=$ES_VERSION"
+  build_from "$dist" "$ctx" "$image" \
+    "$(echo "$deb $(inputs_hash "$REPO/docker/base/$dist.Dockerfile" "$REPO/docker/base/es-entrypoint.sh" \
+      "$ctx/$dist.zip" "$ctx/mapper-extras.jar")" | sha256sum | cut -c1-16)" \
+    --build-arg "BASE_IMAGE=$DEBIAN_IMAGE" --build-arg "$arg=$version"
   rm -rf "$ctx"
 }
 
@@ -199,6 +212,7 @@ export DOCKER_BUILDKIT=0
 export VSPARTA_PYTHON_IMAGE=$PYTHON_IMAGE
 export VSPARTA_TORCH_IMAGE=$TORCH_IMAGE
 export VSPARTA_ES_IMAGE=$ES_IMAGE
+export VSPARTA_OPENSEARCH_IMAGE=$OS_IMAGE
 export VSPARTA_BUILD_NETWORK=host
 export VSPARTA_CA_BUNDLE_FILE=docker/ca-bundle.pem
 ENV

@@ -676,8 +676,8 @@ logs) cmd_logs "$LOG_LINES" ;;
 pids) cmd_pids ;;
 spec) cluster_spec ;;
 fetch)
-  fetch "org.elasticsearch.distribution.integ-test-zip:elasticsearch:$VERSION:zip" "elasticsearch-$VERSION.zip"
-  fetch "org.elasticsearch.plugin:mapper-extras-client:$VERSION:jar" "mapper-extras-client-$VERSION.jar"
+  fetch "$GROUP.distribution.integ-test-zip:$DISTRIBUTION:$VERSION:zip" "$DISTRIBUTION-$VERSION.zip"
+  fetch "$GROUP.plugin:mapper-extras-client:$VERSION:jar" "mapper-extras-client-$VERSION.jar"
   ;;
 *) usage ;;
 esac

@@ -1,6 +1,7 @@
 #!/bin/bash
-# As the official image does: every environment variable whose name has a dot
-# (discovery.type=single-node, node.name=es01, ...) becomes an `-E name=value` setting.
+# As the official Elasticsearch and OpenSearch images do: every environment variable whose name
+# has a dot (discovery.type=single-node, node.name=es01, ...) becomes an `-E name=value` setting.
+# VSPARTA_NODE_BIN names the launcher (the OpenSearch image sets it).
 set -euo pipefail
 es_opts=()
 while IFS='=' read -r -d '' name value; do
@@ -8,4 +9,4 @@ while IFS='=' read -r -d '' name value; do
     es_opts+=("-E" "$name=$value")
   fi
 done < <(env -0)
-exec /usr/share/elasticsearch/bin/elasticsearch "${es_opts[@]}" "$@"
+exec "${VSPARTA_NODE_BIN:-/usr/share/elasticsearch/bin/elasticsearch}" "${es_opts[@]}" "$@"

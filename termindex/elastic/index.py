@@ -75,6 +75,8 @@ LOAD_SETTINGS: dict[str, Any] = {
 # instead of 68 ms with block-max WAND (docs/elasticsearch.md). (At 10K images on a busy machine
 # two were no faster; the gain is in scoring long posting lists, which large indices have.)
 SHARDS_PER_NODE = 2
+LOAD_REFRESH_TIMEOUT_S = 600.0  # the refresh ending a load (or a force-merge) writes segments
+
 # Stored fields (the ~1,000-term _source) with DEFLATE: 8.3 instead of 12.4 bytes per term. A top-10
 # search pays ~2 ms more (10 hits' stored metadata decompressed): a constant, while scoring grows
 # with the index (docs/elasticsearch.md).
@@ -230,7 +232,9 @@ class ElasticsearchIndex(ReadSteps, VersionedAlias, TermIndex):
     def _end_load(self, indices: list[str], saved: Mapping[str, Mapping[str, Any]]) -> None:
         for n in indices:
             self._put_settings(n, self._serving_settings(saved[n]))
-        self.refresh()
+        # The first refresh after a load writes everything buffered since it began into segments:
+        # 1M documents took over 10 s (the default timeout) on OpenSearch 3.x on a busy machine.
+        self.refresh(timeout_s=LOAD_REFRESH_TIMEOUT_S)
 
     def finish_load(self) -> str:
         """After a complete load: force-merge to ``merge_segments`` per shard when this handle
@@ -264,15 +268,17 @@ class ElasticsearchIndex(ReadSteps, VersionedAlias, TermIndex):
             self._client.indices.forcemerge(
                 index=self._target, max_num_segments=max_segments, request_timeout=24 * 3600
             )
-        self.refresh()
+        self.refresh(timeout_s=LOAD_REFRESH_TIMEOUT_S)
         after = self.segments()
         line = f"force-merged {before} -> {after} segments in {time.perf_counter() - t0:.1f}s"
         log.info("%s (%s)", line, self._target)
         return line
 
-    def refresh(self) -> None:
+    def refresh(self, timeout_s: float | None = None) -> None:
+        """Make what was written searchable; ``timeout_s`` past the client's request timeout."""
+        extra = {} if timeout_s is None else {"request_timeout": timeout_s}
         with errors("refresh"):
-            self._client.indices.refresh(index=self._target)
+            self._client.indices.refresh(index=self._target, **extra)
 
     def _ensure_current_mapping(self) -> None:
         """Add fields that newer versions of this engine write (``metadata_json``) to an index

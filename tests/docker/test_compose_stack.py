@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -30,9 +31,24 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]
-# Ports from this project's range; the shared node on 9200 and a user's 8000 stay untouched.
-API_PORT = int(os.environ.get("VSPARTA_TEST_API_PORT", "29301"))
-ES_PORT = int(os.environ.get("VSPARTA_TEST_COMPOSE_ES_PORT", "29302"))
+
+
+def published_port(variable: str) -> int:
+    """The variable's port, else one the kernel says is free now: two runs of this module at once
+    (two engineers, or CI beside one) get different ports, as they get different project names."""
+    if os.environ.get(variable):
+        return int(os.environ[variable])
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+API_PORT = published_port("VSPARTA_TEST_API_PORT")
+ES_PORT = published_port("VSPARTA_TEST_COMPOSE_ES_PORT")
+OS_API_PORT = published_port("VSPARTA_TEST_OS_API_PORT")
+OS_PORT = published_port("VSPARTA_TEST_COMPOSE_OS_PORT")
+# Every profile whose services a test starts: `down` removes only the containers of active ones.
+PROFILES = ["--profile", "index", "--profile", "opensearch"]
 QUERIES = ["a red circle left of a blue square", "a small yellow star above a cross", "a green triangle"]
 
 pytestmark = [pytest.mark.compose, pytest.mark.slow]
@@ -71,6 +87,8 @@ class Stack:
     env: dict[str, str]
     api_url: str
     es_url: str
+    os_api_url: str = f"http://127.0.0.1:{OS_API_PORT}"
+    os_url: str = f"http://127.0.0.1:{OS_PORT}"
 
     def compose(self, *args: str, env: dict[str, str] | None = None, timeout: float = 600) -> str:
         cmd = [*compose_command(), "-p", self.project, *args]
@@ -114,7 +132,10 @@ def stack_env() -> dict[str, str]:
     env.update(
         API_PORT=str(API_PORT),
         ES_PORT=str(ES_PORT),
+        API_OPENSEARCH_PORT=str(OS_API_PORT),
+        OPENSEARCH_PORT=str(OS_PORT),
         ES_JAVA_OPTS="-Xms512m -Xmx512m",
+        OPENSEARCH_JAVA_OPTS="-Xms512m -Xmx512m",
         VSPARTA_DEMO_TRAIN_IMAGES=os.environ.get("VSPARTA_TEST_DEMO_TRAIN_IMAGES", "400"),
         VSPARTA_DEMO_TEST_IMAGES="60",
         VSPARTA_DEMO_EPOCHS=os.environ.get("VSPARTA_TEST_DEMO_EPOCHS", "2"),
@@ -124,18 +145,19 @@ def stack_env() -> dict[str, str]:
     return env
 
 
-def wait_ready(stack: Stack, timeout_s: float = 300) -> None:
+def wait_ready(stack: Stack, timeout_s: float = 300, service: str = "api") -> None:
+    url = stack.os_api_url if service == "api-opensearch" else stack.api_url
     deadline = time.monotonic() + timeout_s
     last: Any = None
     while time.monotonic() < deadline:
         try:
-            status, _, last = http(f"{stack.api_url}/ready", timeout=5)
+            status, _, last = http(f"{url}/ready", timeout=5)
             if status == 200:
                 return
         except (urllib.error.URLError, OSError, ValueError) as exc:
             last = exc
         time.sleep(2)
-    pytest.fail(f"the API was not ready within {timeout_s:.0f}s: {last}\n{stack.logs('api')[-3000:]}")
+    pytest.fail(f"{service} was not ready within {timeout_s:.0f}s: {last}\n{stack.logs(service)[-3000:]}")
 
 
 @pytest.fixture(scope="session")
@@ -164,7 +186,7 @@ def stack(need_service: Any) -> Iterator[Stack]:
         yield stack
     finally:
         subprocess.run(
-            [*compose_command(), "-p", project, "--profile", "index", "down", "-v", "--remove-orphans"],
+            [*compose_command(), "-p", project, *PROFILES, "down", "-v", "--remove-orphans"],
             cwd=REPO,
             env=stack.env,
             capture_output=True,
@@ -181,13 +203,14 @@ def served_model(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Path
     return dest
 
 
-def indexed_documents(es_url: str, alias: str) -> list[Any]:
-    """Every document of the alias, read back through the engine's own client."""
+def indexed_documents(es_url: str, alias: str, scheme: str = "") -> list[Any]:
+    """Every document of the alias, read back through the engine's own client (``scheme``
+    ``opensearch+`` for an OpenSearch node)."""
     from vsparta.termindex import open_index
 
     status, _, body = http(f"{es_url}/{alias}/_search?size=10000&_source=false")
     assert status == 200, body
-    index = open_index(f"{es_url}/{alias}")
+    index = open_index(f"{scheme}{es_url}/{alias}")
     try:
         return [index.get(hit["_id"]) for hit in body["hits"]["hits"]]
     finally:
@@ -197,17 +220,28 @@ def indexed_documents(es_url: str, alias: str) -> list[Any]:
 def test_first_run_indexed_the_demo_and_search_ranks_like_the_oracle(
     stack: Stack, served_model: Path
 ) -> None:
-    from vsparta.model.query_tokenizer import QueryTokenizer
-    from vsparta.termindex.oracle import BruteForceOracle, round_like_elasticsearch
-
     first_run = json.loads(subprocess.check_output(["docker", "inspect", stack.container("first-run")]))[0]
     assert first_run["State"]["ExitCode"] == 0
     docs = indexed_documents(stack.es_url, "vsparta")
+    assert_ranks_like_the_oracle(stack.api_url, docs, served_model)
+    # an image URL the page shows is served from the demo volume
+    status, _, body = http(f"{stack.api_url}/search", {"query": QUERIES[0], "k": 1})
+    url = body["results"][0]["image_url"]
+    with urllib.request.urlopen(f"{stack.api_url}{url}" if url.startswith("/") else url, timeout=10) as resp:
+        assert resp.status == 200 and len(resp.read()) > 100
+
+
+def assert_ranks_like_the_oracle(api_url: str, docs: list[Any], served_model: Path) -> None:
+    """The API's top 5 for each query: scores as a brute-force oracle over the indexed documents
+    (at the engines' 9-bit rounding) gives them, its first result one the oracle ranks first."""
+    from vsparta.model.query_tokenizer import QueryTokenizer
+    from vsparta.termindex.oracle import BruteForceOracle, round_like_elasticsearch
+
     assert len(docs) == 60  # VSPARTA_DEMO_TEST_IMAGES test scenes, each once
     oracle = BruteForceOracle(docs, round_weights=round_like_elasticsearch)
     tokenizer = QueryTokenizer.from_pretrained(served_model)
     for text in QUERIES:
-        status, _, body = http(f"{stack.api_url}/search", {"query": text, "k": 5})
+        status, _, body = http(f"{api_url}/search", {"query": text, "k": 5})
         assert status == 200, body
         got = [(r["id"], r["score"]) for r in body["results"]]
         want = [(h.id, h.score) for h in oracle.search(tokenizer.query_weights(text), k=5)]
@@ -216,11 +250,6 @@ def test_first_run_indexed_the_demo_and_search_ranks_like_the_oracle(
         every = {h.id: h.score for h in oracle.search(tokenizer.query_weights(text), k=len(docs))}
         assert every[got[0][0]] == pytest.approx(want[0][1], rel=1e-5), (text, got, want)
         assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-4), (text, got, want)
-    # an image URL the page shows is served from the demo volume
-    status, _, body = http(f"{stack.api_url}/search", {"query": QUERIES[0], "k": 1})
-    url = body["results"][0]["image_url"]
-    with urllib.request.urlopen(f"{stack.api_url}{url}" if url.startswith("/") else url, timeout=10) as resp:
-        assert resp.status == 200 and len(resp.read()) > 100
 
 
 def test_docs_render_in_chromium_and_run_a_search(stack: Stack, need_service: Any) -> None:
@@ -318,7 +347,27 @@ def test_wrong_folder_answers_503_saying_why_without_restarting(
         wait_ready(stack)
 
 
+def test_opensearch_profile_serves_search_from_opensearch(stack: Stack, served_model: Path) -> None:
+    """``--profile opensearch up -d api-opensearch`` in the same project: the images are the ones
+    already built and the demo volumes already hold the scenes and the model, so first-run only
+    indexes, into OpenSearch this time; its API answers as the oracle over what OpenSearch holds."""
+    try:
+        stack.compose("--profile", "opensearch", "up", "-d", "api-opensearch", timeout=1200)
+    except AssertionError:
+        print(stack.compose("--profile", "opensearch", "logs", "--no-color", "--tail", "60"))
+        raise
+    wait_ready(stack, service="api-opensearch")
+    first_run = stack.container("first-run-opensearch")
+    assert json.loads(subprocess.check_output(["docker", "inspect", first_run]))[0]["State"]["ExitCode"] == 0
+    status, _, info = http(stack.os_url)
+    assert status == 200 and info["version"].get("distribution") == "opensearch", info
+    docs = indexed_documents(stack.os_url, "vsparta", scheme="opensearch+")
+    assert_ranks_like_the_oracle(stack.os_api_url, docs, served_model)
+    status, _, ready = http(f"{stack.os_api_url}/ready")
+    assert status == 200 and "60 documents" in json.dumps(ready), ready
+
+
 def test_down_leaves_no_container_network_or_volume(stack: Stack) -> None:
     assert all(stack.leftovers().values())  # the stack is there before
-    stack.compose("--profile", "index", "down", "-v", "--remove-orphans")
+    stack.compose(*PROFILES, "down", "-v", "--remove-orphans")
     assert stack.leftovers() == {"container": [], "network": [], "volume": []}
