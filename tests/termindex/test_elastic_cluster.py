@@ -9,7 +9,8 @@ one node goes on to the next):
   back the cluster is green again and every query answers exactly as before.
 
 Both happen during the same kill (one restart: a node takes most of a minute to rejoin on two
-shared cores).
+shared cores). A second test loads into the index being searched (the served version keeps its
+replicas during a load): a node holding its primaries dies mid-load and every search answers 200.
 
 It runs on Elasticsearch 7.17 and on OpenSearch 2.19 (``scripts/elasticsearch.sh --distribution
 opensearch``; the 3.x line shares its cluster code and is left out to keep CI short).
