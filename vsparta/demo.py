@@ -10,6 +10,10 @@ It chains the real subcommands (scenes -> train -> index -> serve) rather than a
 demo exercises exactly what users run. Every step is resumable: rerunning the demo reuses the
 generated data, continues an interrupted training from its last checkpoint, and skips documents
 already indexed.
+
+The Docker stack's first run (``docker/first-run.sh``) builds this same demo, with its scenes and
+model in the stack's volumes (``--scenes``, ``--model``) and its index in Elasticsearch
+(``--backend``).
 """
 
 from __future__ import annotations
@@ -62,6 +66,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="learned-sparsity weight (default: the preset's; 0 = the paper's recipe, no regularizer)",
     )
     parser.add_argument("--seed", type=int, default=0, help="same seed, same scenes and model")
+    parser.add_argument(
+        "--scenes", type=Path, help="folder of the generated scenes (default: OUT/scenes; reused when there)"
+    )
+    parser.add_argument(
+        "--model", type=Path, help="a trained model folder to use instead of training one (default: train)"
+    )
+    parser.add_argument(
+        "--backend",
+        help="index to build and serve (default: embedded:OUT/index; e.g. http://HOST:9200/NAME)",
+    )
+    parser.add_argument(
+        "--no-index", action="store_true", help="stop after training and evaluation (index nothing)"
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to serve on (default: %(default)s)")
     parser.add_argument("--port", type=int, default=8000, help="port (default: %(default)s)")
     parser.add_argument("--no-serve", action="store_true", help="stop after indexing (and evaluation)")
@@ -153,22 +170,25 @@ def run(args: argparse.Namespace) -> int:
     out: Path = args.out.resolve()
     if out.exists() and not out.is_dir():
         raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), str(args.out))
-    scenes, model_dir, index_dir = out / "scenes", out / "model", out / "index"
-    final = model_dir / "final"
+    scenes = args.scenes.resolve() if args.scenes else out / "scenes"
+    model_dir, index_dir = out / "model", out / "index"
+    final = args.model.resolve() if args.model else model_dir / "final"
+    backend = args.backend or f"embedded:{index_dir}"
 
     if not (scenes / "test.jsonl").exists():
         _step(args.run_command, "generate scenes", _scenes_argv(args, scenes))
-    if not (final / "config.json").exists():
+    if args.model is None and not (final / "config.json").exists():
         _step(
             args.run_command, "train a small VisualSparta model on CPU", _train_argv(args, scenes, model_dir)
         )
-    _drop_outdated_index(index_dir)
-    for split in ("train", "test"):
+    if args.backend is None:
+        _drop_outdated_index(index_dir)
+    for split in () if args.no_index else ("train", "test"):
         _step(
             args.run_command,
-            f"index the {split} scenes into the embedded engine",
-            ["index", str(scenes / f"{split}.jsonl"), "--backend", f"embedded:{index_dir}", "--model",
-             str(final), "--resume", "--failures", str(out / "index-failures.jsonl"), *_no_progress(args)],
+            f"index the {split} scenes into {backend}",
+            ["index", str(scenes / f"{split}.jsonl"), "--backend", backend, "--model", str(final),
+             "--resume", "--failures", str(out / "index-failures.jsonl"), *_no_progress(args)],
         )  # fmt: skip
     _step(
         args.run_command,
@@ -176,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
         ["eval", "--manifest", str(scenes / "test.jsonl"), "--model", str(final),
          "--json", str(out / "eval.json")],
     )  # fmt: skip
-    if args.no_serve:
+    if args.no_serve or args.no_index:
         return 0
     local_host = "127.0.0.1" if args.host in {"0.0.0.0", "::", ""} else args.host
     stop = threading.Event()
@@ -188,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
         _step(
             args.run_command,
             "serve search",
-            ["serve", "--backend", f"embedded:{index_dir}", "--model", str(final), "--image-root",
+            ["serve", "--backend", backend, "--model", str(final), "--image-root",
              str(scenes), "--host", args.host, "--port", str(args.port)],
         )  # fmt: skip
     finally:

@@ -6,9 +6,10 @@ bytes, 429s and lost connections retried with backoff; ``_id`` is the document i
 repeated or resumed load overwrites instead of duplicating.
 
 A cluster: new indices get two primary shards per data node and one replica when there is more
-than one node (``shards``/``replicas`` override). A bulk load runs with refreshes off, no
-replicas and rare translog flushes, all restored afterwards; ``finish_load`` after a complete
-load force-merges to few segments (smaller, faster to search).
+than one node (``shards``/``replicas`` override). A bulk load runs with refreshes off and rare
+translog flushes (and no replicas on a version not served yet), all restored afterwards, also
+after a failure or a kill (``elastic.leases``); ``finish_load`` after a complete load
+force-merges to few segments (smaller, faster to search).
 
 ``AsyncElasticsearchIndex`` (read side, for the service) is in ``vsparta.termindex.elastic.index_async``.
 """
@@ -23,6 +24,7 @@ from itertools import islice
 from typing import Any, TypeVar
 
 from vsparta.termindex.base import Hit, TermDocument, TermIndex, TermStatistics
+from vsparta.termindex.elastic import leases
 from vsparta.termindex.elastic.bulk import (
     Action,
     BulkOptions,
@@ -68,6 +70,10 @@ LOAD_SETTINGS: dict[str, Any] = {
     "index.number_of_replicas": 0,
     "index.translog.flush_threshold_size": "1gb",
 }
+# How often a load's end tries to restore serving settings on an unavailable engine (backoff 0.5 s
+# doubling to 16 s: ~80 s in all, longer than a 3-node cluster took to elect a master and reassign
+# a lost node's shards here).
+RESTORE_TRIES = 10
 
 
 # One query searches the shards of an index in parallel, one thread each. Two per node: at 1M
@@ -96,7 +102,9 @@ class ElasticsearchIndex(ReadSteps, VersionedAlias, TermIndex):
     (500 docs), ``max_chunk_bytes`` (8 MiB), ``connections`` (2 requests in flight),
     ``shard_timeout`` (how long a bulk request waits for an unavailable shard, "1m"),
     ``max_retries`` (5), ``initial_backoff`` (0.5 s, doubling), ``max_backoff`` (30 s),
-    ``bulk_timeout`` (120 s); client: ``http_auth``, ``api_key``, ``verify_certs``, ``ca_certs``.
+    ``bulk_timeout`` (120 s); loads: ``keep_replicas`` (default: True for the served version,
+    False for a new one), ``load_lease_s`` (``elastic.leases``); client: ``http_auth``,
+    ``api_key``, ``verify_certs``, ``ca_certs``.
     """
 
     client_class: Any = CheckedClient  # an engine speaking the same protocol swaps the client
@@ -111,6 +119,9 @@ class ElasticsearchIndex(ReadSteps, VersionedAlias, TermIndex):
         self._merge_segments = int(rest.pop("merge_segments", 1))
         self._codec = str(rest.pop("codec", DEFAULT_CODEC))
         new_version = bool(rest.pop("new_version", False))
+        keep_replicas = rest.pop("keep_replicas", None)
+        self._keep_replicas = None if keep_replicas is None else bool(keep_replicas)
+        self._lease_s = leases.lease_seconds(rest.pop("load_lease_s", None))
         self._track_total_hits = pop_track_total_hits(rest)
         self._statistics = StatisticsCache()
         if (shards is not None and int(shards) < 1) or (replicas is not None and int(replicas) < 0):
@@ -145,6 +156,10 @@ class ElasticsearchIndex(ReadSteps, VersionedAlias, TermIndex):
         except BaseException:
             self._client.close()
             raise
+        try:
+            self.recover_stale_loads()
+        except TermIndexError as exc:  # opening still works; the next opener tries again
+            log.warning("could not check %s for loads that were killed: %s", self.alias, exc)
 
     def _data_nodes(self) -> int:
         with errors("cluster health"):
@@ -196,9 +211,33 @@ class ElasticsearchIndex(ReadSteps, VersionedAlias, TermIndex):
         a new version is created with an async one, since a crashed new version is loaded again)."""
         self._put_settings(index, self._serving_settings({}) | {"index.translog.durability": None})
 
+    def _load_settings(self) -> dict[str, Any]:
+        """What a load puts on. The version the alias serves keeps its replicas (a node lost
+        mid-load leaves a copy of each shard to answer from); a version not served yet drops them
+        (faster, and nobody searches it). ``keep_replicas`` overrides."""
+        keep = self._keep_replicas if self._keep_replicas is not None else self._target == self.alias
+        return {k: v for k, v in LOAD_SETTINGS.items() if not (keep and k == "index.number_of_replicas")}
+
+    def recover_stale_loads(self) -> list[str]:
+        """Serving settings back on indices behind the alias left by a killed load (``leases``)."""
+        return self._run(leases.recover_steps(self.alias))
+
+    def _records(self, index: str) -> leases.Records:
+        return self._run(leases.read_steps(index)).get(index, {})
+
+    def _write_records(self, index: str, records: leases.Records) -> None:
+        self._run(leases.write_steps(index, records))
+
+    def _renew(self, records: Mapping[str, dict[str, Any]], job: str, now: float) -> None:
+        for index, record in records.items():
+            record["heartbeat"] = now
+            self._write_records(index, self._records(index) | {job: record})
+
     @contextmanager
     def bulk_load(self) -> Iterator[ElasticsearchIndex]:
-        """Within the block: no refreshes, no replicas, rare flushes; restored and refreshed after."""
+        """Within the block: no refreshes, rare flushes, no replicas on a version not served yet;
+        restored and refreshed after, also after a failure (retried), and after a kill by the next
+        opener once the load's lease has run out (``elastic.leases``)."""
         if self._load_depth:
             self._load_depth += 1
             try:
@@ -211,27 +250,66 @@ class ElasticsearchIndex(ReadSteps, VersionedAlias, TermIndex):
             current = self._client.indices.get_settings(
                 index=",".join(indices), name=",".join(LOAD_SETTINGS), flat_settings=True
             )
-        saved = {n: current.get(n, {}).get("settings", {}) for n in indices}
+        job, blank = leases.new_record({}, self._lease_s)
+        records: dict[str, dict[str, Any]] = {}
         for n in indices:
-            self._put_settings(n, LOAD_SETTINGS)
+            # Another load of this index (running, or killed) saw the serving settings: keep those.
+            earlier = [r["serving"] for r in self._records(n).values() if r.get("serving")]
+            saved = current.get(n, {}).get("settings", {})
+            serving = dict(earlier[0]) if earlier else self._serving_settings(saved)
+            if self._replicas_set:
+                serving["index.number_of_replicas"] = self._replicas
+            records[n] = blank | {"serving": serving}
+            self._write_records(n, self._records(n) | {job: records[n]})  # before anything changes
+            self._put_settings(n, self._load_settings())
+        heartbeat = leases.Heartbeat(lambda now: self._renew(records, job, now), self._lease_s).start()
         self._load_depth = 1
         try:
             yield self
         except BaseException:
-            # The load failed (e.g. a node lost): restore what can be restored, but never let a
-            # second failure (a refresh timing out on a red index) hide the first.
+            # The load failed (e.g. a node lost): restore, retrying while the cluster recovers, but
+            # never let a second failure hide the first; the lease covers what still fails.
             self._load_depth = 0
+            heartbeat.stop()
             try:
-                self._end_load(indices, saved)
+                self._end_load_retrying(records, job)
             except TermIndexError as exc:
-                log.warning("could not restore serving settings after a failed load: %s", exc)
+                log.warning(
+                    "could not restore serving settings after a failed load: %s; the next opener "
+                    "restores them once the load's lease (%gs) has run out",
+                    exc,
+                    self._lease_s,
+                )
             raise
         self._load_depth = 0
-        self._end_load(indices, saved)
+        heartbeat.stop()
+        self._end_load_retrying(records, job)
 
-    def _end_load(self, indices: list[str], saved: Mapping[str, Mapping[str, Any]]) -> None:
-        for n in indices:
-            self._put_settings(n, self._serving_settings(saved[n]))
+    def _end_load_retrying(self, records: Mapping[str, dict[str, Any]], job: str) -> None:
+        """``_end_load``, tried again on an unavailable engine for up to ~80 s (a lost node's
+        shards reassigned, a master elected); each try may reach any node of the host list."""
+        for attempt in range(RESTORE_TRIES):
+            try:
+                self._end_load(records, job)
+                return
+            except EngineUnavailable as exc:
+                if attempt + 1 == RESTORE_TRIES:
+                    raise
+                pause = min(16.0, 0.5 * 2**attempt)
+                log.info("restoring serving settings: %s; trying again in %gs", exc, pause)
+                time.sleep(pause)
+
+    def _end_load(self, records: Mapping[str, dict[str, Any]], job: str) -> None:
+        """Serving settings back, then this load's record removed; while another load of the same
+        index still runs (a fresh lease), its end restores them instead."""
+        for n, record in records.items():
+            others = {k: r for k, r in self._records(n).items() if k != job and not leases.is_stale(r)}
+            if others:
+                self._write_records(n, others)
+                log.info("%s: serving settings left to the load still running (%s)", n, ", ".join(others))
+                continue
+            self._put_settings(n, record["serving"])
+            self._write_records(n, {})
         # The first refresh after a load writes everything buffered since it began into segments:
         # 1M documents took over 10 s (the default timeout) on OpenSearch 3.x on a busy machine.
         self.refresh(timeout_s=LOAD_REFRESH_TIMEOUT_S)

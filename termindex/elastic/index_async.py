@@ -6,10 +6,12 @@ here awaited: both send and read exactly the same JSON.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 from vsparta.termindex.base import Hit, TermDocument, TermStatistics
+from vsparta.termindex.elastic import leases
 from vsparta.termindex.elastic.common import (
     client_options,
     errors,
@@ -46,6 +48,7 @@ class AsyncElasticsearchIndex(ReadSteps):
         if rest:
             raise ValueError(f"unknown {self.engine_label} options: {sorted(rest)}")
         self._client = make_client(self.client_class, url, client_kwargs)
+        self._recovered_at = -float("inf")
 
     async def _run(self, steps: Steps[T]) -> T:
         return await run_async(self._client, steps)
@@ -75,6 +78,15 @@ class AsyncElasticsearchIndex(ReadSteps):
         """The cluster's health for this index: green, yellow (a replica missing: answers are
         complete) or red (a primary missing: searches answer 503 until it is back)."""
         return await self._run(self._health_steps())
+
+    async def recover_stale_loads(self, every_s: float = leases.DEFAULT_LEASE_S / 2) -> list[str]:
+        """Serving settings back on indices left by a killed load (``elastic.leases``); asks at most
+        once per ``every_s`` (the service calls it at start and on each readiness check)."""
+        if time.monotonic() - self._recovered_at < every_s:
+            return []
+        restored = await self._run(leases.recover_steps(self.alias))
+        self._recovered_at = time.monotonic()
+        return restored
 
     async def ready(self) -> bool:
         """Reachable and the alias exists (what a readiness probe needs)."""

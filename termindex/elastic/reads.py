@@ -27,7 +27,7 @@ from vsparta.termindex.elastic.common import (
     without_metadata,
 )
 from vsparta.termindex.elastic.statistics import parse_statistics, statistics_body
-from vsparta.termindex.errors import DocumentNotFound, InvalidQuery
+from vsparta.termindex.errors import DocumentNotFound, InvalidQuery, TermIndexError
 from vsparta.termindex.idf import StatisticsCache
 
 log = logging.getLogger(__name__)
@@ -42,6 +42,7 @@ class Call:
     method: str  # attribute path on the client: "search", "cluster.health"
     kwargs: dict[str, Any] = field(default_factory=dict)
     doc_id: str | None = None  # a 404 for this id is DocumentNotFound, not IndexNotFound
+    retry_node_left: bool = False  # a read: asked once more when a node left mid-request (NODE_LEFT)
 
 
 Steps = Generator[Call, Any, T]
@@ -53,13 +54,47 @@ def _bound(client: Any, method: str) -> Any:
     return client
 
 
+# "A node left while this request was in flight": the coordinating node lost the connection to a
+# node holding a shard copy it had picked (a partial answer, or a fetch phase that failed). Asked
+# again at once, the request goes to the copies on live nodes. A node SIGKILLed under a search
+# stream gave one such answer per kill (tests/termindex/test_elastic_cluster.py), each a 503.
+NODE_LEFT = ("node_disconnected_exception", "node_not_connected_exception")
+NODE_LEFT_REASON = "Node not connected"  # a failed fetch phase: a 500 whose root cause list is empty
+
+
+def _node_left(found: Any) -> bool:
+    """Whether an answer's shard failures or an error's body name a node that left."""
+    if isinstance(found, Mapping):
+        failures = (found.get("_shards") or {}).get("failures") or []
+        return bool(failures) and all(str((f.get("reason") or {}).get("type")) in NODE_LEFT for f in failures)
+    text = str(getattr(found, "info", None))
+    return NODE_LEFT_REASON in text or any(kind in text for kind in NODE_LEFT)
+
+
+def _asked_again(call: Call, attempt: int, answer: Any = None, error: BaseException | None = None) -> bool:
+    if attempt or not call.retry_node_left:
+        return False
+    left = _node_left(error.__cause__) if error is not None else _node_left(answer)
+    if left:
+        log.info("%s: a node left mid-request; asking again", call.what)
+    return left
+
+
 def run_sync(client: Any, steps: Steps[T]) -> T:
     """Drive ``steps`` with a synchronous client."""
     try:
         call = next(steps)
         while True:
-            with errors(call.what, doc_id=call.doc_id):
-                answer = _bound(client, call.method)(**call.kwargs)
+            for attempt in (0, 1):
+                try:
+                    with errors(call.what, doc_id=call.doc_id):
+                        answer = _bound(client, call.method)(**call.kwargs)
+                except TermIndexError as exc:
+                    if _asked_again(call, attempt, error=exc):
+                        continue
+                    raise
+                if not _asked_again(call, attempt, answer=answer):
+                    break
             call = steps.send(answer)
     except StopIteration as done:
         return done.value
@@ -70,8 +105,16 @@ async def run_async(client: Any, steps: Steps[T]) -> T:
     try:
         call = next(steps)
         while True:
-            with errors(call.what, doc_id=call.doc_id):
-                answer = await _bound(client, call.method)(**call.kwargs)
+            for attempt in (0, 1):
+                try:
+                    with errors(call.what, doc_id=call.doc_id):
+                        answer = await _bound(client, call.method)(**call.kwargs)
+                except TermIndexError as exc:
+                    if _asked_again(call, attempt, error=exc):
+                        continue
+                    raise
+                if not _asked_again(call, attempt, answer=answer):
+                    break
             call = steps.send(answer)
     except StopIteration as done:
         return done.value
@@ -105,7 +148,7 @@ class ReadSteps:
         return self._track_total_hits
 
     def _count_steps(self) -> Steps[int]:
-        answer = yield Call("count", "count", {"index": self._target})
+        answer = yield Call("count", "count", {"index": self._target}, retry_node_left=True)
         return int(answer["count"])
 
     def _get_steps(self, doc_id: str) -> Steps[TermDocument]:
@@ -118,7 +161,7 @@ class ReadSteps:
     def _search_steps(self, query: Mapping[int, float], k: int, explain: bool) -> Steps[list[Hit]]:
         algorithm = yield from self._algorithm_steps()
         body = search_body(query, k, explain, algorithm)
-        answer = yield Call("search", "search", {"index": self._target, **body})
+        answer = yield Call("search", "search", {"index": self._target, **body}, retry_node_left=True)
         hits = parse_hits(answer, query, explain)
         for h in answer["hits"]["hits"][:1]:  # the alias moved to a new version: stale frequencies
             self._statistics.seen_version(str(h.get("_index", "")))

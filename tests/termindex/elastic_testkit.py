@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
@@ -167,6 +168,20 @@ def check_es_top_k(
     return False, tied
 
 
+def tokenizer_folder(parent: Path, words: list[str]) -> Path:
+    """A real WordPiece tokenizer folder (``parent/model``) knowing ``words``: what ``--tokenizer``
+    and the service's ``model_path`` read."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    vocab = {w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words])}
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    out = parent / "model"
+    out.mkdir()
+    tok.save(str(out / "tokenizer.json"))
+    return out
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -174,18 +189,27 @@ def free_port() -> int:
 
 
 class FaultProxy:
-    """Forwards HTTP to the node; the first ``failures`` bulk requests fail as ``mode`` says.
+    """Forwards HTTP to the node; the first ``failures`` bulk requests (requests whose path holds
+    ``path``) fail as ``mode`` says.
 
-    Modes: ``"429"`` (whole request rejected), ``"429-items"`` (200 with every item rejected
-    with 429, as a busy node answers), ``"drop"`` (connection closed without a response).
+    Modes: ``"429"`` (whole request rejected), ``"503"`` (a cluster without a master),
+    ``"429-items"`` (200 with every item rejected with 429, as a busy node answers), ``"drop"``
+    (connection closed without a response).
     ``delay`` (seconds) holds every ``_search`` request that long first (a stalled node).
     ``stop()``/``start()`` close and reopen the listening port ("connection refused" between).
     """
 
     def __init__(
-        self, upstream: str, mode: str = "429", failures: int = 0, port: int = 0, delay: float = 0.0
+        self,
+        upstream: str,
+        mode: str = "429",
+        failures: int = 0,
+        port: int = 0,
+        delay: float = 0.0,
+        path: str = "_bulk",
     ) -> None:
         self.upstream = urlsplit(upstream)
+        self.path = path
         self.delay = delay
         self.mode = mode
         self.failures = failures
@@ -201,7 +225,7 @@ class FaultProxy:
         return f"http://127.0.0.1:{self.port}"
 
     def _should_fail(self, path: str) -> bool:
-        if "_bulk" not in path:
+        if self.path not in path:
             return False
         with self._lock:
             self.bulk_attempts += 1
@@ -239,6 +263,10 @@ class FaultProxy:
                         self.connection.shutdown(socket.SHUT_RDWR)
                         return
                     es_headers = {"Content-Type": "application/json", "X-Elastic-Product": "Elasticsearch"}
+                    if proxy.mode == "503":
+                        err = {"error": {"type": "master_not_discovered_exception", "reason": "injected"}}
+                        self._reply(503, json.dumps({**err, "status": 503}).encode(), es_headers)
+                        return
                     if proxy.mode == "429":
                         err = {
                             "error": {"type": "es_rejected_execution_exception", "reason": "injected"},

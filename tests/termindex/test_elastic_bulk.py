@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-from elastic_testkit import fresh_index, random_docs, unique_name
+from elastic_testkit import fresh_index, random_docs, tokenizer_folder, unique_name
 
 from vsparta.termindex import open_index
 from vsparta.termindex.base import TermDocument
@@ -161,17 +161,7 @@ def test_new_version_from_the_cli_swaps_on_completion_and_rollback_swaps_back(es
 
 def _tiny_tokenizer(tmp_path):
     """A real WordPiece tokenizer folder with a handful of words (what `--tokenizer` reads)."""
-    from tokenizers import Tokenizer, models, pre_tokenizers
-
-    vocab = {
-        w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "red", "cube", "blue"])
-    }
-    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    out = tmp_path / "tok"
-    out.mkdir()
-    tok.save(str(out / "tokenizer.json"))
-    return out
+    return tokenizer_folder(tmp_path, ["red", "cube", "blue"])
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ one node goes on to the next):
   back the cluster is green again and every query answers exactly as before.
 
 Both happen during the same kill (one restart: a node takes most of a minute to rejoin on two
-shared cores).
+shared cores). A second test loads into the index being searched (the served version keeps its
+replicas during a load): a node holding its primaries dies mid-load and every search answers 200.
 
 It runs on Elasticsearch 7.17 and on OpenSearch 2.19 (``scripts/elasticsearch.sh --distribution
 opensearch``; the 3.x line shares its cluster code and is left out to keep CI short).
@@ -37,7 +38,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from elastic_testkit import SearchServer, open_on, unique_name
+from elastic_testkit import SearchServer, open_on, tokenizer_folder, unique_name
 
 from vsparta.termindex.base import TermDocument
 from vsparta.termindex.oracle import round_like_elasticsearch
@@ -179,18 +180,6 @@ def test_the_script_runs_a_real_cluster(cluster: Cluster) -> None:
     assert again.returncode == 0 and again.stderr.count("already running") == NODES
 
 
-def _tokenizer(tmp_path: Path) -> Path:
-    from tokenizers import Tokenizer, models, pre_tokenizers
-
-    vocab = {w: i for i, w in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS])}
-    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    out = tmp_path / "model"
-    out.mkdir()
-    tok.save(str(out / "tokenizer.json"))
-    return out
-
-
 def _term_documents(n: int, seed: int) -> list[dict]:
     rng = np.random.default_rng(seed)
     docs = []
@@ -261,7 +250,7 @@ def test_losing_a_node_mid_load_and_mid_search_loses_nothing(
     from vsparta.service.app import create_app
     from vsparta.service.settings import ServiceSettings
 
-    tokenizer = _tokenizer(tmp_path)
+    tokenizer = tokenizer_folder(tmp_path, WORDS)
     token_id = {w: i + 5 for i, w in enumerate(WORDS)}
     # The searched index: loaded and served (replicas restored, force-merged) before the kill.
     served = _term_documents(1500, seed=2)
@@ -357,4 +346,85 @@ def test_losing_a_node_mid_load_and_mid_search_loses_nothing(
             expected = {token_id[w]: float(round_like_elasticsearch(x)) for w, x in d["terms"].items()}
             assert {t: float(round_like_elasticsearch(w)) for t, w in got.weights.items()} == expected
             assert got.metadata == d["metadata"]
+        index.drop()
+
+
+def test_a_load_into_the_served_index_keeps_it_answering_when_a_node_dies(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """A load into the version the alias serves keeps its replicas (only refresh changes), so a
+    node holding primaries of that index SIGKILLed mid-load leaves a copy of every shard: the
+    search stream on that same index keeps answering 200, and the load ends with every document."""
+    from fastapi.testclient import TestClient
+
+    from vsparta.indexer.runner import IndexConfig, run_index
+    from vsparta.service.app import create_app
+    from vsparta.service.settings import ServiceSettings
+
+    tokenizer = tokenizer_folder(tmp_path, WORDS)
+    token_id = {w: i + 5 for i, w in enumerate(WORDS)}
+    name = unique_name("liveload")
+    served = _term_documents(1500, seed=2)
+    with open_on(cluster.server(), name, create=True) as index:
+        with index.bulk_load():
+            index.upsert(
+                TermDocument(d["id"], {token_id[w]: x for w, x in d["terms"].items()}) for d in served
+            )
+        index.finish_load()
+    cluster.health(wait_for="green")
+    more = [{**d, "id": f"more-{d['id']}"} for d in _term_documents(4000, seed=5)]
+    export = tmp_path / "more.jsonl"
+    export.write_text("".join(json.dumps(d) + "\n" for d in more))
+    rng = np.random.default_rng(4)
+    queries = [" ".join(rng.choice(WORDS, size=4)) for _ in range(20)]
+    spec = cluster.server().spec(name)
+    settings = ServiceSettings(backend=spec, model_path=tokenizer, engine_timeout_s=3, retry_after_s=2)
+    options = {"shard_timeout": "3s", "max_retries": 2, "initial_backoff": 0.2, "chunk_size": 100}
+
+    def job(resume: bool) -> tuple[Any, BaseException | None]:
+        config = IndexConfig(
+            input=export, backend=spec, tokenizer=tokenizer, workers=0, resume=resume,
+            commit_interval=0.05, backend_options=options,
+        )  # fmt: skip
+        try:
+            return run_index(config), None
+        except Exception as exc:  # noqa: BLE001 - the test inspects it
+            return None, exc
+
+    with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+        stream = SearchStream(client, queries)
+        outcome: list[tuple[Any, BaseException | None]] = []
+        runner = threading.Thread(target=lambda: outcome.append(job(resume=False)))
+        runner.start()
+        sample = [d["id"] for d in more[:: len(more) // 40]]
+        deadline = time.monotonic() + 180
+        with open_on(cluster.server(), name) as probe:
+            while len(probe.existing_ids(sample)) < 8:  # a fifth of the new documents are in
+                assert time.monotonic() < deadline and runner.is_alive(), f"no load: {outcome}"
+                time.sleep(0.2)
+            (during,) = probe._client.indices.get_settings(index=name, flat_settings=True).values()
+        assert during["settings"]["index.refresh_interval"] == "-1"  # the load is on
+        assert during["settings"]["index.number_of_replicas"] == "1"  # and kept the replicas
+        stream.thread.start()
+        time.sleep(1)
+        cluster.kill(cluster.primary_holder(name))
+        assert runner.is_alive(), "the job ended before the node was killed: nothing was tested"
+        runner.join(timeout=300)
+        assert not runner.is_alive()
+        time.sleep(2)  # searches go on after the load with the node still down
+        stream.stop.set()
+        stream.thread.join()
+        summary, error = outcome[0]
+        log.info("live load with a node killed: %s", f"finished, {summary.indexed} indexed" if error is None
+                 else f"failed: {error}")  # fmt: skip
+        counts = stream.counts()
+        log.info("search stream on the index being loaded: %s answers by status", counts)
+        cluster.restart()
+    assert counts.get(200, 0) > 20 and set(counts) == {200}, counts  # not one 503
+    if error is not None or summary.indexed + summary.skipped < len(more):
+        summary, error = job(resume=True)
+        assert error is None, error
+    with open_on(cluster.server(), name) as index:
+        assert index.count() == len(served) + len(more)
+        assert cluster.health(wait_for="green")["status"] == "green"
         index.drop()

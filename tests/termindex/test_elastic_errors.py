@@ -170,3 +170,23 @@ def test_stalled_node_times_out_as_unavailable(es_url: str, index: Elasticsearch
 def test_elasticsearch_400_becomes_invalid_query(index: ElasticsearchIndex) -> None:
     with pytest.raises(InvalidQuery, match="parsing_exception"), errors("search"):
         index._client.search(index=index.alias, query={"no_such_query": {}})
+
+
+def test_a_search_is_asked_again_only_when_a_node_left_mid_request() -> None:
+    """Answers as Elasticsearch 7.17 gave them when a node was SIGKILLed under a search stream."""
+    from elasticsearch import exceptions as es
+
+    from vsparta.termindex.elastic.reads import _node_left
+
+    def partial(kind: str) -> dict:
+        return {"_shards": {"total": 6, "successful": 5, "failed": 1,
+                            "failures": [{"shard": 2, "reason": {"type": kind, "reason": "x"}}]}}  # fmt: skip
+
+    assert _node_left(partial("node_disconnected_exception"))
+    assert not _node_left(partial("query_shard_exception"))  # a bad query stays an error
+    assert not _node_left({"_shards": {"total": 6, "successful": 6, "failed": 0}})
+    left = {"type": "node_not_connected_exception", "reason": "[vsparta-42101] Node not connected"}
+    fetch = {"error": {"root_cause": [], "type": "search_phase_execution_exception", "caused_by": left}}
+    phase = "search_phase_execution_exception"
+    assert _node_left(es.TransportError(500, phase, fetch))
+    assert not _node_left(es.TransportError(500, phase, {"error": {"type": "x"}}))
