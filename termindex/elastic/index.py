@@ -138,6 +138,7 @@ class ElasticsearchIndex(ReadSteps, VersionedAlias, TermIndex):
         self._replicas_set = replicas is not None
         # Reads and writes go to the alias; a Reindex or a new version writes to its own index.
         self._target = self.alias
+        self._fresh = False  # this handle created the index: empty, nobody searches it yet
         self._load_depth = 0
         self._loaded = 0  # documents written through this handle (what finish_load judges)
         self._reindex: Reindex | None = None
@@ -148,6 +149,7 @@ class ElasticsearchIndex(ReadSteps, VersionedAlias, TermIndex):
             self._replicas = int(replicas) if replicas is not None else min(1, nodes - 1)
             if create:
                 created = self._ensure_alias()
+                self._fresh = created
                 if new_version and not created:
                     self._reindex = self.begin_reindex()
                     self._target = self._reindex.version
@@ -213,9 +215,11 @@ class ElasticsearchIndex(ReadSteps, VersionedAlias, TermIndex):
 
     def _load_settings(self) -> dict[str, Any]:
         """What a load puts on. The version the alias serves keeps its replicas (a node lost
-        mid-load leaves a copy of each shard to answer from); a version not served yet drops them
-        (faster, and nobody searches it). ``keep_replicas`` overrides."""
-        keep = self._keep_replicas if self._keep_replicas is not None else self._target == self.alias
+        mid-load leaves a copy of each shard to answer from); a version not served yet, or one this
+        handle has just created (empty: nothing to keep answering), drops them (faster on a cluster:
+        docs/elasticsearch.md). ``keep_replicas`` overrides."""
+        served = self._target == self.alias and not self._fresh
+        keep = self._keep_replicas if self._keep_replicas is not None else served
         return {k: v for k, v in LOAD_SETTINGS.items() if not (keep and k == "index.number_of_replicas")}
 
     def recover_stale_loads(self) -> list[str]:

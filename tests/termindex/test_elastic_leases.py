@@ -156,10 +156,15 @@ def test_a_failed_load_restores_through_a_503_and_a_dead_first_node(
 
 
 def test_a_load_into_the_served_version_keeps_its_replicas_a_new_version_drops_them(es_url: str) -> None:
-    """One node: replicas 1 cannot be allocated, but the setting shows what a load does to it."""
+    """One node: replicas 1 cannot be allocated, but the setting shows what a load does to it. The
+    handle that creates the index loads it empty, with nobody to keep answering: it drops them."""
     alias = unique_name("replicas")
-    index = ElasticsearchIndex(es_url, alias, create=True, replicas=1)
+    with ElasticsearchIndex(es_url, alias, create=True, replicas=1) as creating, creating.bulk_load():
+        first, _ = _state(creating)
+    assert first["index.number_of_replicas"] == "0" and first["index.refresh_interval"] == "-1"
+    index = ElasticsearchIndex(es_url, alias, create=True)
     try:
+        assert _state(index)[0]["index.number_of_replicas"] == "1"  # restored after the first load
         with index.bulk_load():
             during, _ = _state(index)
         assert during["index.number_of_replicas"] == "1" and during["index.refresh_interval"] == "-1"
