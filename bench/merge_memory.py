@@ -5,7 +5,8 @@ segment's documents deleted, so the merge drops tombstones too) is built once; t
 copies it and runs ``compact()`` in a fresh process of each checkout (``--old-python``: a venv
 with the other checkout installed; the on-disk format is the same). The process samples its own
 ``RssAnon`` (not the page cache of the mapped segments) every 10 ms during the merge and reports
-the rise over its value before, and the merge's seconds.
+the rise over its value before (after a tiny warm-up merge has loaded numba and the kernels, as
+the first merge of a long job does), and the merge's seconds.
 
     python -m bench.merge_memory --docs 200000 --old-python /var/tmp/merge-old/.venv/bin/python \\
         --workdir /var/tmp/merge-work/merge-bench --json docs/indexing/merge-memory.json
@@ -36,6 +37,12 @@ def rss_anon_kib():
         if line.startswith("RssAnon:"):
             return int(line.split()[1])
 
+# Warm-up: a tiny merge loads numba and the kernels (~30 MB, once per process, as in a long job).
+warm = EmbeddedIndex(sys.argv[2], create=True, merge_factor=1000)
+for part in range(2):
+    warm.upsert_arrays([f"w{part}-{i}" for i in range(3)], [0, 2, 3, 5], [1, 5, 2, 0, 9], [1.0] * 5)
+warm.delete(["w0-1"])
+warm.compact()
 index = EmbeddedIndex(sys.argv[1], merge_factor=1000)
 before = rss_anon_kib()
 peak, done = [before], threading.Event()
@@ -79,11 +86,11 @@ def run_merge(python: str, base: Path, work: Path) -> dict:
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(base, work)
     try:
-        out = subprocess.run(
-            [python, "-c", MERGE_SCRIPT, str(work)], capture_output=True, text=True, check=True
-        )
+        cmd = [python, "-c", MERGE_SCRIPT, str(work), str(work.with_name("warm-up"))]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(work.with_name("warm-up"), ignore_errors=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

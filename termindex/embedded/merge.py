@@ -122,8 +122,8 @@ def _copy_documents(tmp: Path, segments: Sequence[Segment]) -> None:
                 src, src_offsets = getattr(seg, bytes_field), getattr(seg, offsets_field)
                 for a in range(0, seg.n_docs, CHUNK):
                     out, out_offsets = gather_ranges(src, src_offsets, _live(seg, a))
-                    data.write(out.tobytes())
-                    offsets.write((out_offsets[1:] + end).astype("<i8").tobytes())
+                    data.write(memoryview(out))
+                    offsets.write(memoryview((out_offsets[1:] + end).astype("<i8", copy=False)))
                     end += int(out_offsets[-1])
             for f in (data, offsets):
                 f.flush()
