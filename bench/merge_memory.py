@@ -8,8 +8,8 @@ with the other checkout installed; the on-disk format is the same). The process 
 the rise over its value before (after a tiny warm-up merge has loaded numba and the kernels, as
 the first merge of a long job does), and the merge's seconds.
 
-    python -m bench.merge_memory --docs 200000 --old-python /var/tmp/merge-old/.venv/bin/python \\
-        --workdir /var/tmp/merge-work/merge-bench --json docs/indexing/merge-memory.json
+    python -m bench.merge_memory --docs 1000000 --old-python /var/tmp/merge-old/.venv/bin/python \\
+        --workdir /var/tmp/merge-work/merge-bench --json docs/indexing/merge-memory-1m.json
 """
 
 from __future__ import annotations
