@@ -194,6 +194,25 @@ def gather_ranges(src, offsets, selected):
 
 
 @njit(cache=True, nogil=True)
+def merge_sorted_runs(keys, values, bounds, out_keys, out_values):
+    """k-way merge of the runs ``keys[bounds[r]:bounds[r + 1]]`` (each ascending), carrying
+    ``values`` along; equal keys come out in run order (run r before run r + 1), so runs sorted
+    by (key, value) whose values grow from run to run give an output sorted by (key, value).
+    Picks the smallest head by a scan of the k heads: merges have a few dozen runs at most."""
+    k = bounds.shape[0] - 1
+    pos = bounds[:-1].copy()
+    for i in range(out_keys.shape[0]):
+        best = -1
+        for r in range(k):
+            p = pos[r]
+            if p < bounds[r + 1] and (best < 0 or keys[p] < keys[pos[best]]):
+                best = r
+        out_keys[i] = keys[pos[best]]
+        out_values[i] = values[pos[best]]
+        pos[best] += 1
+
+
+@njit(cache=True, nogil=True)
 def first_repeated_term_row(indptr, terms, n_terms):
     """Index of the first document listing a term id twice, or -1 (O(postings), no sort)."""
     seen = np.full(n_terms, -1, dtype=np.int64)

@@ -45,6 +45,7 @@ from vsparta.termindex.base import (
     validate_weights,
 )
 from vsparta.termindex.embedded.batches import Batch, batch_from_arrays, batch_from_documents
+from vsparta.termindex.embedded.merge import merge_segments
 from vsparta.termindex.embedded.policy import (
     MERGE_FACTOR,
     MergePolicy,
@@ -55,7 +56,7 @@ from vsparta.termindex.embedded.policy import (
 from vsparta.termindex.embedded.search import search_segments
 from vsparta.termindex.embedded.statistics import SegmentCounts
 from vsparta.termindex.embedded.weights import half_bits
-from vsparta.termindex.embedded.writer import build_segment, merge_segments, tombstone
+from vsparta.termindex.embedded.writer import build_segment, tombstone
 from vsparta.termindex.errors import DocumentNotFound, IndexNotFound, InvalidQuery, TermIndexError
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
-"""Writing the embedded engine's segments: from a batch of postings, by merging segments, and
-their tombstones.
+"""Writing the embedded engine's segments: from a batch of postings, their tombstones, and the
+postings files and sealing step a merge (``embedded.merge``) shares.
 
 Every segment is written under a temp directory, fsync'd file by file, then renamed into place,
 so a crash leaves either no segment or a complete one (the manifest names it only afterwards).
@@ -24,18 +24,14 @@ from vsparta.termindex.embedded.build import (
     count_postings,
     densify,
     fill_postings,
-    gather_ranges,
-    remap_postings,
     run_maxima,
 )
 from vsparta.termindex.embedded.format import Segment, id_hash
 from vsparta.termindex.embedded.weights import QUANT_STEP, quant_step, quant_tables
 
 
-def _finish_segment(
-    root: Path,
+def write_postings(
     tmp: Path,
-    name: str,
     *,
     n_docs: int,
     n_terms: int,
@@ -44,24 +40,24 @@ def _finish_segment(
     offsets: np.ndarray,
     out_docs: np.ndarray,
     out_wbits: np.ndarray,
-    id_bytes: np.ndarray,
-    id_offsets: np.ndarray,
-    hashes: np.ndarray,
-    meta_bytes: np.ndarray,
-    meta_offsets: np.ndarray,
-) -> int:
-    """Lay out dense runs, write the small files, fsync everything, rename the directory into place.
+) -> dict[str, Any]:
+    """Lay out dense runs and write every postings file into ``tmp``, fsync'd; returns the
+    segment.json fields they fix.
 
-    ``out_docs``/``out_wbits`` hold the sparse layout in temp files; they are removed here.
-    Returns the bytes the segment holds (for write-amplification accounting).
+    ``out_docs``/``out_wbits`` hold the sparse layout in temp files; they are removed here. The
+    per-(term, block) arrays are written through file-backed maps too: with 65,536-document
+    blocks and 30,522 terms a big merge has ~0.47 keys per document (4 bytes per int64 array).
     """
-    doffsets, woffsets, boffsets, hoffsets = (np.zeros_like(offsets) for _ in range(4))
+    n_keys = len(offsets) - 1
+    doffsets, woffsets, boffsets, hoffsets = (
+        alloc_array(tmp, f"{k}offsets.i64", n_keys + 1, dtype="<i8") for k in "dwbh"
+    )
     choose_layout(offsets, out_docs, n_docs, n_blocks, block_shift, doffsets, woffsets, boffsets, hoffsets)
-    ids = _alloc(tmp, "ids.u8", int(boffsets[-1]), dtype="u1")
-    hdir = _alloc(tmp, "hdir.u8", int(hoffsets[-1]), dtype="u1")
-    hend = _alloc(tmp, "hend.u16", int(hoffsets[-1]))
-    wbits = _alloc(tmp, "weights.u16", int(woffsets[-1]))
-    quant = _alloc(tmp, "quant.u8", int(woffsets[-1] - doffsets[-1]), dtype="u1")
+    ids = alloc_array(tmp, "ids.u8", int(boffsets[-1]), dtype="u1")
+    hdir = alloc_array(tmp, "hdir.u8", int(hoffsets[-1]), dtype="u1")
+    hend = alloc_array(tmp, "hend.u16", int(hoffsets[-1]))
+    wbits = alloc_array(tmp, "weights.u16", int(woffsets[-1]))
+    quant = alloc_array(tmp, "quant.u8", int(woffsets[-1] - doffsets[-1]), dtype="u1")
     step = quant_step(int(out_wbits.max())) if len(out_wbits) else QUANT_STEP
     if len(out_wbits):
         qtab = quant_tables(step)
@@ -72,37 +68,33 @@ def _finish_segment(
     del out_docs, out_wbits
     for fname in ("sparse-docs.u16", "sparse-weights.u16"):
         (tmp / fname).unlink()
-    blockmax = np.zeros(n_terms * n_blocks, dtype=np.uint16)
+    blockmax = alloc_array(tmp, "blockmax.u16", n_terms * n_blocks)
     run_maxima(woffsets, wbits, blockmax)
     termmax = blockmax.reshape(n_terms, n_blocks).max(axis=1) if n_terms else np.zeros(0, np.uint16)
-    for arr in (ids, hdir, hend, wbits, quant):  # written through np.memmap: flush to disk
+    sync_arrays(
+        tmp,
+        {
+            "ids.u8": ids, "hdir.u8": hdir, "hend.u16": hend, "weights.u16": wbits, "quant.u8": quant,
+            "doffsets.i64": doffsets, "woffsets.i64": woffsets, "boffsets.i64": boffsets,
+            "hoffsets.i64": hoffsets, "blockmax.u16": blockmax,
+        },
+    )  # fmt: skip
+    fmt.write_file(tmp / "termmax.u16", termmax.astype("<u2"))
+    return {"quant_step": step, "n_postings": int(offsets[-1])}
+
+
+def sync_arrays(tmp: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Flush arrays written through ``np.memmap`` and fsync their files."""
+    for fname, arr in arrays.items():
         if isinstance(arr, np.memmap):
             arr.flush()
-    del ids, hdir, hend, wbits, quant
-    for fname in ("ids.u8", "hdir.u8", "hend.u16", "weights.u16", "quant.u8"):
         with open(tmp / fname, "rb+") as f:
             os.fsync(f.fileno())
-    order = np.argsort(hashes, kind="stable").astype(np.int32)
-    fmt.write_file(tmp / "doffsets.i64", doffsets.astype("<i8"))
-    fmt.write_file(tmp / "woffsets.i64", woffsets.astype("<i8"))
-    fmt.write_file(tmp / "boffsets.i64", boffsets.astype("<i8"))
-    fmt.write_file(tmp / "hoffsets.i64", hoffsets.astype("<i8"))
-    fmt.write_file(tmp / "blockmax.u16", blockmax.astype("<u2"))
-    fmt.write_file(tmp / "termmax.u16", termmax.astype("<u2"))
-    fmt.write_file(tmp / "docids.bin", id_bytes)
-    fmt.write_file(tmp / "docids.i64", id_offsets.astype("<i8"))
-    fmt.write_file(tmp / "idhash.u64", hashes[order].astype("<u8"))
-    fmt.write_file(tmp / "idorder.i32", order.astype("<i4"))
-    fmt.write_file(tmp / "meta.bin", meta_bytes)
-    fmt.write_file(tmp / "meta.i64", meta_offsets.astype("<i8"))
-    info = {
-        "quant_step": step,
-        "n_docs": n_docs,
-        "n_terms": n_terms,
-        "n_blocks": n_blocks,
-        "block_shift": block_shift,
-        "n_postings": int(offsets[-1]),
-    }
+
+
+def seal_segment(root: Path, tmp: Path, name: str, info: dict[str, Any]) -> int:
+    """Write segment.json, fsync the directory and rename it into place; returns the bytes the
+    segment holds (for write-amplification accounting)."""
     fmt.write_file(tmp / "segment.json", json.dumps(info).encode())
     written = sum(f.stat().st_size for f in tmp.iterdir())
     fmt.fsync_dir(tmp)
@@ -111,7 +103,21 @@ def _finish_segment(
     return written
 
 
-def _alloc(tmp: Path, fname: str, size: int, dtype: str = "<u2") -> np.ndarray:
+def segment_info(
+    *, n_docs: int, n_terms: int, n_blocks: int, block_shift: int, postings: dict[str, Any]
+) -> dict[str, Any]:
+    """segment.json's fields, in the order the format has always written them."""
+    return {
+        "quant_step": postings["quant_step"],
+        "n_docs": n_docs,
+        "n_terms": n_terms,
+        "n_blocks": n_blocks,
+        "block_shift": block_shift,
+        "n_postings": postings["n_postings"],
+    }
+
+
+def alloc_array(tmp: Path, fname: str, size: int, dtype: str = "<u2") -> np.ndarray:
     """An output array backed by a file, so big segments need not fit in RAM twice."""
     if size == 0:
         (tmp / fname).touch()
@@ -119,10 +125,29 @@ def _alloc(tmp: Path, fname: str, size: int, dtype: str = "<u2") -> np.ndarray:
     return np.memmap(tmp / fname, dtype=dtype, mode="w+", shape=(size,))
 
 
-def _temp_dir(root: Path) -> Path:
+def temp_dir(root: Path) -> Path:
+    """A fresh ``.tmp-*`` directory in the index (a dead writer's is removed by the next one)."""
     tmp = root / f".tmp-{secrets.token_hex(6)}"
     tmp.mkdir()
     return tmp
+
+
+def _write_documents(
+    tmp: Path, ids: Sequence[str], hashes: np.ndarray, metadata_json: Sequence[bytes]
+) -> None:
+    """The document table of a built segment: ids, their sorted hashes, metadata."""
+    id_raw = [i.encode("utf-8") for i in ids]
+    id_offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in id_raw], out=id_offsets[1:])
+    meta_offsets = np.zeros(len(ids) + 1, dtype=np.int64)
+    np.cumsum([len(b) for b in metadata_json], out=meta_offsets[1:])
+    order = np.argsort(hashes, kind="stable").astype(np.int32)
+    fmt.write_file(tmp / "docids.bin", np.frombuffer(b"".join(id_raw), dtype=np.uint8))
+    fmt.write_file(tmp / "docids.i64", id_offsets.astype("<i8"))
+    fmt.write_file(tmp / "idhash.u64", hashes[order].astype("<u8"))
+    fmt.write_file(tmp / "idorder.i32", order.astype("<i4"))
+    fmt.write_file(tmp / "meta.bin", np.frombuffer(b"".join(metadata_json), dtype=np.uint8))
+    fmt.write_file(tmp / "meta.i64", meta_offsets.astype("<i8"))
 
 
 def build_segment(
@@ -144,127 +169,16 @@ def build_segment(
     count_postings(terms, doc_of, n_blocks, block_shift, counts)
     offsets = np.zeros(n_terms * n_blocks + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    tmp = _temp_dir(root)
-    out_docs = _alloc(tmp, "sparse-docs.u16", len(terms))
-    out_wbits = _alloc(tmp, "sparse-weights.u16", len(terms))
+    tmp = temp_dir(root)
+    out_docs = alloc_array(tmp, "sparse-docs.u16", len(terms))
+    out_wbits = alloc_array(tmp, "sparse-weights.u16", len(terms))
     if len(terms):
         cursor = offsets[:-1].copy()
         fill_postings(terms, doc_of, wbits, n_blocks, block_shift, cursor, out_docs, out_wbits)
-    id_raw = [i.encode("utf-8") for i in ids]
-    id_offsets = np.zeros(n_docs + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in id_raw], out=id_offsets[1:])
-    meta_offsets = np.zeros(n_docs + 1, dtype=np.int64)
-    np.cumsum([len(b) for b in metadata_json], out=meta_offsets[1:])
-    return _finish_segment(
-        root,
-        tmp,
-        name,
-        n_docs=n_docs,
-        n_terms=n_terms,
-        n_blocks=n_blocks,
-        block_shift=block_shift,
-        offsets=offsets,
-        out_docs=out_docs,
-        out_wbits=out_wbits,
-        id_bytes=np.frombuffer(b"".join(id_raw), dtype=np.uint8),
-        id_offsets=id_offsets,
-        hashes=np.array([id_hash(i) for i in ids], dtype=np.uint64),
-        meta_bytes=np.frombuffer(b"".join(metadata_json), dtype=np.uint8),
-        meta_offsets=meta_offsets,
-    )
-
-
-def merge_segments(root: Path, name: str, block_shift: int, segments: Sequence[Segment]) -> int:
-    """Write one segment holding the live documents of ``segments`` (tombstones dropped); returns
-    its size in bytes."""
-    remaps = []
-    lives = []
-    start = 0
-    for seg in segments:
-        live = seg.live_locals()
-        remap = np.full(seg.n_docs, -1, dtype=np.int64)
-        remap[live] = np.arange(start, start + len(live))
-        start += len(live)
-        remaps.append(remap)
-        lives.append(live)
-    n_docs = start
-    n_blocks = max(1, -(-n_docs // (1 << block_shift)))
-    n_terms = max((s.n_terms for s in segments), default=0)
-    counts = np.zeros(n_terms * n_blocks, dtype=np.int64)
-    empty = np.zeros(0, dtype=np.uint16)
-    cursor = np.zeros(0, dtype=np.int64)
-    for seg, remap in zip(segments, remaps, strict=True):
-        remap_postings(
-            *seg.postings,
-            seg.n_terms,
-            seg.n_blocks,
-            seg.block_shift,
-            remap,
-            n_blocks,
-            counts,
-            cursor,
-            empty,
-            empty,
-            False,
-        )
-    offsets = np.zeros(n_terms * n_blocks + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    tmp = _temp_dir(root)
-    out_docs = _alloc(tmp, "sparse-docs.u16", int(offsets[-1]))
-    out_wbits = _alloc(tmp, "sparse-weights.u16", int(offsets[-1]))
-    cursor = offsets[:-1].copy()
-    if offsets[-1]:
-        for seg, remap in zip(segments, remaps, strict=True):
-            remap_postings(
-                *seg.postings,
-                seg.n_terms,
-                seg.n_blocks,
-                seg.block_shift,
-                remap,
-                n_blocks,
-                counts,
-                cursor,
-                out_docs,
-                out_wbits,
-                True,
-            )
-    id_parts, idoff_parts, meta_parts, metaoff_parts, hash_parts = [], [], [], [], []
-    for seg, live in zip(segments, lives, strict=True):
-        b, o = gather_ranges(seg.id_bytes, seg.id_offsets, live)
-        id_parts.append(b)
-        idoff_parts.append(o)
-        b, o = gather_ranges(seg.meta_bytes, seg.meta_offsets, live)
-        meta_parts.append(b)
-        metaoff_parts.append(o)
-        by_local = np.empty(seg.n_docs, dtype=np.uint64)
-        by_local[seg.id_order] = seg.id_hashes
-        hash_parts.append(by_local[live])
-    return _finish_segment(
-        root,
-        tmp,
-        name,
-        n_docs=n_docs,
-        n_terms=n_terms,
-        n_blocks=n_blocks,
-        block_shift=block_shift,
-        offsets=offsets,
-        out_docs=out_docs,
-        out_wbits=out_wbits,
-        id_bytes=np.concatenate(id_parts) if id_parts else np.zeros(0, np.uint8),
-        id_offsets=_join_offsets(idoff_parts),
-        hashes=np.concatenate(hash_parts) if hash_parts else np.zeros(0, np.uint64),
-        meta_bytes=np.concatenate(meta_parts) if meta_parts else np.zeros(0, np.uint8),
-        meta_offsets=_join_offsets(metaoff_parts),
-    )
-
-
-def _join_offsets(parts: list[np.ndarray]) -> np.ndarray:
-    out = [np.zeros(1, dtype=np.int64)]
-    base = 0
-    for p in parts:
-        out.append(p[1:] + base)
-        base += int(p[-1])
-    return np.concatenate(out)
+    layout = {"n_docs": n_docs, "n_terms": n_terms, "n_blocks": n_blocks, "block_shift": block_shift}
+    postings = write_postings(tmp, **layout, offsets=offsets, out_docs=out_docs, out_wbits=out_wbits)
+    _write_documents(tmp, ids, np.array([id_hash(i) for i in ids], dtype=np.uint64), metadata_json)
+    return seal_segment(root, tmp, name, segment_info(**layout, postings=postings))
 
 
 def tombstone(manifest: dict[str, Any], segments: list[Segment], ids: list[str]) -> int:
