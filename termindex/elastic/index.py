@@ -9,7 +9,8 @@ A cluster: new indices get two primary shards per data node and one replica when
 than one node (``shards``/``replicas`` override). A bulk load runs with refreshes off and rare
 translog flushes (and no replicas on a version not served yet), all restored afterwards, also
 after a failure or a kill (``elastic.leases``); ``finish_load`` after a complete load
-force-merges to few segments (smaller, faster to search).
+force-merges to few segments (smaller, faster to search). Both are ``elastic.loading.BulkLoading``,
+which this class inherits.
 
 ``AsyncElasticsearchIndex`` (read side, for the service) is in ``vsparta.termindex.elastic.index_async``.
 """
@@ -17,9 +18,7 @@ force-merges to few segments (smaller, faster to search).
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from itertools import islice
 from typing import Any, TypeVar
 
@@ -45,12 +44,12 @@ from vsparta.termindex.elastic.common import (
     validate_alias,
 )
 from vsparta.termindex.elastic.index_async import AsyncElasticsearchIndex
+from vsparta.termindex.elastic.loading import BulkLoading
 from vsparta.termindex.elastic.reads import ReadSteps, Steps, run_sync
 from vsparta.termindex.elastic.transport import CheckedClient
 from vsparta.termindex.elastic.versions import IndexVersion, Reindex, VersionedAlias
 from vsparta.termindex.errors import (
     EngineUnavailable,
-    IndexNotFound,
     InvalidDocument,
     TermIndexError,
 )
@@ -61,27 +60,12 @@ __all__ = ["AsyncElasticsearchIndex", "ElasticsearchIndex", "IndexVersion", "Rei
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-# Settings a bulk load changes, and what they are during it. Restored afterwards to what they were
-# (None = the default); replicas to the serving count. The translog stays durable per request
-# (an acknowledged document survives a killed node, which --resume relies on); a larger flush
-# threshold means fewer Lucene commits while loading.
-LOAD_SETTINGS: dict[str, Any] = {
-    "index.refresh_interval": "-1",
-    "index.number_of_replicas": 0,
-    "index.translog.flush_threshold_size": "1gb",
-}
-# How often a load's end tries to restore serving settings on an unavailable engine (backoff 0.5 s
-# doubling to 16 s: ~80 s in all, longer than a 3-node cluster took to elect a master and reassign
-# a lost node's shards here).
-RESTORE_TRIES = 10
-
 
 # One query searches the shards of an index in parallel, one thread each. Two per node: at 1M
 # model-shaped images on one 2-core node, p50 70 instead of 127 ms scoring everything and 40
 # instead of 68 ms with block-max WAND (docs/elasticsearch.md). (At 10K images on a busy machine
 # two were no faster; the gain is in scoring long posting lists, which large indices have.)
 SHARDS_PER_NODE = 2
-LOAD_REFRESH_TIMEOUT_S = 600.0  # the refresh ending a load (or a force-merge) writes segments
 
 # Stored fields (the ~1,000-term _source) with DEFLATE: 8.3 instead of 12.4 bytes per term. A top-10
 # search pays ~2 ms more (10 hits' stored metadata decompressed): a constant, while scoring grows
@@ -89,7 +73,7 @@ LOAD_REFRESH_TIMEOUT_S = 600.0  # the refresh ending a load (or a force-merge) w
 DEFAULT_CODEC = "best_compression"
 
 
-class ElasticsearchIndex(ReadSteps, VersionedAlias, TermIndex):
+class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
     """A versioned ``rank_features`` index behind the alias ``name``.
 
     Options: ``request_timeout`` (s, default 10), ``shards`` (default: ``SHARDS_PER_NODE`` per data node),
@@ -183,184 +167,6 @@ class ElasticsearchIndex(ReadSteps, VersionedAlias, TermIndex):
     def target(self) -> str:
         """Where writes go: the alias, or the new version being written."""
         return self._target
-
-    # -- bulk loading ----------------------------------------------------------------------
-
-    def _concrete(self) -> list[str]:
-        if self._target != self.alias:
-            return [self._target]
-        active = self._active()
-        if not active:
-            raise IndexNotFound(f"alias {self.alias!r} points at no index")
-        return active
-
-    def _serving_settings(self, saved: Mapping[str, Any]) -> dict[str, Any]:
-        """What a load's settings go back to: as before the load, except what a crashed load left."""
-        body: dict[str, Any] = {k: saved.get(k) for k in LOAD_SETTINGS}  # None = the default
-        crashed = saved.get("index.refresh_interval") in ("-1", -1)
-        if crashed:  # never keep refreshes off for good
-            body["index.refresh_interval"] = None
-        if self._replicas_set or crashed or saved.get("index.number_of_replicas") is None:
-            body["index.number_of_replicas"] = self._replicas
-        return body
-
-    def _put_settings(self, index: str, body: Mapping[str, Any]) -> None:
-        with errors("update settings"):
-            self._client.indices.put_settings(index=index, body=dict(body))
-
-    def _finish_version(self, index: str) -> None:
-        """A new version's load settings back to serving ones (refresh, replicas, durable translog:
-        a new version is created with an async one, since a crashed new version is loaded again)."""
-        self._put_settings(index, self._serving_settings({}) | {"index.translog.durability": None})
-
-    def _load_settings(self) -> dict[str, Any]:
-        """What a load puts on. The version the alias serves keeps its replicas (a node lost
-        mid-load leaves a copy of each shard to answer from); a version not served yet, or one this
-        handle has just created (empty: nothing to keep answering), drops them (faster on a cluster:
-        docs/elasticsearch.md). ``keep_replicas`` overrides."""
-        served = self._target == self.alias and not self._fresh
-        keep = self._keep_replicas if self._keep_replicas is not None else served
-        return {k: v for k, v in LOAD_SETTINGS.items() if not (keep and k == "index.number_of_replicas")}
-
-    def recover_stale_loads(self) -> list[str]:
-        """Serving settings back on indices behind the alias left by a killed load (``leases``)."""
-        return self._run(leases.recover_steps(self.alias))
-
-    def _records(self, index: str) -> leases.Records:
-        return self._run(leases.read_steps(index)).get(index, {})
-
-    def _write_records(self, index: str, records: leases.Records) -> None:
-        self._run(leases.write_steps(index, records))
-
-    def _renew(self, records: Mapping[str, dict[str, Any]], job: str, now: float) -> None:
-        for index, record in records.items():
-            record["heartbeat"] = now
-            self._write_records(index, self._records(index) | {job: record})
-
-    @contextmanager
-    def bulk_load(self) -> Iterator[ElasticsearchIndex]:
-        """Within the block: no refreshes, rare flushes, no replicas on a version not served yet;
-        restored and refreshed after, also after a failure (retried), and after a kill by the next
-        opener once the load's lease has run out (``elastic.leases``)."""
-        if self._load_depth:
-            self._load_depth += 1
-            try:
-                yield self
-            finally:
-                self._load_depth -= 1
-            return
-        indices = self._concrete()
-        with errors("read settings"):
-            current = self._client.indices.get_settings(
-                index=",".join(indices), name=",".join(LOAD_SETTINGS), flat_settings=True
-            )
-        job, blank = leases.new_record({}, self._lease_s)
-        records: dict[str, dict[str, Any]] = {}
-        for n in indices:
-            # Another load of this index (running, or killed) saw the serving settings: keep those.
-            earlier = [r["serving"] for r in self._records(n).values() if r.get("serving")]
-            saved = current.get(n, {}).get("settings", {})
-            serving = dict(earlier[0]) if earlier else self._serving_settings(saved)
-            if self._replicas_set:
-                serving["index.number_of_replicas"] = self._replicas
-            records[n] = blank | {"serving": serving}
-            self._write_records(n, self._records(n) | {job: records[n]})  # before anything changes
-            self._put_settings(n, self._load_settings())
-        heartbeat = leases.Heartbeat(lambda now: self._renew(records, job, now), self._lease_s).start()
-        self._load_depth = 1
-        try:
-            yield self
-        except BaseException:
-            # The load failed (e.g. a node lost): restore, retrying while the cluster recovers, but
-            # never let a second failure hide the first; the lease covers what still fails.
-            self._load_depth = 0
-            heartbeat.stop()
-            try:
-                self._end_load_retrying(records, job)
-            except TermIndexError as exc:
-                log.warning(
-                    "could not restore serving settings after a failed load: %s; the next opener "
-                    "restores them once the load's lease (%gs) has run out",
-                    exc,
-                    self._lease_s,
-                )
-            raise
-        self._load_depth = 0
-        heartbeat.stop()
-        self._end_load_retrying(records, job)
-
-    def _end_load_retrying(self, records: Mapping[str, dict[str, Any]], job: str) -> None:
-        """``_end_load``, tried again on an unavailable engine for up to ~80 s (a lost node's
-        shards reassigned, a master elected); each try may reach any node of the host list."""
-        for attempt in range(RESTORE_TRIES):
-            try:
-                self._end_load(records, job)
-                return
-            except EngineUnavailable as exc:
-                if attempt + 1 == RESTORE_TRIES:
-                    raise
-                pause = min(16.0, 0.5 * 2**attempt)
-                log.info("restoring serving settings: %s; trying again in %gs", exc, pause)
-                time.sleep(pause)
-
-    def _end_load(self, records: Mapping[str, dict[str, Any]], job: str) -> None:
-        """Serving settings back, then this load's record removed; while another load of the same
-        index still runs (a fresh lease), its end restores them instead."""
-        for n, record in records.items():
-            others = {k: r for k, r in self._records(n).items() if k != job and not leases.is_stale(r)}
-            if others:
-                self._write_records(n, others)
-                log.info("%s: serving settings left to the load still running (%s)", n, ", ".join(others))
-                continue
-            self._put_settings(n, record["serving"])
-            self._write_records(n, {})
-        # The first refresh after a load writes everything buffered since it began into segments:
-        # 1M documents took over 10 s (the default timeout) on OpenSearch 3.x on a busy machine.
-        self.refresh(timeout_s=LOAD_REFRESH_TIMEOUT_S)
-
-    def finish_load(self) -> str:
-        """After a complete load: force-merge to ``merge_segments`` per shard when this handle
-        wrote at least half of the index, then (``new_version``) swap the alias to the new
-        version. Returns a line for the job summary."""
-        notes = []
-        total = self.count()
-        if self._merge_segments and 2 * self._loaded >= total:
-            notes.append(self.force_merge(self._merge_segments))
-        elif self._merge_segments:  # a small top-up: merging the whole index would cost more than it saves
-            notes.append(f"no force-merge ({self._loaded} of {total} documents written by this load)")
-        if self._reindex is not None:
-            version = self._reindex.commit()
-            self._reindex = None
-            self._target = self.alias
-            notes.append(f"alias {self.alias} -> {version}")
-        return "; ".join(notes) or "nothing to finish"
-
-    def segments(self) -> int:
-        """Live segments over the primaries of the write target."""
-        with errors("segment stats"):
-            stats = self._client.indices.stats(index=self._target, metric="segments")
-        return int(stats["_all"]["primaries"]["segments"]["count"])
-
-    def force_merge(self, max_segments: int = 1) -> str:
-        """Merge each shard down to ``max_segments`` (fewer, larger segments: smaller on disk and
-        faster to search; worth it once a load is complete, not while documents still arrive)."""
-        before = self.segments()
-        t0 = time.perf_counter()
-        with errors("force merge"):
-            self._client.indices.forcemerge(
-                index=self._target, max_num_segments=max_segments, request_timeout=24 * 3600
-            )
-        self.refresh(timeout_s=LOAD_REFRESH_TIMEOUT_S)
-        after = self.segments()
-        line = f"force-merged {before} -> {after} segments in {time.perf_counter() - t0:.1f}s"
-        log.info("%s (%s)", line, self._target)
-        return line
-
-    def refresh(self, timeout_s: float | None = None) -> None:
-        """Make what was written searchable; ``timeout_s`` past the client's request timeout."""
-        extra = {} if timeout_s is None else {"request_timeout": timeout_s}
-        with errors("refresh"):
-            self._client.indices.refresh(index=self._target, **extra)
 
     def _ensure_current_mapping(self) -> None:
         """Add fields that newer versions of this engine write (``metadata_json``) to an index
