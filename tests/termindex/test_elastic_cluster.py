@@ -261,6 +261,8 @@ def test_losing_a_node_mid_load_and_mid_search_loses_nothing(
                 TermDocument(d["id"], {token_id[w]: x for w, x in d["terms"].items()}) for d in served
             )
         index.finish_load()
+    # Its first load ran without replicas (an index the job creates is empty): they copy now.
+    cluster.health(wait_for="green")
     rng = np.random.default_rng(3)
     queries = [" ".join(rng.choice(WORDS, size=4)) for _ in range(20)]
     settings = ServiceSettings(
