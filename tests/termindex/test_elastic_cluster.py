@@ -223,6 +223,22 @@ class SearchStream:
         return {code: self.statuses.count(code) for code in sorted(set(self.statuses))}
 
 
+def _index_job(export: Path, spec: str, tokenizer: Path, resume: bool) -> tuple[Any, BaseException | None]:
+    """``vsparta index``'s code path over ``export`` into ``spec``, with short shard timeouts and
+    few retries (a lost node fails it quickly); (summary, None) or (None, the error)."""
+    from vsparta.indexer.runner import IndexConfig, run_index
+
+    options = {"shard_timeout": "3s", "max_retries": 2, "initial_backoff": 0.2, "chunk_size": 100}
+    config = IndexConfig(
+        input=export, backend=spec, tokenizer=tokenizer, workers=0, resume=resume,
+        commit_interval=0.05, backend_options=options,
+    )  # fmt: skip
+    try:
+        return run_index(config), None
+    except Exception as exc:  # noqa: BLE001 - the test inspects it
+        return None, exc
+
+
 def _ready_once_the_loss_is_seen(client: Any, within_s: float = 60) -> Any:
     """``GET /ready`` until it stops saying green. The cluster notices a dead node only after its
     fault detection's retries (a few seconds on idle cores, longer on busy ones); until then its
@@ -246,7 +262,6 @@ def test_losing_a_node_mid_load_and_mid_search_loses_nothing(
     is the first of every client's host list, or another node that holds a primary of the load."""
     from fastapi.testclient import TestClient
 
-    from vsparta.indexer.runner import IndexConfig, run_index
     from vsparta.service.app import create_app
     from vsparta.service.settings import ServiceSettings
 
@@ -274,17 +289,9 @@ def test_losing_a_node_mid_load_and_mid_search_loses_nothing(
     export.write_text("".join(json.dumps(d) + "\n" for d in docs))
     loaded_name = unique_name("nodeloss")
     spec = cluster.server().spec(loaded_name)
-    options = {"shard_timeout": "3s", "max_retries": 2, "initial_backoff": 0.2, "chunk_size": 100}
 
     def job(resume: bool) -> tuple[Any, BaseException | None]:
-        config = IndexConfig(
-            input=export, backend=spec, tokenizer=tokenizer, workers=0, resume=resume,
-            commit_interval=0.05, backend_options=options,
-        )  # fmt: skip
-        try:
-            return run_index(config), None
-        except Exception as exc:  # noqa: BLE001 - the test inspects it
-            return None, exc
+        return _index_job(export, spec, tokenizer, resume)
 
     with TestClient(create_app(settings), raise_server_exceptions=False) as client:
         stream = SearchStream(client, queries)
@@ -359,7 +366,6 @@ def test_a_load_into_the_served_index_keeps_it_answering_when_a_node_dies(
     search stream on that same index keeps answering 200, and the load ends with every document."""
     from fastapi.testclient import TestClient
 
-    from vsparta.indexer.runner import IndexConfig, run_index
     from vsparta.service.app import create_app
     from vsparta.service.settings import ServiceSettings
 
@@ -381,17 +387,9 @@ def test_a_load_into_the_served_index_keeps_it_answering_when_a_node_dies(
     queries = [" ".join(rng.choice(WORDS, size=4)) for _ in range(20)]
     spec = cluster.server().spec(name)
     settings = ServiceSettings(backend=spec, model_path=tokenizer, engine_timeout_s=3, retry_after_s=2)
-    options = {"shard_timeout": "3s", "max_retries": 2, "initial_backoff": 0.2, "chunk_size": 100}
 
     def job(resume: bool) -> tuple[Any, BaseException | None]:
-        config = IndexConfig(
-            input=export, backend=spec, tokenizer=tokenizer, workers=0, resume=resume,
-            commit_interval=0.05, backend_options=options,
-        )  # fmt: skip
-        try:
-            return run_index(config), None
-        except Exception as exc:  # noqa: BLE001 - the test inspects it
-            return None, exc
+        return _index_job(export, spec, tokenizer, resume)
 
     with TestClient(create_app(settings), raise_server_exceptions=False) as client:
         stream = SearchStream(client, queries)
