@@ -13,6 +13,7 @@ is a CPU run of the tiny from-scratch recipe on a few hundred scenes.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import time
@@ -83,6 +84,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--heldout", type=int, help="objects: images per held-out split (default: --test)")
     parser.add_argument(
+        "--groups",
+        default="",
+        help="objects: comma-separated Unicode emoji groups/subgroups to draw from (default: all 1,161 "
+        "objects; the demo's four subgroups let a CPU-sized model see each object dozens of times)",
+    )
+    parser.add_argument(
         "--merge", type=Path, nargs="+", help="no training: one table and plot from these runs' quality.json"
     )
     parser.add_argument("--patience", type=int, default=3, help="early stopping: epochs without gain")
@@ -134,8 +141,29 @@ def variants(s: dict[str, Any], args: argparse.Namespace) -> list[Variant]:
     return out
 
 
-def _scenes(s: dict[str, Any], cache: Path, seed: int, kind: str, heldout: int | None) -> dict[str, Path]:
+def _groups(text: str, kind: str) -> tuple[str, ...]:
+    """``--groups`` checked before any scene is drawn: a wrong name costs one sentence, not a run."""
+    from vsparta.model.errors import UsageError
+
+    groups = tuple(g.strip() for g in text.split(",") if g.strip())
+    if groups and kind != "objects":
+        raise UsageError("--groups picks emoji objects; it needs --kind objects")
+    if groups:
+        from vsparta.scenes.emoji_catalog import select
+
+        try:
+            select(groups)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    return groups
+
+
+def _scenes(
+    s: dict[str, Any], cache: Path, seed: int, kind: str, heldout: int | None, groups: tuple[str, ...]
+) -> dict[str, Path]:
     folder = cache / f"{kind}-{s['train']}-{s['val']}-{s['test']}-{s['size']}-{seed}"
+    if groups:
+        folder = folder.with_name(folder.name + "-" + "+".join(groups))
     if kind == "objects":
         from vsparta.scenes.objects import generate_object_scenes
 
@@ -145,7 +173,7 @@ def _scenes(s: dict[str, Any], cache: Path, seed: int, kind: str, heldout: int |
         manifests = {k: folder / f"{k}.jsonl" for k in counts}
         if all(p.exists() for p in manifests.values()):
             return manifests
-        return generate_object_scenes(folder, counts, image_size=s["size"], seed=seed)
+        return generate_object_scenes(folder, counts, image_size=s["size"], seed=seed, groups=groups)
     from vsparta.scenes.shapes import generate_scenes
 
     manifests = {k: folder / f"{k}.jsonl" for k in ("train", "val", "test")}
@@ -162,9 +190,16 @@ def train_variant(
     """Every rate of the sweep with early stopping; returns the best (by validation R@1+R@5+R@10)."""
     from vsparta.model.train import TrainOptions, train
 
+    # runs resume from their folder: two recipes (say tiny and MiniLM) at one rate must not share one
+    recipe = hashlib.sha1(
+        json.dumps([s["config"], s["init"], s["batch_size"], str(manifests["train"])]).encode()
+    ).hexdigest()[:8]
     runs = []
     for lr in v.lrs:
-        out = work / f"{v.model}-{'-'.join(f'{k}={x}' for k, x in sorted(v.overrides.items()))}-lr{lr:g}"
+        out = (
+            work
+            / f"{v.model}-{'-'.join(f'{k}={x}' for k, x in sorted(v.overrides.items()))}-lr{lr:g}-{recipe}"
+        )
         opts = TrainOptions(
             manifest=str(manifests["train"]),
             out=str(out),
@@ -234,7 +269,8 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     s = _settings(args)
     t0 = time.perf_counter()
-    manifests = _scenes(s, args.cache_dir, args.seed, args.kind, args.heldout)
+    groups = _groups(args.groups, args.kind)
+    manifests = _scenes(s, args.cache_dir, args.seed, args.kind, args.heldout, groups)
     test = read_manifest(manifests["test"])
     held = {k: read_manifest(p) for k, p in manifests.items() if k.startswith("heldout")}
     results = []
@@ -257,7 +293,7 @@ def run(args: argparse.Namespace) -> int:
         "command": command_line("quality"),
         "hardware": hardware.describe(),
         "device": args.device,
-        "settings": s | {"kind": args.kind},
+        "settings": s | {"kind": args.kind, "groups": list(groups)},
         "seconds": round(time.perf_counter() - t0, 1),
         "pool": str(len(test)),
     }
@@ -303,8 +339,9 @@ def _r1(row: dict[str, Any], pool: str) -> float:
 
 
 def _data_line(s: dict[str, Any]) -> str:
+    groups = f" of groups {', '.join(s['groups'])}" if s.get("groups") else ""
     return (
-        f"{s.get('kind', 'shapes')} scenes, {s['train']} train / {s['val']} val / {s['test']} test, "
+        f"{s.get('kind', 'shapes')} scenes{groups}, {s['train']} train / {s['val']} val / {s['test']} test, "
         f"{s['size']} px; "
         f"config `{s['config']}`, init `{s['init']}`, up to {s['epochs']} epochs, batch {s['batch_size']}"
     )

@@ -65,3 +65,48 @@ def test_quality_bench_on_object_scenes_reports_held_out_splits_and_merges(tmp_p
         "| VisualSparta (flops 0.0003), from scratch, <= 1 ep | heldout_words | 10 |" in md
         and "| dense, from scratch, <= 1 ep | heldout_objects | 10 |" in md
     )
+
+
+@pytest.mark.slow
+def test_quality_bench_on_emoji_subgroups_draws_only_their_objects(tmp_path: Path) -> None:
+    from vsparta.cli import main
+    from vsparta.scenes.emoji_catalog import select
+
+    groups = ("food-fruit", "animal-bird")
+    argv = ["bench", "quality", "--quick", "--kind", "objects", "--groups", ",".join(groups)]
+    argv += ["--train", "40", "--val", "12", "--test", "12", "--heldout", "10", "--size", "32"]
+    argv += ["--epochs", "1", "--batch-size", "16", "--config", json.dumps(TINY), "--threads", "2"]
+    argv += ["--weights", "3e-4", "--no-dense", "--cache-dir", str(tmp_path / "cache")]
+    assert main([*argv, "--out-dir", str(tmp_path / "out")]) == 0
+    allowed = {o.name for o in select(groups)}
+    drawn = {
+        obj["name"]
+        for manifest in (tmp_path / "cache").glob("objects-*-food-fruit+animal-bird/*.jsonl")
+        for line in manifest.read_text(encoding="utf-8").splitlines()
+        for obj in json.loads(line)["metadata"]["objects"]
+    }
+    assert drawn and drawn <= allowed
+    data = json.loads((tmp_path / "out" / "quality.json").read_text())
+    assert data["meta"]["settings"]["groups"] == list(groups)
+    assert (
+        "objects scenes of groups food-fruit, animal-bird, 40 train"
+        in (tmp_path / "out" / "quality.md").read_text()
+    )
+
+
+@pytest.mark.parametrize(
+    ("extra", "sentence"),
+    [
+        (["--groups", "food-fruit"], "--groups picks emoji objects; it needs --kind objects"),
+        (["--kind", "objects", "--groups", "food-fruitz"], "unknown emoji group/subgroup 'food-fruitz'"),
+    ],
+)
+def test_quality_bench_refuses_wrong_groups_in_one_sentence(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, extra: list[str], sentence: str
+) -> None:
+    from vsparta.cli import main
+
+    code = main(["bench", "quality", "--quick", *extra, "--cache-dir", str(tmp_path / "cache"), "--no-write"])
+    assert code == 2
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"][0].startswith(sentence)
+    assert not (tmp_path / "cache").exists()  # refused before a scene was drawn
