@@ -2,7 +2,11 @@
 
 Text: [CLS] of a transformer over the query (token + position + segment embeddings). Image: a
 learned [CLS] slot prepended to the same image input VisualSparta sees (regions or stem patches,
-plus labels), through the same kind of transformer. Score: LightningDOT's plain dot product of
+plus labels), through the same kind of transformer. ``pooling="mean"`` averages every output
+token instead of taking [CLS]: all-MiniLM-L6-v2 was trained with mean pooling, and with its
+weights on both towers the image [CLS] vectors came out alike for every image (mean cosine 0.996
+between different images after 3 epochs; in-batch loss stuck at ln(batch), chance recall;
+docs/quality.md). Score: LightningDOT's plain dot product of
 the two [CLS] vectors (default; it did better on the generated benchmark), or CLIP's cosine
 similarity times a learned temperature (``similarity="cosine"``).
 """
@@ -24,16 +28,22 @@ from vsparta.model.modeling import ImageEncoder, VisualSpartaModel, VisualSparta
 from vsparta.model.regions import RegionBatch
 
 Similarity = Literal["cosine", "dot"]
+Pooling = Literal["cls", "mean"]
 
 
 class DenseConfig(VisualSpartaConfig):
     model_type = "visualsparta_dense"
 
-    def __init__(self, cls_token_id: int = 101, similarity: Similarity = "dot", **kwargs: Any) -> None:
+    def __init__(
+        self, cls_token_id: int = 101, similarity: Similarity = "dot", pooling: Pooling = "cls", **kwargs: Any
+    ) -> None:
         if similarity not in get_args(Similarity):
             raise ValueError(f"similarity must be one of {get_args(Similarity)}, got {similarity!r}")
+        if pooling not in get_args(Pooling):
+            raise ValueError(f"pooling must be one of {get_args(Pooling)}, got {pooling!r}")
         self.cls_token_id = cls_token_id
         self.similarity = similarity
+        self.pooling = pooling
         super().__init__(**kwargs)
 
 
@@ -57,13 +67,20 @@ class DenseDualEncoder(VisualSpartaPreTrainedModel):
     def _text_targets(self) -> list[tuple[TextEmbeddings, nn.Module]]:
         return [(self.text_embeddings, self.text_encoder), (self.image.embeddings, self.image.encoder)]
 
+    def _pool(self, h: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``[B, L, H]`` -> ``[B, H]``: the [CLS] slot, or the mean of the real tokens."""
+        if self.config.pooling == "cls":
+            return h[:, 0]
+        weights = mask.to(h.dtype).unsqueeze(-1)
+        return (h * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+
     def encode_text(self, query_ids: torch.Tensor, query_mask: torch.Tensor) -> torch.Tensor:
-        """``[Bq, m]`` -> ``[Bq, H]``: the [CLS] output of the text transformer (unit length for cosine,
+        """``[Bq, m]`` -> ``[Bq, H]``: the pooled output of the text transformer (unit length for cosine,
         times the temperature, so that a plain dot product with image vectors is the score)."""
         cls = torch.full_like(query_ids[:, :1], self.config.cls_token_id)
         ids = torch.cat([cls, query_ids], dim=1)  # [Bq, 1+m]
         mask = torch.cat([torch.ones_like(query_mask[:, :1]), query_mask], dim=1)
-        q = self.text_encoder(self.text_embeddings(ids), mask)[:, 0]
+        q = self._pool(self.text_encoder(self.text_embeddings(ids), mask), mask)
         if self.config.similarity == "cosine":
             q = F.normalize(q.float(), dim=-1) * self.logit_scale.clamp(max=math.log(100)).exp()
         return q
@@ -71,9 +88,9 @@ class DenseDualEncoder(VisualSpartaPreTrainedModel):
     def encode_image_vectors(
         self, pixel_values: torch.Tensor | None = None, regions: RegionBatch | None = None
     ) -> torch.Tensor:
-        """``[Bi, H]``: the [CLS] output of the image transformer (unit length for cosine)."""
-        h, _ = self.image(pixel_values=pixel_values, regions=regions)
-        v = h[:, 0]
+        """``[Bi, H]``: the pooled output of the image transformer (unit length for cosine)."""
+        h, mask = self.image(pixel_values=pixel_values, regions=regions)
+        v = self._pool(h, mask)
         return F.normalize(v.float(), dim=-1) if self.config.similarity == "cosine" else v
 
     def forward(

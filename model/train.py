@@ -81,7 +81,7 @@ class TrainResult:
 
 
 def _config_fields() -> set[str]:
-    return set(defaults()) | {"cls_token_id", "similarity"}
+    return set(defaults()) | {"cls_token_id", "similarity", "pooling"}
 
 
 def make_config(
@@ -178,6 +178,9 @@ def train(opts: TrainOptions) -> TrainResult:
         config = make_config(opts.model, opts.config, init, opts.overrides)
         model = build_model(config, init=init, model_class=model_cls)
     model.to(device).train()
+    if model.config.freeze_word_embeddings:
+        frozen = model.freeze_word_embeddings()
+        log.info("word embeddings frozen: %d tensor(s) keep their initial values", frozen)
     qtok = model.query_tokenizer()
 
     train_records = _records(opts.manifest, opts.image_root, "train", opts.max_images)
@@ -188,7 +191,8 @@ def train(opts: TrainOptions) -> TrainResult:
     out.mkdir(parents=True, exist_ok=True)  # only now: a bad config or manifest leaves no empty folder
     steps_per_epoch = len(_batches(np.arange(len(store)), opts.batch_size))
     total_steps = steps_per_epoch * opts.epochs
-    optimizer = torch.optim.AdamW(model.parameters(), lr=opts.lr, weight_decay=opts.weight_decay)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=opts.lr, weight_decay=opts.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, _lr_lambda(total_steps, math.ceil(opts.warmup * total_steps))
     )

@@ -104,3 +104,25 @@ def test_dense_similarity_options() -> None:
         assert dot.config.similarity == "dot"
         q, v = dot.encode_text(ids, mask), dot.encode_image_vectors(pixel_values=x)
         assert torch.allclose(dot(ids, mask, pixel_values=x), q @ v.T)
+
+
+def test_dense_mean_pooling_averages_the_real_tokens_and_survives_a_save(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="pooling"):
+        DenseConfig(**TINY, pooling="max")
+    torch.manual_seed(0)
+    model = DenseDualEncoder(DenseConfig(**TINY, pooling="mean")).eval()
+    x = torch.randn(2, 3, 32, 32)
+    ids, mask = torch.tensor([[2417, 14291, 0]]), torch.tensor([[True, True, False]])
+    with torch.no_grad():
+        h, image_mask = model.image(pixel_values=x)
+        assert torch.allclose(model.encode_image_vectors(pixel_values=x), h.mean(dim=1), atol=1e-6)
+        # the padded query position changes nothing: only [CLS] and the two real tokens are averaged
+        assert torch.allclose(
+            model.encode_text(ids, mask), model.encode_text(ids[:, :2], mask[:, :2]), atol=1e-6
+        )
+        cls_model = DenseDualEncoder(DenseConfig(**TINY)).eval()
+        cls_model.load_state_dict(model.state_dict())
+        assert not torch.allclose(cls_model.encode_image_vectors(pixel_values=x), h.mean(dim=1))
+    assert bool(image_mask.all())
+    model.save_pretrained(tmp_path / "m")
+    assert load_model(tmp_path / "m").config.pooling == "mean"
