@@ -70,6 +70,9 @@ class TrainingConfig:
     sparsity_target: float | None = None
     sparsity_images: int | None = None
     sparsity_vocab: int | None = None
+    # keep the token embeddings where the text model put them: words no training caption uses then
+    # stay next to their synonyms that it does use (the held-out-words split; docs/quality.md)
+    freeze_word_embeddings: bool = False
 
 
 @dataclass(frozen=True)

@@ -171,6 +171,13 @@ class VisualSpartaPreTrainedModel(PreTrainedModel):
         """(embeddings, encoder) pairs that a BERT-family checkpoint initializes."""
         raise NotImplementedError
 
+    def freeze_word_embeddings(self) -> int:
+        """Stop training every word-embedding table (query and label tokens); returns how many."""
+        tables = [m.word_embeddings for m in self.modules() if isinstance(m, TextEmbeddings)]
+        for table in tables:
+            table.weight.requires_grad_(False)
+        return len(tables)
+
     def init_from_text_model(self, path_or_hub_id: str | Path | None = DEFAULT_TEXT_MODEL) -> int:
         """Copy word/position/segment embeddings and the first L encoder layers of a BERT-family model.
 

@@ -87,3 +87,29 @@ def test_progress_in_a_redirected_log_is_plain_lines(toy_manifest: Path, tmp_pat
     train(_opts(toy_manifest, tmp_path / "p", epochs=1, progress=True))
     err = capsys.readouterr().err
     assert "\r" not in err
+
+
+@pytest.mark.parametrize("kind", ["visualsparta", "dense"])
+def test_frozen_word_embeddings_keep_their_initial_values(
+    toy_manifest: Path, tmp_path: Path, kind: str
+) -> None:
+    import torch
+
+    from vsparta.model.dense import load_model
+    from vsparta.model.modeling import build_model
+    from vsparta.model.train import make_config
+
+    overrides = {"freeze_word_embeddings": True}
+    r = train(_opts(toy_manifest, tmp_path / "f", model=kind, epochs=2, overrides=overrides))
+    assert r.epoch_losses[-1] < r.epoch_losses[0]  # everything else still learns
+    torch.manual_seed(0)  # the run's seed: the same initial weights
+    initial = build_model(
+        make_config(kind, json.dumps(TINY), None, overrides), model_class=type(load_model(r.final_dir))
+    )
+    trained = load_model(r.final_dir)
+    assert trained.config.freeze_word_embeddings is True  # a resumed run freezes them again
+    before, after = initial.state_dict(), trained.state_dict()
+    words = [k for k in before if k.endswith("word_embeddings.weight")]
+    assert len(words) == (2 if kind == "dense" else 1)
+    assert all(torch.equal(before[k], after[k]) for k in words)
+    assert not all(torch.equal(before[k], after[k]) for k in before if k not in words)
