@@ -310,7 +310,7 @@ def merge_runs(paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, Any]]
         s = data["meta"]["settings"]
         init = "from scratch" if str(s["init"]).lower() == "none" else f"from {str(s['init']).split('/')[-1]}"
         for res in data["results"]:
-            label = f"{res['variant']}, {init}, <= {s['epochs']} ep"
+            label = f"{res['variant']}, {init}{_recipe_notes(s['config'])}, <= {s['epochs']} ep"
             results.append(res | {"variant": label, "settings": s, "command": data["meta"]["command"]})
     meta = metas[0] | {
         "command": " ; ".join(m["command"] for m in metas),
@@ -318,6 +318,26 @@ def merge_runs(paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, Any]]
         "runs": metas,
     }
     return results, meta
+
+
+# config keys that change a recipe without changing its variant name, as the merged table says them
+_NOTES = {
+    ("freeze_word_embeddings", True): "frozen word embeddings",
+    ("pooling", "mean"): "mean pooling",
+    ("similarity", "cosine"): "cosine",
+}
+
+
+def _recipe_notes(config: str) -> str:
+    """ ", frozen word embeddings" and the like for a JSON ``--config``; "" for a preset name."""
+    try:
+        values = json.loads(config)
+    except (TypeError, ValueError):
+        return ""
+    notes = [
+        text for (key, value), text in _NOTES.items() if isinstance(values, dict) and values.get(key) == value
+    ]
+    return "".join(f", {n}" for n in notes)
 
 
 def _write(results: list[dict[str, Any]], meta: dict[str, Any], args: argparse.Namespace) -> int:

@@ -110,3 +110,13 @@ def test_quality_bench_refuses_wrong_groups_in_one_sentence(
     assert code == 2
     assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"][0].startswith(sentence)
     assert not (tmp_path / "cache").exists()  # refused before a scene was drawn
+
+
+def test_merged_rows_name_the_recipe_options_a_variant_name_does_not_show() -> None:
+    from vsparta.bench.quality import _recipe_notes
+
+    frozen = json.dumps({"num_hidden_layers": 2, "freeze_word_embeddings": True})
+    dense = json.dumps({"pooling": "mean", "similarity": "cosine"})
+    assert _recipe_notes(frozen) == ", frozen word embeddings"
+    assert _recipe_notes(dense) == ", mean pooling, cosine"
+    assert _recipe_notes("tiny") == _recipe_notes(json.dumps({"pooling": "cls"})) == ""
