@@ -27,7 +27,7 @@ Index directory::
 A stored term costs 2 bytes of weight plus its id in a sparse run: 2 bytes flat, or 1 byte
 plus a share of a 3-byte directory entry when split (~3.3 bytes in all at the density of a
 1000-term document over a 30K vocabulary); a dense run costs 3 bytes per document of the block
-(used when more than 3/4 have the term), plus per-(term, block) and per-document overheads
+(used when more than half have the term), plus per-(term, block) and per-document overheads
 (see ``embedded.postings`` for the encodings and why; ``embedded.writer`` writes segments,
 ``embedded.merge`` merges them).
 Everything big is a raw little-endian array, memory-mapped read-only.

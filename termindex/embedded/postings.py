@@ -13,7 +13,7 @@ Postings layout of one segment (see ``embedded.format``): documents are grouped 
   directory's 3 bytes per entry cost less than the second byte of every id (> 3 postings per
   used sub-block, the common case: ~1.3 instead of 2 bytes per id).
 - A *dense* run (``c == 0``, non-empty ``wbits`` range) has one ``wbits`` and one ``quant``
-  byte per document of the block, 0 where the term is absent: chosen when more than 3/4 of the
+  byte per document of the block, 0 where the term is absent: chosen when more than half of the
   block has the term.
 
 ``blockmax[key]`` is the largest weight bits of the run (positive half floats order like their

@@ -100,6 +100,30 @@ def _run_encodings(seg) -> dict[str, int]:
     }
 
 
+def test_a_run_is_dense_when_more_than_half_of_its_block_has_the_term(tmp_path):
+    """The layout rule (``embedded.build.choose_layout``) at its edge, one block of 256: a term in
+    129 documents gets a dense run, one in 128 a sparse run; search agrees with the oracle on both
+    (every document has term 3, so the candidates mix the two layouts)."""
+    docs = []
+    for i in range(256):
+        weights = {3: 0.3 + (i * 7 % 11) / 5}
+        if i < 129:
+            weights[1] = 0.1 + (i * 5 % 13) / 3
+        if i % 2:
+            weights[2] = 0.2 + (i * 3 % 17) / 4
+        docs.append(TermDocument(id=f"d{i:03d}", weights=weights))
+    index = EmbeddedIndex(tmp_path / "idx", create=True, block_size=256)
+    index.upsert(docs)
+    seg = index._snap.segments[0]
+    sparse_postings = np.diff(seg.doffsets)  # key = term * n_blocks + block, one block here
+    assert sparse_postings[1] == 0 and seg.woffsets[2] - seg.woffsets[1] == 256  # dense: 129 of 256
+    assert sparse_postings[2] == 128  # sparse: exactly half
+    oracle = BruteForceOracle(docs, round_weights=round_like_embedded)
+    queries = [{1: 1.0}, {2: 1.0}, {1: 1.0, 2: 2.0}, {1: 0.5, 2: 1.0, 3: 1.5}, {2: 3.0, 3: 1.0}]
+    _assert_parity(index, oracle, queries, k=10)
+    _assert_parity(index, oracle, queries, k=200)
+
+
 def _stored(doc: TermDocument) -> dict[int, float]:
     return {t: float(round_like_embedded(w)) for t, w in doc.weights.items()}
 
