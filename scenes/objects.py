@@ -128,6 +128,15 @@ def _records(
     return records
 
 
+def held_out(
+    seed: int, groups: tuple[str, ...] = (), held_word_share: float = 0.12, held_object_share: float = 0.08
+) -> tuple[tuple[EmojiObject, ...], Vocabulary]:
+    """The catalog of ``groups`` and which of its objects and words the scenes of ``seed`` hold
+    out: what ``generate_object_scenes`` draws, for readers of its splits (``bench.heldout_alone``)."""
+    objects = select(groups)
+    return objects, choose_vocabulary(objects, seed, template_words(), held_object_share, held_word_share)
+
+
 def generate_object_scenes(
     out_dir: str | Path,
     counts: dict[str, int],
@@ -152,8 +161,7 @@ def generate_object_scenes(
     for name, share in (("held-out word", held_word_share), ("held-out object", held_object_share)):
         if not 0.0 <= share < 1.0:
             raise ValueError(f"the {name} share must be in [0, 1), got {share}")
-    objects = select(groups)
-    vocab = choose_vocabulary(objects, seed, template_words(), held_object_share, held_word_share)
+    objects, vocab = held_out(seed, groups, held_word_share, held_object_share)
     for split in ("heldout_words", "heldout_objects"):
         if counts.get(split) and not _focus_pool(objects, vocab, split):
             raise ValueError(f"the {split} split is empty when nothing is held out; ask for 0 images")
