@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -194,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"heldout_alone: {exc}", file=sys.stderr)
         return 2
-    command = "python -m bench.heldout_alone " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python -m bench.heldout_alone " + shlex.join(sys.argv[1:] if argv is None else argv)
     text = markdown(result, command)
     print(text)
     if args.out_dir:
