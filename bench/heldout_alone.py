@@ -4,10 +4,11 @@ The held-out-words split (``scenes/objects.py``) scores whole captions, in which
 is about a quarter of the content words: the rest of the caption ranks the image for any model,
 so that split says little about the word itself. Here each held-out phrase of the split
 ("automobile", "fruit") is the whole query, and an image of the split is relevant when it shows
-an object the phrase names (a name, alias or category word of that object). The control asks the
-same pool by the seen names and category words of the same focus objects, which training
-captions used. Random ranking puts a relevant image first with the share of relevant images
-("chance@1").
+an object the phrase names (a name, alias or category word of that object). A held-out phrase
+may still hold seen words ("bearded person"), so the phrases whose every word is held out
+("bike") are also reported apart. The control asks the same pool by the seen names and category
+words of the same focus objects, which training captions used. Random ranking puts a relevant
+image first with the share of relevant images ("chance@1").
 
     python -m bench.heldout_alone --scenes DATA [--groups G,...] [--seed 0] \\
         --model scratch=RUN_A/best --model minilm=RUN_B/best --out-dir docs/heldout-alone
