@@ -22,7 +22,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -34,8 +33,12 @@ def _worker(
 ) -> None:
     """Build (or reopen) ``tree``'s index of the corpus's first ``n_docs`` images, then answer one
     round of queries per line of stdin."""
-    root = Path(tempfile.mkdtemp(prefix="vsparta-tree-"))
-    (root / "vsparta").symlink_to(Path(tree).resolve())
+    root = Path(index_dir + "-import")  # holds one symlink, vsparta -> the tree, beside the index
+    root.mkdir(parents=True, exist_ok=True)
+    link = root / "vsparta"
+    if link.is_symlink():
+        link.unlink()
+    link.symlink_to(Path(tree).resolve())
     sys.path.insert(0, str(root))
     from vsparta.termindex.embedded.index import EmbeddedIndex  # noqa: PLC0415 (the tree's own)
 
@@ -89,6 +92,15 @@ def _queries(args: argparse.Namespace) -> list[dict[int, float]]:
 
     tok = QueryTokenizer.from_pretrained(args.model)
     return queries_from_captions(args.captions, tok.query_weights, args.queries, seed=args.seed)
+
+
+def _answer(proc: subprocess.Popen, name: str) -> dict:
+    """The worker's next JSON line; a worker that died (its traceback is on stderr above) ends the
+    run with one sentence instead of a JSON error."""
+    line = proc.stdout.readline()
+    if not line:
+        raise SystemExit(f"embedded_trees: the worker for tree {name!r} exited with code {proc.wait()}")
+    return json.loads(line)
 
 
 def _summary(name: str, info: dict, rounds: list[dict]) -> dict:
@@ -158,8 +170,8 @@ def main(argv: list[str] | None = None) -> int:
         ]  # fmt: skip
         env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1")
         proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
-        infos[name] = json.loads(proc.stdout.readline())
         workers[name] = proc
+        infos[name] = _answer(proc, name)
         print(f"{name}: ready ({infos[name]['docs']:,} images, {infos[name]['build_s']:.0f} s)", flush=True)
     results: dict[str, list[dict]] = {name: [] for name, _ in trees}
     names = [name for name, _ in trees]
@@ -167,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in names[r % len(names) :] + names[: r % len(names)]:
             workers[name].stdin.write("run\n")
             workers[name].stdin.flush()
-            results[name].append(json.loads(workers[name].stdout.readline()))
+            results[name].append(_answer(workers[name], name))
     for proc in workers.values():
         proc.stdin.close()
         proc.wait()
