@@ -68,14 +68,14 @@ class VersionedAlias:
 
     def _ensure_alias(self) -> bool:
         """Create the alias over a first version unless it exists; True when it was made now."""
-        with errors("create"):
-            if self._client.indices.exists_alias(name=self.alias):
-                return False
-            if self._client.indices.exists(index=self.alias):
-                raise TermIndexError(
-                    f"{self.alias!r} is a concrete index, not an alias: this engine needs the name free "
-                    f"for an alias over versioned indices ({self.alias}-v1, ...)"
-                )
+        found = self._indices_named()
+        if self.alias in found:
+            raise TermIndexError(
+                f"{self.alias!r} is a concrete index, not an alias: this engine needs the name free "
+                f"for an alias over versioned indices ({self.alias}-v1, ...)"
+            )
+        if found:
+            return False  # the alias exists: found holds the versions behind it
         if not self._version_names() and self._create_first_version():
             return True
         if self._alias_appears():
@@ -84,6 +84,15 @@ class VersionedAlias:
         self._swap_alias(version, current=[])
         self._finish_version(version)
         return True
+
+    def _indices_named(self) -> set[str]:
+        """The concrete indices the name resolves to, in one request: itself when it is a concrete
+        index, the versions behind it when it is an alias, none when it is free. Two requests
+        (is it an alias? is it an index?) can each go to another node of a cluster, and a writer
+        starting at the same moment can create the alias between them, so that the name looked
+        like a concrete index."""
+        with errors("create"):
+            return set(self._client.indices.get(index=self.alias, ignore_unavailable=True))
 
     def _alias_appears(self, tries: int = 10, pause_s: float = 0.2) -> bool:
         """Versions exist but the alias did not: either orphans (a deleted alias) or another writer's

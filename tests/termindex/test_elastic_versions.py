@@ -12,6 +12,7 @@ from elastic_testkit import SearchServer, fresh_index, open_on, unique_name
 
 from vsparta.termindex.base import TermDocument
 from vsparta.termindex.elastic.index import AsyncElasticsearchIndex, ElasticsearchIndex
+from vsparta.termindex.elastic.versions import VersionedAlias
 from vsparta.termindex.errors import TermIndexError
 
 pytestmark = pytest.mark.elasticsearch
@@ -205,6 +206,40 @@ def test_jobs_creating_the_alias_together_share_one_version(search_server: Searc
     finally:
         index.drop()
         index.close()
+
+
+def test_a_writer_whose_look_missed_another_writers_new_alias_joins_it(
+    search_server: SearchServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In a cluster a writer's first look can go to a node whose state lags, while another writer
+    creates the alias: the late writer must join that alias, neither refuse the name as a
+    concrete index (CI saw this on three nodes) nor put a second version behind it."""
+    alias = unique_name("late")
+    real_look = VersionedAlias._indices_named
+    others: list[ElasticsearchIndex] = []
+    raced = threading.Event()
+
+    def look_then_lose_the_race(self: VersionedAlias) -> set[str]:
+        found = real_look(self)
+        if not raced.is_set():  # the other writer creates the alias right after the first look
+            raced.set()
+            others.append(open_on(search_server, alias, create=True))
+        return found
+
+    monkeypatch.setattr(VersionedAlias, "_indices_named", look_then_lose_the_race)
+    late = open_on(search_server, alias, create=True)
+    try:
+        assert len(others) == 1, "the other writer never ran: nothing was tested"
+        assert late._active() == [f"{alias}-v1"] and [v.name for v in late.list_versions()] == [f"{alias}-v1"]
+        late.upsert(docs("late", 3))
+        others[0].upsert(docs("early", 2))
+        late.refresh()
+        assert late.count() == 5
+    finally:
+        late.drop()
+        late.close()
+        for other in others:
+            other.close()
 
 
 def test_refresh_left_off_by_a_crashed_load_is_restored(search_server: SearchServer) -> None:
