@@ -191,9 +191,10 @@ class BulkSender:
 
     FILTER = "errors,items.*._id,items.*.status,items.*.result,items.*.error"
 
-    def __init__(self, client: Any, options: BulkOptions) -> None:
+    def __init__(self, client: Any, options: BulkOptions, engine: str) -> None:
         self.client = client
         self.options = options
+        self.engine = engine  # names the server in error messages
 
     def send(self, chunked: Iterable[list[Action]], what: str) -> list[dict[str, Any]]:
         opts = self.options
@@ -244,11 +245,11 @@ class BulkSender:
             except es_errors.TransportError as exc:
                 retriable = isinstance(exc, es_errors.ConnectionError) or exc.status_code == 429
                 if not retriable:
-                    raise translate(exc, what) from exc
+                    raise translate(exc, what, engine=self.engine) from exc
                 if attempt == opts.max_retries:
                     raise EngineUnavailable(
-                        f"Elasticsearch bulk {what} failed after {opts.max_retries} retries: "
-                        f"{translate(exc, what)}"
+                        f"{self.engine} bulk {what} failed after {opts.max_retries} retries: "
+                        f"{translate(exc, what, engine=self.engine)}"
                     ) from exc
                 self._pause(attempt, what, str(exc))
                 continue
@@ -278,7 +279,7 @@ class BulkSender:
             except es_errors.TransportError as exc:
                 retriable = isinstance(exc, es_errors.ConnectionError) or exc.status_code == 429
                 if not retriable or attempt == self.options.max_retries:
-                    raise translate(exc, what) from exc
+                    raise translate(exc, what, engine=self.engine) from exc
                 self._pause(attempt, what, str(exc))
         raise AssertionError("unreachable")
 

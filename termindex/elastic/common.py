@@ -77,7 +77,7 @@ def validate_alias(name: str) -> str:
     """Index/alias names: lowercase, no wildcards or separators (ES rules, plus our '-v<N>')."""
     if not isinstance(name, str) or not _ALIAS_RE.match(name) or len(name) > 200:
         raise ValueError(
-            f"Elasticsearch index name must be lowercase letters, digits, '_', '.', '-' "
+            f"an index name must be lowercase letters, digits, '_', '.', '-' "
             f"(not starting with a symbol), got {name!r}"
         )
     return name
@@ -184,13 +184,13 @@ def contributions(query: Mapping[int, float], terms: Mapping[str, Any]) -> dict[
 
 def check_shards(resp: Mapping[str, Any], what: str) -> None:
     """Refuse a partial answer: with a shard unassigned (a node lost, no replica to promote yet)
-    Elasticsearch answers 200 from the shards it has; a top-k from some shards is a wrong top-k."""
+    the engine answers 200 from the shards it has; a top-k from some shards is a wrong top-k."""
     shards = resp.get("_shards") or {}
     failed = int(shards.get("failed", 0) or 0)
     if failed or int(shards.get("successful", 0) or 0) < int(shards.get("total", 0) or 0):
         reasons = [str((f.get("reason") or {}).get("type", "")) for f in shards.get("failures") or []]
         raise EngineUnavailable(
-            f"Elasticsearch answered from {shards.get('successful')} of {shards.get('total')} shards ({what})"
+            f"only {shards.get('successful')} of {shards.get('total')} shards answered ({what})"
             + (f": {', '.join(sorted(set(reasons)))}" if any(reasons) else "")
         )
 
@@ -262,8 +262,10 @@ def _reason(exc: Any) -> str:
     return str(getattr(exc, "error", "") or exc)
 
 
-def translate(exc: Exception, what: str, *, doc_id: str | None = None) -> TermIndexError:
-    """Map a client exception to ``vsparta.termindex.errors``; callers ``raise translate(e) from e``."""
+def translate(exc: Exception, what: str, *, engine: str, doc_id: str | None = None) -> TermIndexError:
+    """Map a client exception to ``vsparta.termindex.errors``; callers ``raise translate(e) from e``.
+    ``engine`` (the index class's ``engine_label``) names the server in the message: OpenSearch
+    speaks through the same client and its exceptions."""
     from elasticsearch import exceptions as es
 
     if isinstance(exc, TermIndexError):
@@ -276,9 +278,9 @@ def translate(exc: Exception, what: str, *, doc_id: str | None = None) -> TermIn
             "(OpenSearch takes opensearch+http://HOST:PORT/NAME)"
         )
     if isinstance(exc, es.ConnectionTimeout):
-        return EngineUnavailable(f"Elasticsearch timed out ({what}): {exc}")
+        return EngineUnavailable(f"{engine} timed out ({what}): {exc}")
     if isinstance(exc, es.ConnectionError):  # includes SSL errors and refused connections
-        return EngineUnavailable(f"Elasticsearch is not reachable ({what}): {getattr(exc, 'info', exc)}")
+        return EngineUnavailable(f"{engine} is not reachable ({what}): {getattr(exc, 'info', exc)}")
     if isinstance(exc, es.TransportError):
         status = exc.status_code
         etype = _error_type(exc)
@@ -289,22 +291,22 @@ def translate(exc: Exception, what: str, *, doc_id: str | None = None) -> TermIn
         if status == 404:
             return IndexNotFound(f"not found ({what}): {_reason(exc)}")
         if status == 400:
-            return InvalidQuery(f"Elasticsearch rejected the request ({what}): {_reason(exc)}")
+            return InvalidQuery(f"{engine} rejected the request ({what}): {_reason(exc)}")
         if status in (429, 502, 503, 504):
-            return EngineUnavailable(f"Elasticsearch is overloaded or unavailable ({what}): {_reason(exc)}")
-        return TermIndexError(f"Elasticsearch error {status} ({what}): {_reason(exc)}")
-    return TermIndexError(f"unexpected error talking to Elasticsearch ({what}): {exc!r}")
+            return EngineUnavailable(f"{engine} is overloaded or unavailable ({what}): {_reason(exc)}")
+        return TermIndexError(f"{engine} error {status} ({what}): {_reason(exc)}")
+    return TermIndexError(f"unexpected error talking to {engine} ({what}): {exc!r}")
 
 
 @contextmanager
-def errors(what: str, *, doc_id: str | None = None) -> Iterator[None]:
+def errors(what: str, *, engine: str, doc_id: str | None = None) -> Iterator[None]:
     """Translate client errors inside the block (works around ``await`` too)."""
     from elasticsearch import exceptions as es
 
     try:
         yield
     except (es.ElasticsearchException, OSError) as exc:
-        raise translate(exc, what, doc_id=doc_id) from exc
+        raise translate(exc, what, engine=engine, doc_id=doc_id) from exc
 
 
 def json_serializer() -> Any:

@@ -93,6 +93,7 @@ class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
 
     client_class: Any = CheckedClient  # an engine speaking the same protocol swaps the client
     engine_label = "Elasticsearch"
+    spec_prefix = ""  # before the URL in a backend spec that names this engine
 
     def __init__(self, url: str, name: str, create: bool = False, **options: Any) -> None:
         self.url = url
@@ -118,7 +119,7 @@ class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
             raise ValueError(f"unknown {self.engine_label} options: {sorted(rest)}")
         self._client = make_client(self.client_class, url, client_kwargs)
         self._owns_client = True
-        self._sender = BulkSender(self._client, self._bulk)
+        self._sender = BulkSender(self._client, self._bulk, self.engine_label)
         self._replicas_set = replicas is not None
         # Reads and writes go to the alias; a Reindex or a new version writes to its own index.
         self._target = self.alias
@@ -148,7 +149,7 @@ class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
             log.warning("could not check %s for loads that were killed: %s", self.alias, exc)
 
     def _data_nodes(self) -> int:
-        with errors("cluster health"):
+        with errors("cluster health", engine=self.engine_label):
             return max(1, int(self._client.cluster.health()["number_of_data_nodes"]))
 
     @classmethod
@@ -235,7 +236,7 @@ class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
     # -- reads (``reads.ReadSteps``, shared with the async side) ------------------------------
 
     def _run(self, steps: Steps[T]) -> T:
-        return run_sync(self._client, steps)
+        return run_sync(self._client, steps, self.engine_label)
 
     def count(self) -> int:
         return self._run(self._count_steps())
@@ -261,7 +262,7 @@ class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
         found: set[str] = set()
         it = iter([check_es_id(i) for i in ids])
         while chunk := list(islice(it, 1000)):
-            with errors("mget"):
+            with errors("mget", engine=self.engine_label):
                 resp = self._client.mget(index=self._target, body={"ids": chunk}, _source=False)
             found.update(d["_id"] for d in resp["docs"] if d.get("found"))
         return found

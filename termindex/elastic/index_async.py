@@ -51,7 +51,7 @@ class AsyncElasticsearchIndex(ReadSteps):
         self._recovered_at = -float("inf")
 
     async def _run(self, steps: Steps[T]) -> T:
-        return await run_async(self._client, steps)
+        return await run_async(self._client, steps, self.engine_label)
 
     async def search(self, query: Mapping[int, float], k: int = 10, explain: bool = False) -> list[Hit]:
         return await self._run(self._search_steps(query, k, explain))
@@ -91,7 +91,7 @@ class AsyncElasticsearchIndex(ReadSteps):
     async def ready(self) -> bool:
         """Reachable and the alias exists (what a readiness probe needs)."""
         try:
-            with errors("ready"):
+            with errors("ready", engine=self.engine_label):
                 return bool(await self._client.indices.exists(index=self.alias))
         except TermIndexError:
             return False

@@ -45,6 +45,7 @@ class BulkLoading:
     """``bulk_load``, ``finish_load`` and what they need; the attributes below are the index's."""
 
     alias: str
+    engine_label: str
     _client: Any
     _target: str
     _fresh: bool
@@ -78,7 +79,7 @@ class BulkLoading:
         return body
 
     def _put_settings(self, index: str, body: Mapping[str, Any]) -> None:
-        with errors("update settings"):
+        with errors("update settings", engine=self.engine_label):
             self._client.indices.put_settings(index=index, body=dict(body))
 
     def _finish_version(self, index: str) -> None:
@@ -123,7 +124,7 @@ class BulkLoading:
                 self._load_depth -= 1
             return
         indices = self._concrete()
-        with errors("read settings"):
+        with errors("read settings", engine=self.engine_label):
             current = self._client.indices.get_settings(
                 index=",".join(indices), name=",".join(LOAD_SETTINGS), flat_settings=True
             )
@@ -210,7 +211,7 @@ class BulkLoading:
 
     def segments(self) -> int:
         """Live segments over the primaries of the write target."""
-        with errors("segment stats"):
+        with errors("segment stats", engine=self.engine_label):
             stats = self._client.indices.stats(index=self._target, metric="segments")
         return int(stats["_all"]["primaries"]["segments"]["count"])
 
@@ -219,7 +220,7 @@ class BulkLoading:
         faster to search; worth it once a load is complete, not while documents still arrive)."""
         before = self.segments()
         t0 = time.perf_counter()
-        with errors("force merge"):
+        with errors("force merge", engine=self.engine_label):
             self._client.indices.forcemerge(
                 index=self._target, max_num_segments=max_segments, request_timeout=24 * 3600
             )
@@ -232,5 +233,5 @@ class BulkLoading:
     def refresh(self, timeout_s: float | None = None) -> None:
         """Make what was written searchable; ``timeout_s`` past the client's request timeout."""
         extra = {} if timeout_s is None else {"request_timeout": timeout_s}
-        with errors("refresh"):
+        with errors("refresh", engine=self.engine_label):
             self._client.indices.refresh(index=self._target, **extra)

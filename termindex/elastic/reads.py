@@ -80,14 +80,14 @@ def _asked_again(call: Call, attempt: int, answer: Any = None, error: BaseExcept
     return left
 
 
-def run_sync(client: Any, steps: Steps[T]) -> T:
-    """Drive ``steps`` with a synchronous client."""
+def run_sync(client: Any, steps: Steps[T], engine: str) -> T:
+    """Drive ``steps`` with a synchronous client; ``engine`` names the server in error messages."""
     try:
         call = next(steps)
         while True:
             for attempt in (0, 1):
                 try:
-                    with errors(call.what, doc_id=call.doc_id):
+                    with errors(call.what, engine=engine, doc_id=call.doc_id):
                         answer = _bound(client, call.method)(**call.kwargs)
                 except TermIndexError as exc:
                     if _asked_again(call, attempt, error=exc):
@@ -100,14 +100,14 @@ def run_sync(client: Any, steps: Steps[T]) -> T:
         return done.value
 
 
-async def run_async(client: Any, steps: Steps[T]) -> T:
+async def run_async(client: Any, steps: Steps[T], engine: str) -> T:
     """Drive ``steps`` with an async client: the same requests, awaited."""
     try:
         call = next(steps)
         while True:
             for attempt in (0, 1):
                 try:
-                    with errors(call.what, doc_id=call.doc_id):
+                    with errors(call.what, engine=engine, doc_id=call.doc_id):
                         answer = await _bound(client, call.method)(**call.kwargs)
                 except TermIndexError as exc:
                     if _asked_again(call, attempt, error=exc):

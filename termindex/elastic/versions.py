@@ -41,6 +41,8 @@ class VersionedAlias:
 
     alias: str
     url: str
+    engine_label: str
+    spec_prefix: str
     _client: Any
     _shards: int
     _replicas: int
@@ -59,11 +61,11 @@ class VersionedAlias:
         return re.compile(rf"^{re.escape(self.alias)}-v(\d+)$")
 
     def _check_exists(self) -> None:
-        with errors("open"):
+        with errors("open", engine=self.engine_label):
             if not self._client.indices.exists(index=self.alias):
                 raise IndexNotFound(
-                    f"no Elasticsearch index or alias {self.alias!r} at {self.url}; build one with "
-                    f"`vsparta index IMAGES --backend {self.url}/{self.alias}`"
+                    f"no {self.engine_label} index or alias {self.alias!r} at {self.url}; build one with "
+                    f"`vsparta index IMAGES --backend {self.spec_prefix}{self.url}/{self.alias}`"
                 )
 
     def _ensure_alias(self) -> bool:
@@ -91,7 +93,7 @@ class VersionedAlias:
         (is it an alias? is it an index?) can each go to another node of a cluster, and a writer
         starting at the same moment can create the alias between them, so that the name looked
         like a concrete index."""
-        with errors("create"):
+        with errors("create", engine=self.engine_label):
             return set(self._client.indices.get(index=self.alias, ignore_unavailable=True))
 
     def _alias_appears(self, tries: int = 10, pause_s: float = 0.2) -> bool:
@@ -101,7 +103,7 @@ class VersionedAlias:
         sees that). Ask again for a moment before putting a second version behind the alias:
         an alias over two versions has no write index and refuses every write."""
         for _ in range(tries):
-            with errors("create"):
+            with errors("create", engine=self.engine_label):
                 if self._client.indices.exists_alias(name=self.alias):
                     return True
             time.sleep(pause_s)
@@ -115,19 +117,19 @@ class VersionedAlias:
         body = index_body(self._shards, 0, self._codec)
         body["aliases"] = {self.alias: {}}
         try:
-            with errors("create version"):
+            with errors("create version", engine=self.engine_label):
                 self._client.indices.create(index=name, **body)
         except InvalidQuery as exc:
             if "resource_already_exists" not in str(exc):
                 raise
-            with errors("create"):
+            with errors("create", engine=self.engine_label):
                 return bool(self._client.indices.exists_alias(name=self.alias))
         self._finish_version(name)
         log.info("alias %s -> %s (new)", self.alias, name)
         return True
 
     def _active(self) -> list[str]:
-        with errors("read alias"):
+        with errors("read alias", engine=self.engine_label):
             try:
                 return sorted(self._client.indices.get_alias(name=self.alias))
             except es_errors.NotFoundError:
@@ -135,7 +137,7 @@ class VersionedAlias:
 
     def _version_names(self) -> dict[str, int]:
         pattern = self._version_re()
-        with errors("list versions"):
+        with errors("list versions", engine=self.engine_label):
             names = self._client.indices.get(index=f"{self.alias}-v*", ignore_unavailable=True)
         return {n: int(m.group(1)) for n in names if (m := pattern.match(n))}
 
@@ -145,7 +147,7 @@ class VersionedAlias:
             number = max(self._version_names().values(), default=0) + 1
             name = f"{self.alias}-v{number}"
             try:
-                with errors("create version"):
+                with errors("create version", engine=self.engine_label):
                     self._client.indices.create(index=name, **index_body(self._shards, 0, self._codec))
                 return name
             except InvalidQuery as exc:
@@ -157,7 +159,7 @@ class VersionedAlias:
         """One ``_aliases`` call: removing the old and adding the new happen atomically."""
         actions: list[dict[str, Any]] = [{"remove": {"index": c, "alias": self.alias}} for c in current]
         actions.append({"add": {"index": version, "alias": self.alias}})
-        with errors("swap alias"):
+        with errors("swap alias", engine=self.engine_label):
             self._client.indices.update_aliases(body={"actions": actions})
         log.info("alias %s -> %s (was %s)", self.alias, version, ", ".join(current) or "nothing")
 
@@ -167,7 +169,7 @@ class VersionedAlias:
         if not versions:
             return []
         active = set(self._active())
-        with errors("list versions"):
+        with errors("list versions", engine=self.engine_label):
             rows = self._client.cat.indices(index=f"{self.alias}-v*", format="json", h="index,docs.count")
         counts = {r["index"]: int(r.get("docs.count") or 0) for r in rows}
         return [
@@ -212,14 +214,14 @@ class VersionedAlias:
         active = set(self._active())
         doomed = [n for n, _ in versions[: max(0, len(versions) - keep)] if n not in active]
         for name in doomed:
-            with errors("delete old version"):
+            with errors("delete old version", engine=self.engine_label):
                 self._client.indices.delete(index=name)
         return doomed
 
     def drop(self) -> None:
         """Delete the alias and every version (tests, ``--recreate``)."""
         names = list(self._version_names())
-        with errors("drop"):
+        with errors("drop", engine=self.engine_label):
             for name in names:
                 self._client.indices.delete(index=name)
 
@@ -270,7 +272,7 @@ class Reindex:
         if self._done:
             return
         self._done = True
-        with errors("abort reindex"):
+        with errors("abort reindex", engine=self.parent.engine_label):
             self.parent._client.indices.delete(index=self.version, ignore_unavailable=True)
 
     def __enter__(self) -> Reindex:

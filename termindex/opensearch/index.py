@@ -17,6 +17,7 @@ class OpenSearchIndex(ElasticsearchIndex):
 
     client_class: Any = OpenSearchClient
     engine_label = "OpenSearch"
+    spec_prefix = "opensearch+"
 
 
 class AsyncOpenSearchIndex(AsyncElasticsearchIndex):

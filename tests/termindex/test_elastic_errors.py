@@ -168,7 +168,10 @@ def test_stalled_node_times_out_as_unavailable(es_url: str, index: Elasticsearch
 
 
 def test_elasticsearch_400_becomes_invalid_query(index: ElasticsearchIndex) -> None:
-    with pytest.raises(InvalidQuery, match="parsing_exception"), errors("search"):
+    with (
+        pytest.raises(InvalidQuery, match="^Elasticsearch rejected.*parsing_exception"),
+        errors("search", engine=index.engine_label),
+    ):
         index._client.search(index=index.alias, query={"no_such_query": {}})
 
 

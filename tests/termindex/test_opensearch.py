@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from elastic_testkit import SearchServer, fresh_index, random_docs, random_queries
+from elastic_testkit import SearchServer, free_port, fresh_index, random_docs, random_queries, unique_name
 
 from vsparta.termindex import open_index, parse_spec
-from vsparta.termindex.errors import EngineUnavailable
+from vsparta.termindex.errors import EngineUnavailable, IndexNotFound
 from vsparta.termindex.opensearch.index import AsyncOpenSearchIndex, OpenSearchIndex
 from vsparta.termindex.registry import engine_of
 
@@ -37,6 +37,28 @@ def test_each_engine_refuses_the_other_server_in_one_sentence(es_url: str, os_ur
     with pytest.raises(EngineUnavailable, match="not an Elasticsearch 7.x server") as other:
         open_index(f"{os_url}/anything").count()
     assert "opensearch+http://" in str(other.value)
+
+
+def test_errors_name_opensearch(os_url: str) -> None:
+    """OpenSearch speaks through Elasticsearch's client and its exceptions; its user must still read
+    "OpenSearch" in what went wrong (the service's 503 detail and the CLI's sentence carry it)."""
+    nowhere = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    with pytest.raises(EngineUnavailable, match="^OpenSearch is not reachable \\(open\\)"):
+        open_index(f"opensearch+{nowhere}/anything")
+
+    async def search_nowhere() -> None:
+        reader = AsyncOpenSearchIndex(nowhere, "anything")
+        try:
+            await reader.search({5: 1.0}, k=3)
+        finally:
+            await reader.close()
+
+    with pytest.raises(EngineUnavailable, match="^OpenSearch is not reachable"):
+        asyncio.run(search_nowhere())
+    missing = unique_name("missing")
+    with pytest.raises(IndexNotFound, match="^no OpenSearch index or alias") as absent:
+        open_index(f"opensearch+{os_url}/{missing}")
+    assert f"--backend opensearch+{os_url}/{missing}`" in str(absent.value)
 
 
 def test_same_answers_and_explanations_as_elasticsearch(es_url: str, os_url: str) -> None:
