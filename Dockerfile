@@ -24,6 +24,7 @@ COPY ${CA_BUNDLE} /etc/vsparta-build/ca-bundle.pem
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY vsparta ./vsparta
+COPY core ./core
 COPY model ./model
 COPY indexer ./indexer
 COPY termindex ./termindex

@@ -28,11 +28,11 @@ from vsparta.bench.query_cost import term_matrix
 
 def compare(model: Path, manifest: Path, top_n: int = 1000, batch: int = 64) -> dict:
     """Per-image agreement and recall of full vs draft decode for the JPEGs in ``manifest``."""
+    from vsparta.core.manifest import read_manifest
     from vsparta.indexer.decoder import decode_chunk
     from vsparta.indexer.items import WorkItem
     from vsparta.model.encode import TermEncoder
     from vsparta.model.evaluate import KS, build_queries, query_matrix, sparse_scores
-    from vsparta.model.manifest import read_manifest
     from vsparta.model.metrics import recall_at_k
     from vsparta.model.topn import csr_to_dicts
 

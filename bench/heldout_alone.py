@@ -121,8 +121,8 @@ def hit_rates(scores: np.ndarray, queries: PhraseQueries) -> dict[str, float]:
 def evaluate_models(models: list[tuple[str, Path]], scenes: Path, seed: int, groups: tuple[str, ...]) -> dict:
     import torch
 
+    from vsparta.core.manifest import read_manifest
     from vsparta.model.dense import load_model
-    from vsparta.model.manifest import read_manifest
     from vsparta.scenes.objects import held_out
 
     records = read_manifest(scenes / "heldout_words.jsonl")

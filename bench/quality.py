@@ -143,7 +143,7 @@ def variants(s: dict[str, Any], args: argparse.Namespace) -> list[Variant]:
 
 def _groups(text: str, kind: str) -> tuple[str, ...]:
     """``--groups`` checked before any scene is drawn: a wrong name costs one sentence, not a run."""
-    from vsparta.model.errors import UsageError
+    from vsparta.core.errors import UsageError
 
     groups = tuple(g.strip() for g in text.split(",") if g.strip())
     if groups and kind != "objects":
@@ -259,9 +259,9 @@ def run(args: argparse.Namespace) -> int:
 
     from vsparta.bench import hardware
     from vsparta.bench.options import command_line
+    from vsparta.core.manifest import read_manifest
     from vsparta.model.dense import load_model
     from vsparta.model.evaluate import NATURAL, TOP_N
-    from vsparta.model.manifest import read_manifest
 
     if args.merge:
         return _write(*merge_runs(args.merge), args)

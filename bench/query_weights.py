@@ -56,11 +56,11 @@ def _recall(row: dict[str, Any]) -> tuple[str, dict[str, float]]:
 def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
     import torch
 
+    from vsparta.core.manifest import read_manifest
     from vsparta.model.cli_eval import _top_n
     from vsparta.model.dense import load_model
     from vsparta.model.encode import resolve_device
     from vsparta.model.evaluate import evaluate
-    from vsparta.model.manifest import read_manifest
     from vsparta.termindex.idf import WEIGHTINGS
 
     if args.threads:

@@ -27,12 +27,12 @@ import sys
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
+from vsparta.core.errors import UsageError
+from vsparta.core.progress import quiet_library_bars
 from vsparta.indexer.mapper import parse_top_n
 from vsparta.indexer.reader import INPUT_FORMATS
 from vsparta.indexer.runner import MODEL_TOP_N, IndexConfig, run_index
 from vsparta.model.config_parts import DEFAULT_TOP_N
-from vsparta.model.errors import UsageError
-from vsparta.model.progress import quiet_library_bars
 from vsparta.model.resolve import ModelPathError, existing_path, resolve_model_path
 from vsparta.termindex import TermIndexError, registry
 from vsparta.termindex.errors import EngineUnavailable

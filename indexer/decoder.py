@@ -9,7 +9,7 @@ Bytes, not floats, cross the process boundary: a worker returns its chunk's pict
 uint8 ``[n, S, S, 3]`` array (150 KB per 224 px image instead of 600 KB of float32 per image
 pickled one by one); normalization happens where the model runs. JPEGs are decoded in draft
 mode (libjpeg's 1/2, 1/4, 1/8 DCT scaling straight to near the model's size) unless
-``fast_decode`` is off; see ``vsparta.model.images.load_image``.
+``fast_decode`` is off; see ``vsparta.core.images.load_image``.
 
 The decoder is built with the encoder's preprocessing (``ImagePreprocessor``) and, on CUDA, its
 GPU JPEG decoder: workers then hand plain JPEGs over as bytes, the main thread decodes them in
@@ -104,7 +104,7 @@ def decode_item(
     ``preprocess`` is an ``ImagePreprocessor`` (its ``pixels`` gives uint8 ``[S, S, 3]``).
     ``gpu_jpeg``: a plain JPEG is not decoded here; its bytes go to ``vsparta.indexer.gpu_decode``.
     """
-    from vsparta.model.images import DEFAULT_MAX_PIXELS, ImageError, load_image
+    from vsparta.core.images import DEFAULT_MAX_PIXELS, ImageError, load_image
 
     start = time.perf_counter()
     if item.rejected is not None:  # known bad before any byte was read (e.g. a dangling link)
@@ -158,7 +158,7 @@ def stack_pictures(pictures: list[Any]) -> Any:
 
 def decode_bytes(decoded: Decoded, preprocess: Any, max_pixels: int | None, fast_decode: bool) -> Decoded:
     """A JPEG handed over as bytes, decoded on the CPU after all (nvJPEG refused it)."""
-    from vsparta.model.images import DEFAULT_MAX_PIXELS, ImageError, load_image
+    from vsparta.core.images import DEFAULT_MAX_PIXELS, ImageError, load_image
 
     item = decoded.item
     try:
@@ -209,7 +209,7 @@ def _worker_init(parent_pid: int) -> None:
 
 def _warm_up() -> None:
     """Import what decoding needs, so the first real chunk does not pay for it."""
-    import vsparta.model.images  # noqa: F401
+    import vsparta.core.images  # noqa: F401
     import vsparta.model.preprocess  # noqa: F401
 
 

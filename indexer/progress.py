@@ -1,4 +1,4 @@
-"""Progress of an indexing job: ``vsparta.model.progress.progress_bar`` (the one home for how progress
+"""Progress of an indexing job: ``vsparta.core.progress.progress_bar`` (the one home for how progress
 looks: a bar on a terminal, one plain line per interval in a log, nothing when disabled), fed
 from the writer thread and the encoder loop under a lock.
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import TextIO
 
-from vsparta.model.progress import LOG_INTERVAL_S, progress_bar
+from vsparta.core.progress import LOG_INTERVAL_S, progress_bar
 
 
 class Progress:

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
+from vsparta.core.walk import BY_COMPONENTS, sorted_walk
 from vsparta.indexer.items import WorkItem, path_id
 from vsparta.indexer.termdocs import iter_term_records
-from vsparta.model.walk import BY_COMPONENTS, sorted_walk
 
 InputFormat = Literal["auto", "images", "manifest", "regions", "terms"]
 INPUT_FORMATS: tuple[str, ...] = ("auto", "images", "manifest", "regions", "terms")
@@ -32,7 +32,7 @@ def _rel(path: Path, root: Path) -> str:
 
 def detect_format(path: str | Path) -> str:
     """Guess the input format; raise ValueError with what was found when it is ambiguous."""
-    from vsparta.model.images import IMAGE_EXTENSIONS
+    from vsparta.core.images import IMAGE_EXTENSIONS
 
     path = Path(path)
     if not path.exists():
@@ -79,7 +79,7 @@ def iter_items(
 ) -> Iterator[WorkItem]:
     """The work items of the input in :func:`read_items`' order; folders are walked lazily.
 
-    A folder of images or regions is listed as the job goes (model/walk.py: one folder's names in
+    A folder of images or regions is listed as the job goes (core/walk.py: one folder's names in
     memory at a time); a manifest or term-document input is read whole first, because a duplicate
     id must stop the job before anything is written. Bad arguments raise here, before the walk.
     """
@@ -106,7 +106,7 @@ def image_folder_items(root: Path, *, follow_symlinks: bool = False) -> Iterator
       read, unless ``follow_symlinks``: indexing must not wander into files nobody put there;
     - a dangling link (or a loop) is reported as ``broken_symlink``, with the link's own id.
     """
-    from vsparta.model.images import walk_image_files
+    from vsparta.core.images import walk_image_files
 
     if not root.is_dir():
         raise ValueError(f"image folder {root} is not a directory")
@@ -168,7 +168,8 @@ def region_folder_items(root: Path) -> Iterator[WorkItem]:
 
 
 def manifest_items(manifest: Path, *, ignore_regions: bool = False) -> list[WorkItem]:
-    from vsparta.model.manifest import read_manifest, routable_id
+    from vsparta.core.ids import routable_id
+    from vsparta.core.manifest import read_manifest
 
     root = manifest.resolve().parent
     items = []

@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from vsparta.model.manifest import JsonlError, iter_jsonl, routable_id
+from vsparta.core.ids import routable_id
+from vsparta.core.manifest import JsonlError, iter_jsonl
 
 if TYPE_CHECKING:
     from vsparta.indexer.batch import TermBatch
@@ -33,7 +34,7 @@ class TermDocError(ValueError):
 def iter_term_records(path: str | Path) -> Iterator[dict[str, Any]]:
     """Records of one JSONL file or of every ``*.jsonl`` in a folder (sorted by name).
 
-    Lines are read by ``vsparta.model.manifest.iter_jsonl`` (the one rule for a half-written last line).
+    Lines are read by ``vsparta.core.manifest.iter_jsonl`` (the one rule for a half-written last line).
     """
     path = Path(path)
     files = sorted(path.glob("*.jsonl")) if path.is_dir() else [path]

@@ -8,7 +8,7 @@ import logging
 import os
 from pathlib import Path
 
-from vsparta.model.progress import quiet_library_bars
+from vsparta.core.progress import quiet_library_bars
 from vsparta.model.resolve import existing_dir, existing_path, resolve_model_path
 
 log = logging.getLogger(__name__)
@@ -94,10 +94,10 @@ def run(args: argparse.Namespace) -> int:
     dense_dir = resolve_model_path(args.dense, option="--dense", hub=False) if args.dense else None
     import torch
 
+    from vsparta.core.karpathy import load_records
     from vsparta.model.dense import DenseDualEncoder, load_model
     from vsparta.model.encode import resolve_device
     from vsparta.model.evaluate import evaluate, format_table
-    from vsparta.model.karpathy import load_records
     from vsparta.model.modeling import VisualSpartaModel
 
     quiet_library_bars()

@@ -7,8 +7,8 @@ import logging
 import os
 from typing import Any
 
+from vsparta.core.progress import quiet_library_bars
 from vsparta.model.configuration import DEFAULT_TEXT_MODEL, PRESETS
-from vsparta.model.progress import quiet_library_bars
 from vsparta.model.resolve import existing_dir, existing_path
 
 log = logging.getLogger(__name__)

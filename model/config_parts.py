@@ -16,8 +16,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-Stem = Literal["patch", "hf", "none"]
-STEMS: tuple[str, ...] = get_args(Stem)
 SparsityLoss = Literal["flops", "l1"]
 SPARSITY_LOSSES: tuple[str, ...] = get_args(SparsityLoss)
 LOCATION_DIM = 6  # [xmin, xmax, ymin, ymax, width, height] (paper Eq. 3)
@@ -42,7 +40,7 @@ class ArchitectureConfig:
     max_regions: int = 100
     max_label_tokens: int = 32
     label_segment_id: int = 1
-    stem: Stem = "patch"
+    stem: str = "patch"  # a name in ``model.stems.registry.STEMS``
     image_size: int = 64
     grid_size: int = 8
     stem_channels: tuple[int, ...] = (32, 64)

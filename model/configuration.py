@@ -19,13 +19,13 @@ from transformers import PretrainedConfig
 from vsparta.model.config_parts import (
     LOCATION_DIM,
     SPARSITY_LOSSES,
-    STEMS,
     ArchitectureConfig,
     IndexingConfig,
     TrainingConfig,
     defaults,
     part_of,
 )
+from vsparta.model.stems.registry import stem_class
 
 ACTIVATIONS = ("gelu", "relu", "gelu_new")
 DEFAULT_TEXT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -109,8 +109,7 @@ class VisualSpartaConfig(PretrainedConfig):
 
     def validate_options(self) -> None:
         """Fail early with a message that names the bad option (not deep inside a forward pass)."""
-        if self.stem not in STEMS:
-            raise ValueError(f"stem must be one of {STEMS}, got {self.stem!r}")
+        stem = stem_class(self.stem)  # UnknownChoice (a ValueError) names the registered stems
         if self.hidden_act not in ACTIVATIONS:
             raise ValueError(f"hidden_act must be one of {ACTIVATIONS}, got {self.hidden_act!r}")
         if self.hidden_size % self.num_attention_heads:
@@ -136,13 +135,7 @@ class VisualSpartaConfig(PretrainedConfig):
             raise ValueError(f"sparsity_images must be >= 1 or None (all), got {self.sparsity_images}")
         if self.sparsity_vocab is not None and self.sparsity_vocab < 1:
             raise ValueError(f"sparsity_vocab must be >= 1 or None (all), got {self.sparsity_vocab}")
-        if self.stem == "patch":
-            if self.image_size % self.grid_size:
-                raise ValueError(f"image_size ({self.image_size}) must be a multiple of grid_size")
-            if not self.stem_channels:
-                raise ValueError("stem 'patch' needs at least one entry in stem_channels")
-        if self.stem == "hf" and not (self.hf_vision_model or self.hf_vision_config):
-            raise ValueError("stem 'hf' needs hf_vision_model (hub id or local path)")
+        stem.check_config(self)
         if len(self.image_mean) != 3 or len(self.image_std) != 3:
             raise ValueError("image_mean and image_std need 3 values (RGB)")
 

@@ -17,17 +17,18 @@ import numpy as np
 import torch
 from PIL import Image
 
-from vsparta.model.images import load_image
-from vsparta.model.manifest import ManifestRecord
+from vsparta.core.images import load_image
+from vsparta.core.manifest import ManifestRecord
 from vsparta.model.preprocess import ImagePreprocessor
 from vsparta.model.regions import RegionBatch, Regions, collate_regions, load_regions
+from vsparta.model.stems.registry import stem_class
 
 log = logging.getLogger(__name__)
 
 
 def load_rgb(path: str | Path) -> Image.Image:
     """One RGB image, EXIF-rotated; odd modes converted, broken files raise ``ImageError`` (a ValueError)
-    naming the file and the reason (``vsparta.model.images``)."""
+    naming the file and the reason (``vsparta.core.images``)."""
     return load_image(path)
 
 
@@ -79,7 +80,7 @@ class ImageStore:
         self.records = list(records)
         self.config = config
         self.tokenize = tokenize
-        self.use_regions = config.stem == "none"
+        self.use_regions = not stem_class(config.stem).takes_pixels
         if self.use_regions:
             missing = [r.id for r in self.records if r.regions is None]
             if missing:

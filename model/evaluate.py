@@ -18,13 +18,13 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from vsparta.core.manifest import ManifestRecord
+from vsparta.core.progress import progress_bar
 from vsparta.model.data import ImageStore, pad_queries
 from vsparta.model.dense import DenseDualEncoder
 from vsparta.model.encode import autocast_for
-from vsparta.model.manifest import ManifestRecord
 from vsparta.model.metrics import caption_relevance, ndcg_at_k, recall_at_k
 from vsparta.model.modeling import VisualSpartaModel
-from vsparta.model.progress import progress_bar
 from vsparta.model.topn import select_top_terms, to_csr
 from vsparta.termindex.idf import COUNTS, IDF, WEIGHTINGS, weigh_counts
 from vsparta.termindex.saturation import saturate_array

@@ -19,8 +19,10 @@ from transformers import PreTrainedModel
 
 from vsparta.model.config_parts import DEFAULT_TOP_N
 from vsparta.model.configuration import DEFAULT_TEXT_MODEL, VisualSpartaConfig
-from vsparta.model.layers import Encoder, HFStem, PatchStem, TextEmbeddings, box_locations
+from vsparta.model.layers import Encoder, TextEmbeddings
 from vsparta.model.regions import RegionBatch
+from vsparta.model.stems.base import box_locations
+from vsparta.model.stems.registry import build_stem, stem_class
 from vsparta.model.text_init import copy_prefix, load_bert_state
 from vsparta.model.tokenization import load_tokenizer, non_query_ids, query_tokenizer_for, resolve_text_model
 from vsparta.model.topn import csr_to_dicts, select_top_terms, to_csr
@@ -46,12 +48,7 @@ class ImageEncoder(nn.Module):
         super().__init__()
         self.config = config
         self.embeddings = TextEmbeddings(config)
-        if config.stem == "patch":
-            self.stem: nn.Module | None = PatchStem(config)
-        elif config.stem == "hf":
-            self.stem = HFStem(config)
-        else:
-            self.stem = None
+        self.stem = build_stem(config)  # None: precomputed regions only (stem 'none')
         self.region_proj = nn.Linear(
             config.region_feature_dim + config.location_dim, config.hidden_size
         )  # W, b
@@ -307,38 +304,14 @@ class VisualSpartaModel(VisualSpartaPreTrainedModel):
         return csr_to_dicts(*to_csr(*select_top_terms(phi, n, self.non_query_ids())))
 
 
-def prepare_hf_stem_config(config: VisualSpartaConfig) -> Any:
-    """For ``stem='hf'``: load the pretrained vision model once, record its architecture in the config
-    (so checkpoints reload offline) and set ``region_feature_dim``; returns the loaded model."""
-    from transformers import AutoModel
-
-    if not config.hf_vision_model:
-        raise ValueError("stem 'hf' needs hf_vision_model (hub id or local path)")
-    vision = AutoModel.from_pretrained(config.hf_vision_model)
-    vcfg = getattr(vision.config, "vision_config", None) or vision.config
-    if hasattr(vision, "vision_model"):  # e.g. a CLIP checkpoint: keep its vision tower only
-        vision = vision.vision_model
-    config.hf_vision_config = vcfg.to_dict()
-    hidden = getattr(vcfg, "hidden_size", None) or (getattr(vcfg, "hidden_sizes", None) or [None])[-1]
-    if hidden is None:
-        raise ValueError(f"cannot tell the feature size of {config.hf_vision_model}")
-    config.region_feature_dim = int(hidden)
-    size = getattr(vcfg, "image_size", None)
-    if isinstance(size, int):
-        config.image_size = size
-    return vision
-
-
 def build_model(config: VisualSpartaConfig, init: str | None = None, model_class: type | None = None) -> Any:
-    """A fresh model: pretrained HF stem weights (stem='hf'), text-model init (``init``) and a tokenizer."""
-    vision = prepare_hf_stem_config(config) if config.stem == "hf" else None
+    """A fresh model: the stem's pretrained weights (``VisionStem.prepare``), text-model init
+    (``init``) and a tokenizer."""
+    prepared = stem_class(config.stem).prepare(config)
     cls = model_class or VisualSpartaModel
     model = cls(config)
-    if vision is not None:
-        target = model.image.stem.vision
-        missing, unexpected = target.load_state_dict(vision.state_dict(), strict=False)
-        if missing:
-            raise ValueError(f"pretrained vision weights miss {missing[:5]}")
+    if prepared is not None:
+        model.image.stem.load_pretrained(prepared)
     if init and init.lower() != "none":
         model.init_from_text_model(init)
     else:

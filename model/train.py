@@ -21,15 +21,15 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from vsparta.core.karpathy import load_records
+from vsparta.core.manifest import ManifestRecord
+from vsparta.core.progress import progress_bar, quiet_library_bars
 from vsparta.model.config_parts import defaults
 from vsparta.model.configuration import PRESETS, VisualSpartaConfig, config_from_spec
 from vsparta.model.data import ImageStore, epoch_order, make_batch
 from vsparta.model.dense import MODEL_CLASSES, DenseConfig
 from vsparta.model.encode import autocast_for, resolve_device
-from vsparta.model.karpathy import load_records
-from vsparta.model.manifest import ManifestRecord
 from vsparta.model.modeling import build_model
-from vsparta.model.progress import progress_bar, quiet_library_bars
 from vsparta.model.sparsity import SparsityRegularizer
 from vsparta.model.text_init import text_model_dimensions
 from vsparta.model.tokenization import load_tokenizer

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vsparta.model.manifest import ManifestRecord, write_manifest
-from vsparta.model.progress import progress_bar
+from vsparta.core.manifest import ManifestRecord, write_manifest
+from vsparta.core.progress import progress_bar
 from vsparta.scenes.emoji_catalog import EmojiObject, select
 from vsparta.scenes.object_captions import Kind, make_captions, template_words
 from vsparta.scenes.object_render import MAX_OBJECTS, MIN_IMAGE_SIZE, SIZES, Placed, render_objects

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vsparta.model.manifest import ManifestRecord, write_manifest
-from vsparta.model.progress import progress_bar
+from vsparta.core.manifest import ManifestRecord, write_manifest
+from vsparta.core.progress import progress_bar
 from vsparta.scenes.shape_captions import make_captions
 from vsparta.scenes.shape_objects import SPLITS, relations_of, scene_group
 from vsparta.scenes.shape_render import render_scene

@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from vsparta.model.manifest import read_manifest
+from vsparta.core.manifest import read_manifest
 
 RANKS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000)
 

@@ -1,4 +1,5 @@
-"""The torch-free side of ``model/`` stays torch-free (the list is ``model.TORCH_FREE``).
+"""The ground floor (``core/``, every module) and the torch-free side of ``model/`` (the list is
+``model.TORCH_FREE``) stay torch-free.
 
 The service and the indexer's decode workers import these modules; if one of them pulled in torch
 the service image would need it and every worker would pay seconds of start-up. Each module is
@@ -18,15 +19,20 @@ from vsparta import model
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("name", model.TORCH_FREE)
-def test_module_imports_without_torch(name: str) -> None:
+TORCH_FREE = [f"vsparta.model.{name}" for name in model.TORCH_FREE] + [
+    f"vsparta.core.{p.stem}" for p in sorted((REPO / "core").glob("*.py")) if p.stem != "__init__"
+]
+
+
+@pytest.mark.parametrize("module", TORCH_FREE)
+def test_module_imports_without_torch(module: str) -> None:
     code = (
-        f"import sys, vsparta.model.{name}; "
+        f"import sys, {module}; "
         "heavy = sorted(m for m in ('torch', 'transformers') if m in sys.modules); "
         "print(','.join(heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "", f"vsparta.model.{name} imports {out.stdout.strip()}"
+    assert out.stdout.strip() == "", f"{module} imports {out.stdout.strip()}"
 
 
 def test_every_listed_module_exists_and_the_torch_side_is_not_listed() -> None:

@@ -16,8 +16,8 @@ import sys
 from collections.abc import Iterator
 from typing import NoReturn
 
-from vsparta.model.errors import UsageError
-from vsparta.model.progress import quiet_library_bars
+from vsparta.core.errors import UsageError
+from vsparta.core.progress import quiet_library_bars
 
 DESCRIPTION = (
     "VisualSparta text-to-image search. Images become weighted bags of word-pieces offline (train, "

@@ -16,7 +16,7 @@ from vsparta.bench.heldout_alone import (
     only_held_words,
     phrase_queries,
 )
-from vsparta.model.manifest import read_manifest
+from vsparta.core.manifest import read_manifest
 from vsparta.scenes.objects import generate_object_scenes, held_out
 
 GROUPS = ("food-fruit", "food-sweet", "plant-flower", "animal-bird")  # the demo's: a small catalog

@@ -43,8 +43,8 @@ def test_new_path_gives_the_old_paths_terms(tmp_path: Path, sharp_model: Path) -
     (measured: identical sets, differences of a few float32 ulps). Draft decode (320x240 -> 1/2 scale
     for a 64 px model): the stated bound, mean set agreement >= 98.5%, every image >= 97%."""
     from vsparta.bench.photos import make_images
+    from vsparta.core.images import load_image
     from vsparta.model.encode import TermEncoder
-    from vsparta.model.images import load_image
     from vsparta.model.topn import csr_to_dicts
 
     enc = TermEncoder.from_pretrained(sharp_model, device="cpu")

@@ -29,10 +29,10 @@ import numpy as np
 import pytest
 
 from vsparta.bench.photos import make_images
+from vsparta.core.images import load_image
 from vsparta.indexer.decoder import Decoder
 from vsparta.indexer.reader import read_items
 from vsparta.indexer.runner import IndexConfig, run_index
-from vsparta.model.images import load_image
 from vsparta.model.preprocess import ImagePreprocessor
 
 gpu = pytest.mark.gpu

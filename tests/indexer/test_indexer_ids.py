@@ -13,8 +13,8 @@ import pytest
 from PIL import Image
 
 from vsparta.cli import main
+from vsparta.core.ids import RESERVED_ID_SUFFIXES, routable_id
 from vsparta.indexer.termdocs import TermDocError, iter_term_records
-from vsparta.model.manifest import RESERVED_ID_SUFFIXES, routable_id
 
 
 @pytest.mark.parametrize("suffix", RESERVED_ID_SUFFIXES)

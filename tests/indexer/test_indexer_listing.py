@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 from test_indexer_signals import SignalDuringEncode
 
+from vsparta.core.images import IMAGE_EXTENSIONS, iter_image_files
 from vsparta.indexer import runner
 from vsparta.indexer.items import path_id, shard_of
 from vsparta.indexer.progress import Progress
 from vsparta.indexer.reader import iter_items, read_items
 from vsparta.indexer.runner import IndexConfig, run_index
-from vsparta.model.images import IMAGE_EXTENSIONS, iter_image_files
 
 
 def _listing_as_it_was(root: Path) -> list[Path]:

@@ -310,8 +310,8 @@ def test_index_help_is_plain_text_with_help_for_every_option(capsys: pytest.Capt
 def test_one_jsonl_rule_for_manifests_and_term_documents(tmp_path: Path) -> None:
     """A half-written last line (no newline, not JSON) is skipped by both readers; a bad line
     anywhere else is an error naming the file and line, in both."""
+    from vsparta.core.manifest import ManifestError, read_manifest
     from vsparta.indexer.termdocs import TermDocError, iter_term_records
-    from vsparta.model.manifest import ManifestError, read_manifest
 
     manifest, terms = tmp_path / "m.jsonl", tmp_path / "t.jsonl"
     manifest.write_text('{"id": "a", "image": "a.png"}\n{"id": "b", "ima')

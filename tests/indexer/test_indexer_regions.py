@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from vsparta.core.manifest import ManifestRecord, write_manifest
 from vsparta.indexer.items import path_id
 from vsparta.indexer.runner import IndexConfig, run_index
-from vsparta.model.manifest import ManifestRecord, write_manifest
 from vsparta.termindex import open_index
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw
 
-from vsparta.model.manifest import ManifestRecord, write_manifest
+from vsparta.core.manifest import ManifestRecord, write_manifest
 
 COLORS = {"red": (220, 30, 30), "green": (30, 180, 40), "blue": (30, 60, 220), "yellow": (230, 210, 30)}
 SHAPES = ("square", "circle")

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from vsparta.core.karpathy import load_records, read_karpathy
 from vsparta.model.configuration import DEFAULT_TEXT_MODEL, VisualSpartaConfig
-from vsparta.model.karpathy import load_records, read_karpathy
 from vsparta.model.modeling import build_model
 from vsparta.model.tokenization import resolve_text_model
 from vsparta.model.train import make_config

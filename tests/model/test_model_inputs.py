@@ -159,8 +159,8 @@ def test_hf_stem_from_a_local_vision_model(tmp_path: Path) -> None:
 
 
 def test_training_data_handles_odd_and_broken_images(tmp_path: Path, tiny_config) -> None:
+    from vsparta.core.manifest import ManifestRecord
     from vsparta.model.data import ImageStore
-    from vsparta.model.manifest import ManifestRecord
 
     good = draw_scene("red", "square", "left")
     good.convert("L").save(tmp_path / "gray.png")

@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 from conftest import TINY
 
+from vsparta.core.manifest import read_manifest
 from vsparta.model.configuration import VisualSpartaConfig
-from vsparta.model.manifest import read_manifest
 from vsparta.model.modeling import VisualSpartaModel, build_model
 from vsparta.model.sparsity import SparsityRegularizer, sparsity_penalty, warmup_factor
 from vsparta.model.train import TrainOptions, train

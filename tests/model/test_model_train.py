@@ -67,9 +67,9 @@ def test_bad_options(toy_manifest: Path, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_training_beats_random_recall_by_a_wide_margin(toy_manifest: Path, tmp_path: Path) -> None:
     """Train on 16 scenes (colour x shape x side), evaluate through the sparse index path."""
+    from vsparta.core.manifest import read_manifest
     from vsparta.model.dense import load_model
     from vsparta.model.evaluate import evaluate
-    from vsparta.model.manifest import read_manifest
 
     r = train(_opts(toy_manifest, tmp_path / "vs", epochs=60, batch_size=16, lr=5e-3))
     model = load_model(r.final_dir)

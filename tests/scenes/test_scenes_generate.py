@@ -12,8 +12,8 @@ import pytest
 from PIL import Image
 
 from vsparta.cli import main
-from vsparta.model.images import load_image
-from vsparta.model.manifest import ManifestRecord, read_manifest
+from vsparta.core.images import load_image
+from vsparta.core.manifest import ManifestRecord, read_manifest
 from vsparta.model.metrics import recall_at_k
 from vsparta.scenes.shape_captions import COLOUR_WORDS, PLURALS, SHAPE_WORDS
 from vsparta.scenes.shape_objects import COLOURS, POSITIONS, SHAPES

@@ -13,8 +13,8 @@ import pytest
 from PIL import Image
 
 from vsparta.cli import main
+from vsparta.core.manifest import ManifestRecord, read_manifest
 from vsparta.demo import _scenes_argv
-from vsparta.model.manifest import ManifestRecord, read_manifest
 from vsparta.scenes.emoji_catalog import FONT_ENV, FONT_PACKAGE, catalog, glyph, normalise, select
 from vsparta.scenes.object_captions import CAPTIONS_PER_IMAGE, template_words
 from vsparta.scenes.object_render import MAX_OBJECTS

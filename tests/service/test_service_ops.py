@@ -261,7 +261,7 @@ def test_slow_first_open_is_503_then_served(embedded_spec: str) -> None:
 
 def test_image_sub_resources_are_the_ids_the_indexer_refuses(embedded_client: TestClient) -> None:
     """An id ending in "/X" for a route ``/images/{doc_id}/X`` would be unreachable (24.4)."""
-    from vsparta.model.manifest import RESERVED_ID_SUFFIXES
+    from vsparta.core.ids import RESERVED_ID_SUFFIXES
 
     paths = embedded_client.get("/openapi.json").json()["paths"]
     prefix = "/images/{doc_id}"

@@ -125,8 +125,8 @@ def test_load_settings_are_restored_and_a_full_load_is_force_merged(es_url: str)
 def test_new_version_from_the_cli_swaps_on_completion_and_rollback_swaps_back(es_url: str, tmp_path) -> None:
     """`vsparta index --new-version` writes v2 beside the serving v1, moves the alias when done;
     `vsparta index rollback` moves it back."""
+    from vsparta.core.errors import UsageError
     from vsparta.indexer.cli import add_arguments, run
-    from vsparta.model.errors import UsageError
 
     alias = unique_name("cli")
     spec = f"{es_url}/{alias}"

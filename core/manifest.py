@@ -53,25 +53,6 @@ class JsonlError(ValueError):
     """A JSONL line is not valid JSON; the message names the file and line."""
 
 
-# The sub-resources of ``GET /images/{id}`` (``vsparta.service.routes``; a service test keeps the
-# two lists equal). Ids may hold "/", so an id ending in one of these would be routed to that
-# sub-resource of a shorter id: the indexer refuses such ids instead of storing an unreachable one.
-RESERVED_ID_SUFFIXES = ("/file", "/similar", "/thumbnail")
-
-
-def routable_id(doc_id: str, where: str = "") -> str:
-    """``doc_id`` if every service route reaches it; else ``ValueError`` saying why (after ``where``)."""
-    for suffix in RESERVED_ID_SUFFIXES:
-        if doc_id.endswith(suffix):
-            shorter = doc_id[: -len(suffix)]
-            raise ValueError(
-                f"{where + ': ' if where else ''}id {doc_id!r} ends in {suffix!r}: the service's "
-                f"GET /images/{{id}}{suffix} would take it for that route of the id {shorter!r}; "
-                f"give it another id (no id may end in {', '.join(RESERVED_ID_SUFFIXES)})"
-            )
-    return doc_id
-
-
 def iter_jsonl(path: str | Path) -> Iterator[tuple[str, Any]]:
     """``(where, object)`` for each non-blank line of a JSONL file; ``where`` is ``file:line``.
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from vsparta.model.images import IMAGE_EXTENSIONS, iter_image_files
+from vsparta.core.images import IMAGE_EXTENSIONS, iter_image_files
 
 
 def test_extensions_contract() -> None:

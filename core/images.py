@@ -17,7 +17,7 @@ from typing import Literal
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from vsparta.model.walk import BY_PATH_STRING, sorted_walk
+from vsparta.core.walk import BY_PATH_STRING, sorted_walk
 
 IMAGE_EXTENSIONS = {".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp"}
 
@@ -166,7 +166,7 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 def walk_image_files(root: str | Path, *, include_symlinks: bool = False) -> Iterator[tuple[str, str, bool]]:
     """Image files under ``root``, lazily: ``(relative POSIX path, path, is_symlink)`` each.
 
-    The rules of :func:`iter_image_files` and its order, without holding the list (model/walk.py).
+    The rules of :func:`iter_image_files` and its order, without holding the list (core/walk.py).
     """
     root = Path(root)
     if not root.is_dir():

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from vsparta.model.manifest import ManifestError, ManifestRecord, read_manifest, write_manifest
+from vsparta.core.manifest import ManifestError, ManifestRecord, read_manifest, write_manifest
 
 
 def test_round_trip_keeps_relative_paths(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vsparta.model.images import ImageError, load_image
+from vsparta.core.images import ImageError, load_image
 
 RED, GREEN, BLUE, WHITE = (255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 255)
 

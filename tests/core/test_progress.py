@@ -1,10 +1,10 @@
-"""model/progress.py: a bar on a terminal, one plain line per interval in a log, nothing when off."""
+"""core/progress.py: a bar on a terminal, one plain line per interval in a log, nothing when off."""
 
 from __future__ import annotations
 
 import io
 
-from vsparta.model.progress import progress_bar
+from vsparta.core.progress import progress_bar
 
 
 class _Terminal(io.StringIO):

@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from vsparta.model.manifest import ManifestRecord, read_manifest
+from vsparta.core.manifest import ManifestRecord, read_manifest
 
 SPLITS = ("train", "restval", "val", "test")
 SPLIT_GROUPS = {"train": ("train", "restval"), "val": ("val",), "test": ("test",)}

@@ -1,0 +1,48 @@
+"""What every vision stem is: pixels ``[B, 3, S, S]`` -> region features ``[B, n, d]`` and their
+boxes ``[n, 4]`` (normalized x1, y1, x2, y2), plus the hooks a pretrained one needs."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+
+class VisionStem(nn.Module):
+    """Base of every stem. A stem's module defines ``STEM`` (its class) and is registered in
+    ``model.stems.registry``; nothing else in the model names a stem."""
+
+    takes_pixels: ClassVar[bool] = True  # False: the model reads precomputed regions instead
+
+    @classmethod
+    def check_config(cls, config: Any) -> None:
+        """Raise ``ValueError`` (one sentence naming the field) for settings this stem cannot take."""
+
+    @classmethod
+    def prepare(cls, config: Any) -> Any:
+        """For a fresh model only (not a reload): fetch pretrained weights and record in ``config``
+        what they fix (feature size, input normalisation, architecture) so the saved model reloads
+        offline. Returns what ``load_pretrained`` copies in (None: nothing)."""
+        return None
+
+    def load_pretrained(self, prepared: Any) -> None:
+        """Copy the weights ``prepare`` returned into this module."""
+
+    def forward(self, pixel_values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+
+def grid_boxes(rows: int, cols: int, device: torch.device | None = None) -> torch.Tensor:
+    """Normalized x1,y1,x2,y2 of a rows x cols grid in row-major order: ``[rows*cols, 4]``."""
+    r = torch.arange(rows, device=device, dtype=torch.float32)
+    c = torch.arange(cols, device=device, dtype=torch.float32)
+    rr, cc = torch.meshgrid(r, c, indexing="ij")
+    rr, cc = rr.reshape(-1), cc.reshape(-1)
+    return torch.stack([cc / cols, rr / rows, (cc + 1) / cols, (rr + 1) / rows], dim=1)
+
+
+def box_locations(boxes: torch.Tensor) -> torch.Tensor:
+    """x1,y1,x2,y2 ``[..., 4]`` -> ``[..., 6]`` = [xmin, xmax, ymin, ymax, w, h] (paper Eq. 3)."""
+    x1, y1, x2, y2 = boxes.unbind(-1)
+    return torch.stack([x1, x2, y1, y2, x2 - x1, y2 - y1], dim=-1)
