@@ -70,7 +70,7 @@ def test_the_address_is_announced_only_once_health_answers(caplog: pytest.LogCap
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}/"
     stop = threading.Event()
-    caplog.set_level(logging.INFO, logger="vsparta.demo")
+    caplog.set_level(logging.INFO, logger="vsparta.demo_server")
     announcer = threading.Thread(target=announce_when_ready, args=(url, stop, "a query", 30.0))
     announcer.start()
     time.sleep(1.0)

@@ -180,4 +180,5 @@ def run(args: argparse.Namespace) -> int:
     serve = ["serve", "--backend", backend, "--model", str(final), "--image-root", str(scenes),
              "--host", args.host, "--port", str(args.port)]  # fmt: skip
     log.info("demo: serve search  (vsparta %s)", " ".join(serve))
-    become_server(serve, f"http://{local_host}:{args.port}/", EXAMPLE_QUERY)  # the service, without torch
+    url = f"http://{local_host}:{args.port}/"
+    become_server(serve, url, EXAMPLE_QUERY, args.run_command)  # the service, without torch

@@ -22,9 +22,10 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from typing import NoReturn
 
-log = logging.getLogger("vsparta.demo")
+log = logging.getLogger(__name__)
 
 ANNOUNCE_TIMEOUT_S = 300.0
 
@@ -38,15 +39,19 @@ if os.fork() == 0:
 """
 
 
-def become_server(argv: list[str], url: str, example_query: str) -> NoReturn:
-    """Replace this process by `vsparta ARGV` (a serve command line), announcing ``url`` when it answers."""
+def become_server(argv: list[str], url: str, example_query: str, vsparta: Callable[..., int]) -> NoReturn:
+    """Replace this process by `vsparta ARGV` (a serve command line), announcing ``url`` when it
+    answers. ``vsparta``: the console script's entry point, handed to the demo for its steps; the
+    new program is its module, run with ``python -m``."""
+    module = sys.modules[vsparta.__module__]
+    console_module = module.__spec__.name if module.__spec__ is not None else vsparta.__module__
     subprocess.run(
         [sys.executable, "-c", _DETACHED_ANNOUNCER, url, str(os.getpid()), example_query, _log_format()],
         check=True,
     )
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
-    os.execv(sys.executable, [sys.executable, "-m", "vsparta.cli", *argv])
+    os.execv(sys.executable, [sys.executable, "-m", console_module, *argv])
 
 
 def announce_detached(url: str, server_pid: str, example_query: str, log_format: str) -> None:
