@@ -10,8 +10,8 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,16 +25,8 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "health", timeout=2) as resp:
-            return resp.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 @pytest.mark.slow
-def test_the_demo_serves_from_a_process_without_torch(tmp_path: Path) -> None:
+def test_the_demo_serves_from_a_process_without_torch(tmp_path: Path, answers: Callable[[str], bool]) -> None:
     from vsparta.model.configuration import config_from_spec
     from vsparta.model.modeling import build_model
 
@@ -53,7 +45,7 @@ def test_the_demo_serves_from_a_process_without_torch(tmp_path: Path) -> None:
         )  # fmt: skip
     try:
         deadline = time.monotonic() + 300
-        while not _answers(url):
+        while not answers(url + "health"):
             assert demo.poll() is None, log.read_text()
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.5)

@@ -22,10 +22,9 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -77,17 +76,8 @@ class Machine:
 
 
 @pytest.fixture(scope="module")
-def need(pytestconfig: pytest.Config) -> Any:
-    """``require_service`` of tests/conftest.py (skip locally, fail in CI)."""
-    for plugin in pytestconfig.pluginmanager.get_plugins():
-        if callable(getattr(plugin, "require_service", None)):
-            return plugin.require_service
-    raise RuntimeError("require_service not found in tests/conftest.py")
-
-
-@pytest.fixture(scope="module")
-def clone(need: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    need(docker_answers(), "a Docker Engine", "run `bash scripts/docker.sh start` as root")
+def clone(require: Callable[[bool, str, str], None], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    require(docker_answers(), "a Docker Engine", "run `bash scripts/docker.sh start` as root")
     subprocess.run(["bash", "scripts/docker.sh", "debian-image"], cwd=REPO, check=True, timeout=1800)
     dest = tmp_path_factory.mktemp("fresh") / "vsparta"
     subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(REPO), str(dest)], check=True)
@@ -113,14 +103,6 @@ def machine(clone: Path, *command: str, user: str | None = None) -> Iterator[Mac
         docker("rm", "-f", name, check=False)
 
 
-def _answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "health", timeout=3) as resp:
-            return resp.status == 200
-    except (urllib.error.URLError, OSError):
-        return False
-
-
 @pytest.mark.timeout(300)
 def test_as_another_user_it_names_the_packages_in_one_sentence_before_pip(clone: Path) -> None:
     with machine(clone, "bash", "scripts/demo.sh", user="65534") as box:
@@ -137,14 +119,14 @@ def test_as_another_user_it_names_the_packages_in_one_sentence_before_pip(clone:
 
 
 @pytest.mark.timeout(2700)
-def test_demo_sh_alone_serves_on_a_fresh_debian(clone: Path) -> None:
+def test_demo_sh_alone_serves_on_a_fresh_debian(clone: Path, answers: Callable[[str], bool]) -> None:
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
     demo = ["bash", "scripts/demo.sh", "--out", "/tmp/demo", "--port", str(port), *SMALL_DEMO]
     with machine(clone, *demo) as box:
         assert box.run("test", "-e", "/usr/share/fonts/truetype/noto/NotoColorEmoji.ttf").returncode == 1
         deadline = time.monotonic() + 2400
-        while not _answers(url):
+        while not answers(url + "health"):
             assert box.running(), box.logs()[-6000:]
             assert time.monotonic() < deadline, box.logs()[-6000:]
             time.sleep(2)
