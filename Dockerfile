@@ -29,7 +29,6 @@ COPY model ./model
 COPY indexer ./indexer
 COPY termindex ./termindex
 COPY service ./service
-COPY bench ./bench
 COPY scenes ./scenes
 RUN if [ -s /etc/vsparta-build/ca-bundle.pem ]; then export PIP_CERT=/etc/vsparta-build/ca-bundle.pem; fi \
  && pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .

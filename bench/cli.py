@@ -174,7 +174,7 @@ def _run_engines(args: argparse.Namespace) -> int:
     from vsparta.bench import hardware, report
     from vsparta.bench.engines.base import cpu_count
     from vsparta.bench.runner import RunConfig, run_sizes
-    from vsparta.bench.setup import corpora_and_queries, make_adapters_factory
+    from vsparta.bench.workload import corpora_and_queries, make_adapters_factory
 
     quiet_client_loggers(logging.WARNING)  # one INFO line per request otherwise
     preset = QUICK if args.quick else FULL

@@ -42,7 +42,7 @@ print(json.dumps({"items": n, "seconds": time.perf_counter() - t, "lazy": lazy})
 """
 
 
-def _status_kib(pid: int, field: str) -> int | None:
+def status_kib(pid: int, field: str) -> int | None:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
             if line.startswith(field + ":"):
@@ -74,8 +74,8 @@ def run_job(python: str, folder: Path, workdir: Path, interval: float = 0.5) -> 
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         samples: list[tuple[float, int, int]] = []  # seconds, own RssAnon KiB, workers' RssAnon KiB
         while proc.poll() is None:
-            own = _status_kib(proc.pid, "RssAnon")
-            workers = sum(_status_kib(c, "RssAnon") or 0 for c in _children(proc.pid))
+            own = status_kib(proc.pid, "RssAnon")
+            workers = sum(status_kib(c, "RssAnon") or 0 for c in _children(proc.pid))
             if own is not None:
                 samples.append((time.perf_counter() - start, own, workers))
             time.sleep(interval)

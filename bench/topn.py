@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from vsparta.bench.engines.ours import EmbeddedAdapter
     from vsparta.bench.engines.pisa import PisaAdapter
     from vsparta.bench.engines.scipy_exact import ScipyAdapter
-    from vsparta.bench.setup import corpora_and_queries
+    from vsparta.bench.workload import corpora_and_queries
 
     top_ns = sorted({int(x) for x in args.top_n.split(",") if x.strip()})
     makers = {"scipy": ScipyAdapter, "embedded": EmbeddedAdapter, "pisa": lambda: PisaAdapter("maxscore")}

@@ -13,8 +13,10 @@ Stages, one module each (clip-retrieval style):
 - ``mapper``: decoded batches -> top-n terms on the device, one host copy per batch as CSR arrays
   (``batch.TermBatch``), one batch in flight (main thread); it never decodes. ``fake``:
   ``--fake-encoder``.
-- ``writer``: a thread committing ``TermIndex.upsert_arrays`` to the engine, then the JSONL
-  export, bounded queue.
+- ``writer``: a thread committing each batch to the job's sinks (``TermIndex.upsert_arrays`` on
+  the engine, then the JSONL export), bounded queue.
+- ``stages``: each stage as a builder (``Stages``: reader, encoder, decoder, writer), so any one
+  can be swapped; ``config``: ``IndexConfig``, with the backend as a parsed ``BackendSpec``.
 - ``runner``: wiring, ``--shard``/``--num-shards`` (sha1 of the id), ``--resume`` (skip ids the
   engine, and the export if any, already hold), SIGINT/SIGTERM, progress and summary.
 

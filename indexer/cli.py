@@ -36,6 +36,7 @@ from vsparta.model.config_parts import DEFAULT_TOP_N
 from vsparta.model.resolve import ModelPathError, existing_path, resolve_model_path
 from vsparta.termindex import TermIndexError, registry
 from vsparta.termindex.errors import EngineUnavailable
+from vsparta.termindex.plugin import BackendSpec
 
 log = logging.getLogger(__name__)
 
@@ -188,13 +189,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _rollback(backend: str | None) -> int:
     """`vsparta index rollback --backend URL`: point the alias back at the previous version."""
     try:
-        versioned = bool(backend) and registry.engine_of(backend).versions
+        spec = registry.parse_spec(backend) if backend else None
     except ValueError:
-        versioned = False
-    if not versioned:
+        spec = None
+    if spec is None or not registry.engine(spec.engine).versions:
         raise UsageError(f"rollback needs a --backend that keeps versions: {registry.versioned_examples()}")
     try:
-        with registry.open_index(backend) as index:
+        with registry.open_index(spec) as index:
             version = index.rollback()  # type: ignore[attr-defined]
     except TermIndexError as exc:
         log.error("could not roll back: %s", exc)
@@ -223,19 +224,23 @@ def _check_counts(backend_options: dict[str, object]) -> None:
             raise ValueError(f"--{name} must be >= {least}, got {value}")
 
 
-def _backend_place(spec: str) -> None:
-    """A malformed spec (``embeded:/x``) or an embedded index path that cannot be one."""
-    engine, location, _name = registry.parse_spec(spec)
-    if engine == "embedded":
-        _place_for(Path(location), "--backend", folder=True)
+def _backend(text: str | None) -> BackendSpec | None:
+    """``--backend`` parsed, the one time on the way into the job: a malformed spec
+    (``embeded:/x``) is refused, and so is the folder of an engine of local files (the embedded
+    one: ``Engine.paths``) that cannot be one."""
+    if not text:
+        return None
+    spec = registry.parse_spec(text)
+    if registry.engine(spec.engine).paths:
+        _place_for(Path(spec.location), "--backend", folder=True)
+    return spec
 
 
 def _config(args: argparse.Namespace) -> IndexConfig:
     """Every argument checked, in the order a user reads them; nothing loaded, nothing listed."""
-    backend_options = registry.index_options(args.backend, args)
+    backend = _backend(args.backend)
+    backend_options = registry.index_options(backend, args)
     _check_counts(backend_options)
-    if args.backend:
-        _backend_place(args.backend)
     if args.export_jsonl is not None:
         _place_for(args.export_jsonl, "--export-jsonl", folder=True)
     if args.failures is not None:
@@ -252,7 +257,7 @@ def _config(args: argparse.Namespace) -> IndexConfig:
     config = IndexConfig(
         input=Path(args.input),
         input_format=args.input_format,
-        backend=args.backend,
+        backend=backend,
         export_jsonl=args.export_jsonl,
         export_docs_per_file=args.export_docs_per_file,
         model=model,

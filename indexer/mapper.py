@@ -76,6 +76,7 @@ class EncoderMapper:
         min_weight: float = 0.0,
     ) -> None:
         self.encoder = encoder
+        self.id_to_token = encoder.id_to_token
         self.top_n = top_n
         self.min_weight = min_weight
         self.seconds = 0.0
@@ -142,12 +143,19 @@ class EncoderMapper:
 
 
 class TermsMapper:
-    """Term-document input: token strings -> vocabulary ids, no model."""
+    """Term-document input: token strings -> vocabulary ids, no model (and nothing to decode)."""
+
+    encoder = None
 
     def __init__(
-        self, token_to_id: Callable[[str], int | None], top_n: int | None, min_weight: float = 0.0
+        self,
+        token_to_id: Callable[[str], int | None],
+        id_to_token: Callable[[int], str],
+        top_n: int | None,
+        min_weight: float = 0.0,
     ) -> None:
         self.token_to_id = token_to_id
+        self.id_to_token = id_to_token  # for the export
         self.top_n = top_n
         self.min_weight = min_weight
         self.seconds = 0.0

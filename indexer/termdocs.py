@@ -8,6 +8,7 @@ file is for people and for re-indexing without a model); the engines store vocab
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -151,6 +152,16 @@ class TermDocExporter:
             self.ids.add(doc_id)
         if self._fh is not None:
             self._fh.flush()
+
+    def existing(self, ids: list[str]) -> set[str]:
+        """Which of ``ids`` this shard's export already holds (read back from its parts on resume)."""
+        return self.ids.intersection(ids)
+
+    def bulk(self) -> contextlib.AbstractContextManager[object]:
+        return contextlib.nullcontext()
+
+    def finish(self) -> str | None:
+        return None
 
     def _rotate(self) -> None:
         if self._fh is not None:

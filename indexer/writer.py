@@ -1,9 +1,10 @@
-"""Writer stage: a thread that commits document batches to the engine, then to the export.
+"""Writer stage: a thread that commits document batches to the job's sinks (the engine, then the
+JSONL export), in that order.
 
 It runs beside the encoder with a bounded queue so the device never waits on the network or the
-disk, and the encoder never races ahead by more than ``queue_size`` batches. Order per commit:
-engine ``upsert_arrays`` (one segment, or one bulk request, per commit), then the JSONL export;
-a commit counts as written only after both, which is what ``--resume`` relies on.
+disk, and the encoder never races ahead by more than ``queue_size`` batches. Per commit each sink
+writes in turn (engine ``upsert_arrays``: one segment, or one bulk request, per commit); a commit
+counts as written only after every sink returned, which is what ``--resume`` relies on.
 """
 
 from __future__ import annotations
@@ -13,23 +14,42 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Protocol, TypeVar
 
 from vsparta.indexer.batch import TermBatch
-from vsparta.indexer.termdocs import TermDocExporter
 from vsparta.termindex import TermIndex
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+class Sink(Protocol):
+    """Where committed documents go: what the writer stage is built of (``stages.open_sinks``).
+
+    The engine (``IndexTarget``) and the JSONL export (``termdocs.TermDocExporter``) are two; a job
+    may be given others (``stages.Stages.writer``).
+    """
+
+    def write(self, batch: TermBatch) -> None:
+        """One commit; durable when it returns (what ``--resume`` counts on)."""
+
+    def existing(self, ids: list[str]) -> set[str]:
+        """The subset of ``ids`` this sink already holds (a resumed job skips what every sink has)."""
+
+    def bulk(self) -> contextlib.AbstractContextManager[object]:
+        """A mode for the whole job's writes (Elasticsearch: refresh off, restored after)."""
+
+    def finish(self) -> str | None:
+        """After a complete (not interrupted) job: housekeeping; a line for the summary, or None."""
+
+
 class IndexTarget:
     """The engine as the indexer uses it: array writes, bulk-load mode, which ids exist.
 
-    All three are ``TermIndex`` methods with portable defaults that engines override
+    All are ``TermIndex`` methods with portable defaults that engines override
     (``upsert_arrays``: a vectorized write; ``bulk_load``: e.g. ES refresh off; ``existing_ids``:
-    a realtime ``_mget`` or id lookups in one snapshot).
+    a realtime ``_mget`` or id lookups in one snapshot; ``finish_load``: a force-merge).
     """
 
     def __init__(self, index: TermIndex) -> None:
@@ -47,6 +67,10 @@ class IndexTarget:
         """One commit; durable when it returns (what ``--resume`` counts on)."""
         self.index.upsert_arrays(batch.ids, batch.indptr, batch.term_ids, batch.weights, batch.metadata)
 
+    def finish(self) -> str | None:
+        """A complete load's end: force-merge, swap a new version in."""
+        return self.index.finish_load()
+
 
 _DONE = object()
 
@@ -56,8 +80,7 @@ class DocumentWriter(threading.Thread):
 
     def __init__(
         self,
-        target: IndexTarget | None,
-        exporter: TermDocExporter | None,
+        sinks: Sequence[Sink],
         *,
         queue_size: int = 4,
         commit_docs: int = 256,
@@ -65,8 +88,7 @@ class DocumentWriter(threading.Thread):
         on_commit: Callable[[int], None] | None = None,
     ) -> None:
         super().__init__(name="indexer-writer", daemon=True)
-        self.target = target
-        self.exporter = exporter
+        self.sinks = list(sinks)
         self.on_commit = on_commit
         self.commit_docs = commit_docs
         self.commit_interval = commit_interval
@@ -117,10 +139,8 @@ class DocumentWriter(threading.Thread):
                 continue  # after an error: drain so the producer never blocks on a dead writer
             try:
                 start = time.perf_counter()
-                if self.target is not None:
-                    self.target.write(batch)
-                if self.exporter is not None:
-                    self.exporter.write(batch)
+                for sink in self.sinks:
+                    sink.write(batch)
                 self.seconds += time.perf_counter() - start
                 self.written += len(batch)
                 self.commits += 1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A Docker Engine and the base images the stack builds on, on a machine with no registry.
 #
-#   bash scripts/docker.sh start|stop|status|base-images|env
+#   bash scripts/docker.sh start|stop|status|base-images|debian-image|env
 #
 # start        starts dockerd when none answers: its own data root, exec root and socket state
 #              under VSPARTA_DOCKER_HOME, `--iptables=false --ip6tables=false --bridge=none`
@@ -18,6 +18,7 @@
 #                                                    artifacts (docker.elastic.co/.../elasticsearch)
 #                vsparta-local/opensearch:2.19.6     the same with OpenSearch's Maven Central
 #                                                    artifacts (opensearchproject/opensearch:2.19.x)
+# debian-image only the first of those (a fresh Debian: tests/docker/test_demo_fresh_machine.py)
 # env          prints the variables that make docker-compose build and run on those images
 #              (`eval "$(bash scripts/docker.sh env)"`).
 #
@@ -162,11 +163,15 @@ build_from() {
   log "$image built after $((SECONDS - t0))s"
 }
 
-cmd_base_images() {
+cmd_debian_image() {
   answers || die "no Docker Engine answers: bash scripts/docker.sh start"
   mkdir -p "$DHOME"
-  ca_bundle
   build_debian
+}
+
+cmd_base_images() {
+  cmd_debian_image
+  ca_bundle
   local deb
   deb=$(image_label "$DEBIAN_IMAGE")
   build_from python "$REPO/docker" "$PYTHON_IMAGE" \
@@ -233,9 +238,10 @@ start) cmd_start ;;
 stop) cmd_stop ;;
 status) cmd_status ;;
 base-images) cmd_base_images ;;
+debian-image) cmd_debian_image ;;
 env) cmd_env ;;
 *)
-  echo "usage: $0 start|stop|status|base-images|env" >&2
+  echo "usage: $0 start|stop|status|base-images|debian-image|env" >&2
   exit 2
   ;;
 esac

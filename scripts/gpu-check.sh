@@ -20,19 +20,22 @@ CARRY=${GPU_CHECK_CARRY:-.gpu}
 site=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check-site.XXXXXX")
 trap 'rm -rf "$site"' EXIT
 
-# The checkout as the installed package would lay it out (pyproject's package-dir), by links.
+# The checkout as the installed packages would lay it out (the product's and the benchmarks'
+# pyproject package-dir), by links.
 "$PY" - "$site" <<'PYEOF'
 import sys, tomllib
 from pathlib import Path
 site, repo = Path(sys.argv[1]), Path.cwd()
-dirs = tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
 package = site / "vsparta"
 package.mkdir()
-for entry in (repo / dirs["vsparta"]).iterdir():
-    (package / entry.name).symlink_to(entry)
-for name, folder in dirs.items():
-    if name.count(".") == 1:
-        (package / name.split(".")[1]).symlink_to(repo / folder)
+for root in (repo, repo / "bench"):
+    dirs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    if "vsparta" in dirs:
+        for entry in (root / dirs["vsparta"]).iterdir():
+            (package / entry.name).symlink_to(entry)
+    for name, folder in dirs.items():
+        if name.count(".") == 1:
+            (package / name.split(".")[1]).symlink_to((root / folder).resolve())
 PYEOF
 
 if [ "$step" = run ]; then

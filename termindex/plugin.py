@@ -18,12 +18,17 @@ from vsparta.termindex.base import TermIndex
 class BackendSpec(NamedTuple):
     """A parsed backend spec: engine name, location (a folder, a base URL) and index name (or None).
 
-    A tuple, so ``engine, location, name = parse_spec(text)`` reads it as before.
+    A tuple, so ``engine, location, name = parse_spec(text)`` reads it as before. Parsed once where
+    a spec comes in (a command line, a setting); what is passed on is this, not the text.
     """
 
     engine: str
     location: str
     name: str | None
+
+    def __str__(self) -> str:
+        """For messages: ``ENGINE:LOCATION`` or ``ENGINE+LOCATION/NAME`` (a spec of one node reads back)."""
+        return f"{self.engine}+{self.location}/{self.name}" if self.name else f"{self.engine}:{self.location}"
 
 
 @dataclass(frozen=True)

@@ -79,9 +79,10 @@ def engine_of(spec: str | BackendSpec) -> Engine:
     return engine((parse_spec(spec) if isinstance(spec, str) else spec).engine)
 
 
-def open_index(spec: str, *, create: bool = False, **options: Any) -> TermIndex:
-    """Open (or with ``create=True`` create) the index a spec names. Engines import lazily."""
-    parsed = parse_spec(spec)
+def open_index(spec: str | BackendSpec, *, create: bool = False, **options: Any) -> TermIndex:
+    """Open (or with ``create=True`` create) the index a spec (text or parsed) names. Engines
+    import lazily."""
+    parsed = parse_spec(spec) if isinstance(spec, str) else spec
     return engine(parsed.engine).open(parsed, create=create, **options)
 
 
@@ -110,12 +111,12 @@ def add_index_arguments(parser: argparse.ArgumentParser) -> None:
         options.add(parser.add_argument_group(options.title))
 
 
-def index_options(backend: str | None, args: argparse.Namespace) -> dict[str, Any]:
+def index_options(backend: BackendSpec | None, args: argparse.Namespace) -> dict[str, Any]:
     """The engine options ``vsparta index`` was given; ValueError when they do not fit ``backend``."""
     out: dict[str, Any] = {}
     for options, owners in _option_groups():
         given = options.read(args)
-        if given and (not backend or parse_spec(backend).engine not in {e.name for e in owners}):
+        if given and (backend is None or backend.engine not in {e.name for e in owners}):
             labels = " or ".join(e.label for e in owners)
             raise ValueError(f"{options.flags} need an {labels} --backend")
         out.update(given)

@@ -92,12 +92,23 @@ def float32_on_cuda() -> Iterator[None]:
             matmul.allow_tf32, conv.allow_tf32 = before
 
 
-def _healthy(url: str) -> bool:
+def _answers(url: str) -> bool:
+    """A GET of ``url`` answers 200 within 5 s."""
     try:
-        with urllib.request.urlopen(f"{url}/_cluster/health", timeout=5) as resp:
+        with urllib.request.urlopen(url, timeout=5) as resp:
             return resp.status == 200
     except (urllib.error.URLError, OSError):
         return False
+
+
+def _healthy(url: str) -> bool:
+    return _answers(f"{url}/_cluster/health")
+
+
+@pytest.fixture(scope="session")
+def answers() -> Callable[[str], bool]:
+    """``f(url)``: a GET of the URL answers 200 (a server started: its health route)."""
+    return _answers
 
 
 @pytest.fixture(scope="session")

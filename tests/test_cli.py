@@ -229,3 +229,45 @@ def test_index_no_progress_shows_no_bar_not_even_transformers_loading_weights(
     assert proc.returncode == 0, proc.stderr
     assert "indexed 1," in proc.stderr
     assert "Loading weights" not in proc.stderr and "\r" not in proc.stderr and "%|" not in proc.stderr
+
+
+# --- a command whose packages are not installed: one sentence naming the install (issue 31). The real
+# installs (the first command's: model and service extras only) are checked by the compose test
+# tests/docker/test_demo_fresh_machine.py; here the packages are made unimportable in a subprocess.
+
+
+def _without(modules: list[str], *argv: str) -> subprocess.CompletedProcess[str]:
+    code = (
+        "import sys\n"
+        f"for m in {modules!r}: sys.modules[m] = None  # import raises ModuleNotFoundError\n"
+        "from vsparta.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    env = dict(os.environ, PYTHONWARNINGS="ignore", TRANSFORMERS_VERBOSITY="error")
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env)
+
+
+@pytest.mark.parametrize("argv", [["bench", "--help"], ["bench", "indexing", "--help"], ["bench", "engines"]])
+def test_bench_where_the_benchmarks_are_not_installed_says_how_to_install_them(argv: list[str]) -> None:
+    proc = _without(["vsparta.bench"], *argv)
+    line = _one_sentence(proc, "the benchmarks are a package of their own", "pip install -e ./bench")
+    assert line.startswith("vsparta bench: error: ") and proc.stdout == ""
+
+
+def test_a_command_without_its_extra_names_the_extra(tmp_path: Path) -> None:
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text("")
+    proc = _without(["torch"], "train", "--manifest", str(manifest), "--out", str(tmp_path / "o"))
+    _one_sentence(proc, "vsparta train: error: this command needs torch", "pip install 'vsparta[model]'")
+    helps = _without(["torch", "vsparta.bench"], "serve", "--help")  # the service never needs torch
+    assert helps.returncode == 0 and "usage: vsparta serve" in helps.stdout, helps.stderr
+
+
+def test_extras_are_read_from_the_installed_metadata() -> None:
+    from vsparta.extras import extras_providing, missing_install_message
+
+    assert extras_providing("torch") == ["model"]
+    assert extras_providing("elasticsearch.exceptions") == ["elasticsearch", "service"]
+    assert extras_providing("fastapi") == ["service"] and extras_providing("faiss") == []
+    bug = ModuleNotFoundError("No module named 'nosuchthing'", name="nosuchthing")
+    assert missing_install_message("serve", bug) is None  # not an install matter: a traceback

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from vsparta.demo import _announce_when_ready, _drop_outdated_index, _train_argv, add_arguments
+from vsparta.demo import _drop_outdated_index, _train_argv, add_arguments
+from vsparta.demo_server import announce_when_ready
 from vsparta.termindex.base import TermDocument
 from vsparta.termindex.embedded.format import FORMAT_VERSION, MANIFEST
 from vsparta.termindex.embedded.index import EmbeddedIndex
@@ -69,8 +70,8 @@ def test_the_address_is_announced_only_once_health_answers(caplog: pytest.LogCap
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}/"
     stop = threading.Event()
-    caplog.set_level(logging.INFO, logger="vsparta.demo")
-    announcer = threading.Thread(target=_announce_when_ready, args=(url, stop, 30.0))
+    caplog.set_level(logging.INFO, logger="vsparta.demo_server")
+    announcer = threading.Thread(target=announce_when_ready, args=(url, stop, "a query", 30.0))
     announcer.start()
     time.sleep(1.0)
     assert not [r for r in caplog.records if "serving on" in r.getMessage()]  # server not up yet

@@ -16,6 +16,8 @@ def _checkout(tmp_path: Path) -> Path:
     (repo / "scripts").mkdir(parents=True)
     shutil.copy(ROOT / "scripts" / "venv.sh", repo / "scripts" / "venv.sh")
     shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")
+    (repo / "bench").mkdir()
+    shutil.copy(ROOT / "bench" / "pyproject.toml", repo / "bench" / "pyproject.toml")
     venv_bin = repo / ".venv" / "bin"
     venv_bin.mkdir(parents=True)
     python = venv_bin / "python"  # answers `-c` like Python; records anything else (pip) and succeeds
@@ -47,12 +49,17 @@ def _ensure(repo: Path, extras: str) -> list[str]:
 def test_installs_once_then_only_when_pyproject_or_extras_change(tmp_path: Path) -> None:
     repo = _checkout(tmp_path)
     first = _ensure(repo, "model,service")
-    assert any("pip install -q -e .[model,service]" in call for call in first)
+    assert any(call.endswith("pip install -q -e .[model,service]") for call in first)  # no benchmarks
     install = next(call for call in first if "-e ." in call)
     assert install.startswith("PYTHONWARNINGS=ignore:Editable installation ")
     assert _ensure(repo, "model,service") == []  # nothing changed: no pip at all
-    assert any("-e .[all]" in call for call in _ensure(repo, "all"))  # other extras
+    assert any(call.endswith("-e .[all] -e ./bench") for call in _ensure(repo, "all"))  # + benchmarks
     assert _ensure(repo, "all") == []
     with (repo / "pyproject.toml").open("a") as f:
         f.write("\n# a dependency changed\n")
     assert any("-e .[all]" in call for call in _ensure(repo, "all"))
+    with (repo / "bench" / "pyproject.toml").open("a") as f:
+        f.write("\n# a benchmark's dependency changed\n")
+    assert any(call.endswith("-e .[all] -e ./bench") for call in _ensure(repo, "all"))
+    calls = _ensure(repo, "model,bench,service")  # `bench` is no extra of the product: its own package
+    assert any(call.endswith("-e .[model,service] -e ./bench") for call in calls)

@@ -18,6 +18,7 @@ from typing import NoReturn
 
 from vsparta.core.errors import UsageError
 from vsparta.core.progress import quiet_library_bars
+from vsparta.extras import missing_install_message
 
 DESCRIPTION = (
     "VisualSparta text-to-image search. Images become weighted bags of word-pieces offline (train, "
@@ -61,18 +62,29 @@ class _Parser(argparse.ArgumentParser):
         self.exit(USER_ERROR_EXIT, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
+def _chosen(argv: list[str]) -> str | None:
+    """The subcommand named on the command line (its module is imported only then)."""
+    return next((a for a in argv if a in SUBCOMMANDS), None)
+
+
 def build_parser(argv: list[str]) -> tuple[argparse.ArgumentParser, str | None]:
     parser = _Parser(prog="vsparta", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="debug logging; tracebacks for every error"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
-    chosen = next((a for a in argv if a in SUBCOMMANDS), None)
+    chosen = _chosen(argv)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         p.set_defaults(run_command=main)  # a command that runs others (the demo) gets the entry point
         if name == chosen:
-            importlib.import_module(module_name).add_arguments(p)
+            try:
+                importlib.import_module(module_name).add_arguments(p)
+            except ModuleNotFoundError as exc:  # an install without this command's packages
+                message = missing_install_message(name, exc)
+                if message is None:
+                    raise
+                raise UsageError(message) from exc
     return parser, chosen
 
 
@@ -85,12 +97,14 @@ def iter_parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentP
                 yield from iter_parsers(child)
 
 
-def user_error_message(exc: BaseException) -> str | None:
+def user_error_message(exc: BaseException, command: str = "") -> str | None:
     """The one sentence to show for a mistake the user can fix, or None for a bug (traceback)."""
     from vsparta.model.resolve import ModelPathError
 
     if isinstance(exc, UsageError | ModelPathError):
         return str(exc)
+    if isinstance(exc, ModuleNotFoundError):
+        return missing_install_message(command, exc)
     if isinstance(exc, OSError) and exc.filename is not None and exc.errno is not None:
         # FileNotFoundError, NotADirectoryError, PermissionError ... raised by open()/mkdir() on a
         # user's path: the path and what is wrong with it is the sentence, the traceback is noise.
@@ -107,7 +121,14 @@ def user_error_message(exc: BaseException) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser, chosen = build_parser(argv)
+    try:
+        parser, chosen = build_parser(argv)
+    except UsageError as exc:  # the command's packages are not installed (its --help included)
+        command = _chosen(argv)
+        if {"-v", "--verbose"} & set(argv[: argv.index(command)] if command else argv):
+            raise
+        sys.stderr.write(f"vsparta {command}: error: {exc}\n")
+        return USER_ERROR_EXIT
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,
@@ -125,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(module.run(args) or 0)
     except Exception as exc:
-        message = user_error_message(exc)
+        message = user_error_message(exc, chosen)
         if message is None or args.verbose:
             raise
         sys.stderr.write(f"vsparta {chosen}: error: {message}\n")

@@ -7,7 +7,8 @@ index holds the training and the test scenes (a collection to search, not an eva
 evaluation step reads the test scenes alone).
 
 It chains the real subcommands (scenes -> train -> index -> serve) rather than a shortcut, so the
-demo exercises exactly what users run. Every step is resumable: rerunning the demo reuses the
+demo exercises exactly what users run; to serve, it becomes `vsparta serve` (``vsparta.demo_server``:
+the service, without the torch its training loaded). Every step is resumable: rerunning the demo reuses the
 generated data, continues an interrupted training from its last checkpoint, and skips documents
 already indexed.
 
@@ -24,12 +25,10 @@ import json
 import logging
 import os
 import shutil
-import threading
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+
+from vsparta.demo_server import become_server
 
 log = logging.getLogger(__name__)
 
@@ -115,27 +114,6 @@ def _drop_outdated_index(index_dir: Path) -> None:
         shutil.rmtree(index_dir)
 
 
-def _announce_when_ready(url: str, stop: threading.Event, timeout_s: float = 300.0) -> None:
-    """Say where to look only once the server answers: printed before start-up, the address was
-    a dead link for the ~10 s the service takes to load."""
-    deadline = time.monotonic() + timeout_s
-    while not stop.is_set() and time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url + "health", timeout=2) as resp:
-                if resp.status == 200:
-                    log.info(
-                        "demo: serving on %s  (web page; API docs at %sdocs). Try a query such as "
-                        "'%s'. Ctrl-C stops it.",
-                        url,
-                        url,
-                        EXAMPLE_QUERY,
-                    )
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        stop.wait(0.25)
-
-
 def _train_argv(args: argparse.Namespace, scenes: Path, model_dir: Path) -> list[str]:
     """Resume only when an earlier run left a checkpoint: on a fresh run `--resume` only warns."""
     from vsparta.model.train import latest_checkpoint
@@ -199,18 +177,8 @@ def run(args: argparse.Namespace) -> int:
     if args.no_serve or args.no_index:
         return 0
     local_host = "127.0.0.1" if args.host in {"0.0.0.0", "::", ""} else args.host
-    stop = threading.Event()
-    announcer = threading.Thread(
-        target=_announce_when_ready, args=(f"http://{local_host}:{args.port}/", stop), daemon=True
-    )
-    announcer.start()
-    try:
-        _step(
-            args.run_command,
-            "serve search",
-            ["serve", "--backend", backend, "--model", str(final), "--image-root",
-             str(scenes), "--host", args.host, "--port", str(args.port)],
-        )  # fmt: skip
-    finally:
-        stop.set()
-    return 0
+    serve = ["serve", "--backend", backend, "--model", str(final), "--image-root", str(scenes),
+             "--host", args.host, "--port", str(args.port)]  # fmt: skip
+    log.info("demo: serve search  (vsparta %s)", " ".join(serve))
+    url = f"http://{local_host}:{args.port}/"
+    become_server(serve, url, EXAMPLE_QUERY, args.run_command)  # the service, without torch

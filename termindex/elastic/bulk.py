@@ -32,6 +32,7 @@ from vsparta.termindex.elastic.common import (
     MIN_FEATURE_VALUE,
     check_es_id,
     doc_source,
+    metadata_json,
     translate,
 )
 from vsparta.termindex.elastic.text import rows_repeating_a_term, terms_texts
@@ -79,10 +80,6 @@ def _dumps(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-# The metadata JSON ``doc_source`` writes (json.dumps with these options builds an encoder per call).
-_META_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-
-
 def _action_line(op: str, target: str, doc_id: str) -> bytes:
     return _dumps({op: {"_index": target, "_id": doc_id}}) + b"\n"
 
@@ -92,7 +89,7 @@ def _index_action(target: str, doc_id: str, terms: bytes, metadata: Mapping[str,
     meta = dict(metadata)
     rest: dict[str, Any] = {
         "metadata": meta,
-        METADATA_FIELD: _META_JSON.encode(meta),
+        METADATA_FIELD: metadata_json(doc_id, meta),
     }
     if isinstance(meta.get("image"), str):
         rest["image"] = meta["image"]

@@ -90,6 +90,17 @@ def check_es_id(doc_id: Any) -> str:
     return doc_id
 
 
+_METADATA_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def metadata_json(doc_id: str, metadata: Mapping[str, Any]) -> str:
+    """The metadata as the stored JSON text; InvalidDocument (as the embedded engine says) when it is none."""
+    try:
+        return _METADATA_JSON.encode(metadata)
+    except (TypeError, ValueError) as exc:
+        raise InvalidDocument(f"document {doc_id!r}: metadata is not JSON-serializable: {exc}") from None
+
+
 def doc_source(doc: TermDocument) -> dict[str, Any]:
     """The _source of one document; raises InvalidDocument for what Elasticsearch would reject."""
     doc_id = check_es_id(doc.id)
@@ -105,7 +116,7 @@ def doc_source(doc: TermDocument) -> dict[str, Any]:
         "doc_id": doc_id,
         "terms": {str(t): w for t, w in terms.items()},
         "metadata": metadata,
-        METADATA_FIELD: json.dumps(metadata, ensure_ascii=False, separators=(",", ":")),
+        METADATA_FIELD: metadata_json(doc_id, metadata),
     }
     image = metadata.get("image")
     if isinstance(image, str):

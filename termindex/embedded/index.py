@@ -225,6 +225,11 @@ class EmbeddedIndex(TermIndex):
                 self.search({term: 1.0}, k=1)
                 return
 
+    def finish_load(self) -> None:
+        """After a complete load: the query kernels into numba's cache now, so a service started
+        later loads them instead of compiling at its first query (it would keep ~110 MB of LLVM heap)."""
+        self.warmup()
+
     def iter_documents(self) -> Iterator[TermDocument]:
         """Every live document (slow: rebuilds terms from postings; for export and tests)."""
         snap = self._snapshot()

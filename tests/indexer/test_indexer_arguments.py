@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from vsparta.cli import UsageError, main
-from vsparta.indexer import runner
+from vsparta.indexer import stages
 
 
 @pytest.fixture
@@ -26,9 +26,9 @@ def nothing_expensive(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
         return called
 
-    monkeypatch.setattr(runner, "_load_encoder", tripwire("model loader"))
-    monkeypatch.setattr(runner, "iter_items", tripwire("listing"))
-    monkeypatch.setattr(runner, "open_backend", tripwire("engine"))
+    monkeypatch.setattr(stages, "load_encoder", tripwire("model loader"))
+    monkeypatch.setattr(stages, "iter_items", tripwire("listing"))
+    monkeypatch.setattr(stages, "open_backend", tripwire("engine"))
     return reached
 
 

@@ -345,10 +345,11 @@ def _catch(errors: list[BaseException], fn, *args) -> None:
 
 
 def test_other_shards_wait_for_shard_zero_to_create_the_index(tmp_path: Path) -> None:
-    from vsparta.indexer.runner import open_backend
+    from vsparta.indexer.stages import open_backend
     from vsparta.termindex import IndexNotFound as NotFound
+    from vsparta.termindex import parse_spec
 
-    spec = f"embedded:{tmp_path / 'index'}"
+    spec = parse_spec(f"embedded:{tmp_path / 'index'}")
     start = time.monotonic()
     with pytest.raises(NotFound, match="shard 0 creates it"):
         open_backend(spec, shard=1, num_shards=2, wait=0.6)

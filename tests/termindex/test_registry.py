@@ -53,9 +53,18 @@ def test_engine_facts_come_from_the_records() -> None:
     registry.add_index_arguments(parser)
     args = parser.parse_args(["--shards", "2"])
     args.resume, args.num_shards = False, 1
-    assert registry.index_options("http://h/n", args) == {"shards": 2}
+    assert registry.index_options(parse_spec("http://h/n"), args) == {"shards": 2}
     with pytest.raises(ValueError, match="--shards, --replicas and --new-version need an Elasticsearch"):
-        registry.index_options("embedded:/x", args)
+        registry.index_options(parse_spec("embedded:/x"), args)
+    with pytest.raises(ValueError, match="need an Elasticsearch"):
+        registry.index_options(None, args)
+
+
+def test_a_parsed_spec_reads_back_in_messages() -> None:
+    for text in ("embedded:/a/b", "elasticsearch+http://h:9200/n", "opensearch+https://h:1/images"):
+        assert str(parse_spec(text)) == text
+        assert parse_spec(str(parse_spec(text))) == parse_spec(text)
+    assert str(parse_spec("relative/dir")) == "embedded:relative/dir"
 
 
 @pytest.mark.elasticsearch

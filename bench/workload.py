@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from vsparta.bench.corpus import Corpus, Query
 from vsparta.bench.engines.base import Adapter
@@ -53,19 +54,26 @@ def _model_shaped(args: argparse.Namespace, sizes: list[tuple[str, int]], n_quer
         "the images; see bench/model_shaped.py)",
     }
     if getattr(args, "captions", None):
-        from vsparta.bench.termdocs import queries_from_captions
         from vsparta.model.query_tokenizer import QueryTokenizer
 
         if not args.model:
             raise ValueError("--captions needs --model (the folder whose tokenizer made the profile)")
         tok = QueryTokenizer.from_pretrained(args.model)
+        return _with_queries(args, corpora, description, n_queries, tok)
+    return _with_queries(args, corpora, description, n_queries, None)
+
+
+def _with_queries(args: argparse.Namespace, corpora: list, description: dict, n_queries: int, tok: Any):
+    """The queries: ``--captions`` tokenized as the service does (``tok``), or captions drawn in
+    proportion to the corpus's document frequencies."""
+    from vsparta.bench.termdocs import queries_from_captions, queries_from_df
+
+    if tok is not None and getattr(args, "captions", None):
         queries = queries_from_captions(args.captions, tok.query_weights, n_queries, seed=args.seed)
         description["queries"] = (
             f"{len(queries)} captions sampled from {args.captions}, tokenized as the service does"
         )
         return corpora, lambda corpus: queries, description
-    from vsparta.bench.termdocs import queries_from_df
-
     description["queries"] = (
         f"{n_queries} captions of 8-12 tokens drawn in proportion to the corpus's document frequency"
     )
@@ -74,7 +82,7 @@ def _model_shaped(args: argparse.Namespace, sizes: list[tuple[str, int]], n_quer
 
 def _term_docs(args: argparse.Namespace, n_queries: int):
     from vsparta.bench.engines.service import default_model_dir
-    from vsparta.bench.termdocs import load_term_docs, queries_from_captions, queries_from_df
+    from vsparta.bench.termdocs import load_term_docs
     from vsparta.model.query_tokenizer import QueryTokenizer
 
     model = args.model or default_model_dir()
@@ -84,16 +92,7 @@ def _term_docs(args: argparse.Namespace, n_queries: int):
     label = Path(args.term_docs).name
     corpora = [(label, lambda: load_term_docs(Path(args.term_docs), tok.token_to_id, tok.vocab_size))]
     description = {"documents": f"real term documents {args.term_docs} (indexer output), tokenizer {model}"}
-    if getattr(args, "captions", None):
-        queries = queries_from_captions(args.captions, tok.query_weights, n_queries, seed=args.seed)
-        description["queries"] = (
-            f"{len(queries)} captions sampled from {args.captions}, tokenized as the service does"
-        )
-        return corpora, lambda corpus: queries, description
-    description["queries"] = (
-        f"{n_queries} captions of 8-12 tokens drawn in proportion to the corpus's document frequency"
-    )
-    return corpora, lambda corpus: queries_from_df(corpus, n_queries, seed=args.seed), description
+    return _with_queries(args, corpora, description, n_queries, tok)
 
 
 def make_adapters_factory(args: argparse.Namespace, engines: list[str]) -> Callable[[], list[Adapter]]:
