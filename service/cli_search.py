@@ -22,9 +22,10 @@ from vsparta.service.cli import (
     settings_from_args,
 )
 from vsparta.service.results import ResultView
-from vsparta.service.search import QueryError, SearchPipeline, SearchQuery, SyncRetriever
-from vsparta.termindex import open_index
+from vsparta.service.search import QueryError, SearchOutcome, SearchPipeline, SearchQuery
+from vsparta.service.settings import ServiceSettings
 from vsparta.termindex.errors import EngineUnavailable, IndexNotFound, InvalidInput
+from vsparta.termindex.registry import open_reader
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,18 @@ def format_table(response: dict[str, Any], explain: bool, images: list[str]) -> 
     return "\n".join(lines) + "\n"
 
 
+async def _search_once(
+    pipeline: SearchPipeline, query: SearchQuery, settings: ServiceSettings
+) -> SearchOutcome:
+    """One search through the engine's reader (``start`` opens it, however long that takes)."""
+    reader = open_reader(settings.backend, settings.engine_timeout_s, warm=False)
+    try:
+        await reader.start()
+        return await pipeline.search(query, reader)
+    finally:
+        await reader.close()
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     try:
@@ -81,8 +94,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     pipeline = SearchPipeline(tokenizer, settings.image_roots, weighting=settings.query_weights)
     query = SearchQuery(text=args.query, k=args.k, view=ResultView(explain=args.explain))
     try:
-        with open_index(settings.backend) as index:
-            outcome = asyncio.run(pipeline.search(query, SyncRetriever(index)))
+        outcome = asyncio.run(_search_once(pipeline, query, settings))
     except QueryError as exc:
         log.error("the %s", exc)
         return 2

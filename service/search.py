@@ -8,12 +8,14 @@ built in one place and a new stage is added once. Each step is a method or a hoo
   counts, then a ``Weighting`` turns counts into the weights the engine is sent: ``counts`` (the
   default, the paper's rule: ``term_counts``) or ``idf`` (count x the token's IDF from the index's
   own document frequencies, ``termindex.idf``; the engine is asked for them first:
-  ``Retriever.term_statistics``, cached per index version by the engines that need a request). Any
+  ``AsyncReader.term_statistics``, cached per index version by the engines that need a request). Any
   ``QueryWeighting`` function can be given to ``SearchPipeline``/``create_app`` instead. Explicit
   ``terms`` are the client's own weights and are not re-weighted. The response names the weighting
   and lists the weights sent, so a reader can tell how each contribution came about.
-- **retrieve**: any ``Retriever`` (the service's async engines; ``SyncRetriever`` wraps a
-  ``TermIndex`` for the command line).
+- **retrieve**: any ``termindex.reader.AsyncReader`` (the service's, behind its timeout:
+  ``service.engines.ServiceEngine``; the command line's, bare). "More like this" is a search for
+  k + 1 of the image's heaviest terms (``termindex.base.similar_query``) without the image itself,
+  on the document the route already fetched.
 - **re-rank**: an optional ``Reranker``; none by default.
 - **present**: ``vsparta.service.results`` turns hits into the JSON of ``SearchResponse``.
 """
@@ -34,9 +36,10 @@ from vsparta.model.query_tokenizer import QueryTokenizer
 from vsparta.service.images import resolve_image
 from vsparta.service.results import ResultView, caption_words, hit_to_result, image_fields, similar_words
 from vsparta.service.words import Word, words_of
-from vsparta.termindex import Hit, TermDocument, TermIndex, heaviest_terms
-from vsparta.termindex.base import TermStatistics
+from vsparta.termindex import Hit, TermDocument
+from vsparta.termindex.base import TermStatistics, similar_query, without_self
 from vsparta.termindex.idf import COUNTS, IDF, WEIGHTINGS, idf_weights
+from vsparta.termindex.reader import AsyncReader
 
 
 class QueryError(ValueError):
@@ -133,32 +136,6 @@ class Reranker(Protocol):
     async def rerank(self, query: WeightedQuery, hits: list[Hit], k: int) -> list[Hit]: ...
 
 
-class Retriever(Protocol):
-    """What the pipeline needs of an engine (``vsparta.service.engines.ServiceEngine`` has it)."""
-
-    async def search(self, query: Mapping[int, float], k: int, explain: bool) -> list[Hit]: ...
-
-    async def similar(self, doc_id: str, k: int, n_terms: int, explain: bool) -> list[Hit]: ...
-
-    async def term_statistics(self, term_ids: Sequence[int]) -> TermStatistics: ...
-
-
-class SyncRetriever:
-    """A synchronous ``TermIndex`` as a ``Retriever``, for the one-shot command line."""
-
-    def __init__(self, index: TermIndex) -> None:
-        self._index = index
-
-    async def search(self, query: Mapping[int, float], k: int, explain: bool) -> list[Hit]:
-        return self._index.search(dict(query), k=k, explain=explain)
-
-    async def similar(self, doc_id: str, k: int, n_terms: int, explain: bool) -> list[Hit]:
-        return self._index.similar(doc_id, k=k, n_terms=n_terms, explain=explain)
-
-    async def term_statistics(self, term_ids: Sequence[int]) -> TermStatistics:
-        return self._index.term_statistics(term_ids)
-
-
 @dataclass
 class SearchOutcome:
     """The response (``SearchResponse``'s JSON) and the hits it was made of (for local display)."""
@@ -203,7 +180,7 @@ class SearchPipeline:
         self.stage = stage
 
     # ---- tokenize and weight -----------------------------------------------------------------
-    async def weigh(self, query: SearchQuery, engine: Retriever) -> WeightedQuery:
+    async def weigh(self, query: SearchQuery, engine: AsyncReader) -> WeightedQuery:
         """The engine query of a parsed search; ``QueryError`` for one that has nothing to search.
         A weighting that needs statistics asks ``engine`` for its tokens' document frequencies."""
         if query.text is not None:
@@ -236,9 +213,10 @@ class SearchPipeline:
 
     def similar_query(self, doc: TermDocument, n_terms: int) -> WeightedQuery:
         """A "more like this" query as people read it: the image's heaviest terms, named by its captions."""
-        top = heaviest_terms(doc.weights, n_terms)
+        weights = similar_query(doc, n_terms)  # heaviest first
+        top = list(weights.items())
         return WeightedQuery(
-            dict(top),
+            weights,
             [self.tokenizer.id_to_token(t) for t, _ in top],
             caption_words(doc.metadata, self.tokenizer),
             similar_words(top, doc.metadata, self.tokenizer),
@@ -246,7 +224,7 @@ class SearchPipeline:
         )
 
     # ---- the whole path ------------------------------------------------------------------------
-    async def search(self, query: SearchQuery, engine: Retriever) -> SearchOutcome:
+    async def search(self, query: SearchQuery, engine: AsyncReader) -> SearchOutcome:
         """parse (done: ``query``) -> weigh -> retrieve -> re-rank -> present."""
         start = time.perf_counter()
         with self.stage("total"):
@@ -260,16 +238,17 @@ class SearchPipeline:
         return SearchOutcome(self._timed(response, start), hits)
 
     async def similar(
-        self, engine: Retriever, doc: TermDocument, k: int, n_terms: int, view: ResultView
+        self, engine: AsyncReader, doc: TermDocument, k: int, n_terms: int, view: ResultView
     ) -> SearchOutcome:
-        """More like this ``doc`` (``TermIndex.similar``: the image itself left out), then the same
-        re-rank and presentation as a search."""
+        """More like ``doc``: its heaviest terms searched for one hit more than wanted, the image
+        itself left out (``termindex.base.without_self``), then the same re-rank and presentation
+        as a search."""
         start = time.perf_counter()
         weighted = self.similar_query(doc, n_terms)
         depth = self.reranker.candidates(k) if self.reranker else k
         with self.stage("engine"):
-            hits = await engine.similar(doc.id, k=depth, n_terms=n_terms, explain=view.explain)
-        hits = await self._rerank(weighted, hits, k)
+            hits = await engine.search(weighted.weights, k=depth + 1, explain=view.explain)
+        hits = await self._rerank(weighted, without_self(hits, doc.id, depth), k)
         response = await self.present(weighted, hits, view)
         (has_file,) = await self.have_files([doc.metadata], view)
         response["similar_to"] = {"id": doc.id, **image_fields(doc.id, doc.metadata, has_file, view)}
