@@ -21,6 +21,7 @@ from vsparta.service.cli import (
     explain_settings_error,
     settings_from_args,
 )
+from vsparta.service.rerankers.registry import reranker_named
 from vsparta.service.results import ResultView
 from vsparta.service.search import QueryError, SearchOutcome, SearchPipeline, SearchQuery
 from vsparta.service.settings import ServiceSettings
@@ -91,7 +92,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     tokenizer = QueryTokenizer.from_pretrained(
         checked_model_path(args, settings), max_tokens=settings.max_query_tokens
     )
-    pipeline = SearchPipeline(tokenizer, settings.image_roots, weighting=settings.query_weights)
+    pipeline = SearchPipeline(
+        tokenizer,
+        settings.image_roots,
+        weighting=settings.query_weights,
+        reranker=reranker_named(settings.reranker),
+    )
     query = SearchQuery(text=args.query, k=args.k, view=ResultView(explain=args.explain))
     try:
         outcome = asyncio.run(_search_once(pipeline, query, settings))

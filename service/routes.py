@@ -33,12 +33,14 @@ from vsparta.service.schemas import (
     ImageDetail,
     Message,
     Ready,
+    SearchOptions,
     SearchResponse,
     search_request_model,
 )
 from vsparta.service.search import QueryError, SearchQuery
 from vsparta.service.settings import ServiceSettings
 from vsparta.termindex.base import MAX_ID_LENGTH
+from vsparta.termindex.weightings.registry import WEIGHTINGS, weighting_named
 
 STATIC_DIR = Path(__file__).parent / "static"
 
@@ -112,13 +114,35 @@ def build_router(settings: ServiceSettings) -> APIRouter:
         pipeline: PipelineDep,
     ) -> dict[str, Any]:
         """Rank images by the sum over query tokens of log(1 + weight of the token in the image)."""
-        query = SearchQuery(body.query, body.terms, body.k, ResultView.of(body.explain, body.fields))
+        view = ResultView.of(body.explain, body.fields)
+        query = SearchQuery(body.query, body.terms, body.k, view, body.query_weighting)
         try:
             return (await pipeline.search(query, engine)).response
         except QueryError as exc:
             raise RequestValidationError(
                 [{"loc": loc, "msg": msg, "type": "value_error"} for loc, msg in exc.errors]
             ) from None
+
+    @router.get(
+        "/search/options",
+        response_model=SearchOptions,
+        tags=["search"],
+        summary="The query weightings a search may ask for, and the reranker that runs",
+    )
+    async def search_options(pipeline: PipelineDep) -> dict[str, Any]:
+        """The names and descriptions come from the registries (``termindex.weightings``,
+        ``service.rerankers``): the page builds its options from this."""
+        reranker = pipeline.reranker
+        return {
+            "query_weightings": [
+                {"name": name, "description": weighting_named(name).description}
+                for name in WEIGHTINGS.names()
+            ],
+            "default_query_weighting": pipeline.weighting.name,
+            "reranker": None
+            if reranker is None
+            else {"name": reranker.name, "description": reranker.description},
+        }
 
     @router.get(
         "/images/{doc_id:path}/similar",

@@ -6,7 +6,7 @@ model is built per app by ``search_request_model``; the OpenAPI schema then show
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -20,9 +20,11 @@ from pydantic import (
     model_validator,
 )
 
+from vsparta.service.rerankers.registry import RERANKERS
 from vsparta.service.settings import ServiceSettings
 from vsparta.termindex.base import MAX_QUERY_WEIGHT
 from vsparta.termindex.saturation import TEXT as SATURATION
+from vsparta.termindex.weightings.registry import WEIGHTINGS
 
 SEARCH_EXAMPLES: dict[str, dict[str, Any]] = {
     "text": {
@@ -130,13 +132,18 @@ class SearchResponse(_Out):
     )
     query_weighting: str | None = Field(
         None,
-        description="How the query's tokens were weighted: `counts` (how often each occurs, the paper's "
-        "rule), `idf` (count x the token's inverse document frequency in the index: "
-        "ln(1 + (N - df + 0.5) / (df + 0.5)), so words most images have, such as 'a', weigh little), "
-        "`terms` (explicit weights) or `similar` (an image's heaviest terms); the service's "
-        "`--query-weights` / VSPARTA_QUERY_WEIGHTS choose between counts and idf.",
+        description="How the query's tokens were weighted: a registered query weighting (`counts`, how "
+        "often each occurs, the paper's rule, by default; `GET /search/options` describes each), "
+        "`terms` (explicit weights) or `similar` (an image's heaviest terms).",
+        json_schema_extra={"enum": [*WEIGHTINGS.names(), "terms", "similar"]},
     )
     query_weights: list[TokenWeight] | None = Field(None, description="The weight of each query token.")
+    reranker: str | None = Field(
+        None,
+        description="The reranker that ordered the results (`--reranker`); absent when none did. "
+        "Scores stay the engine's.",
+        json_schema_extra={"enum": list(RERANKERS.names())},
+    )
     similar_to: ImageRef | None = Field(None, description="More like this: the image the results are like.")
     took_ms: float = Field(ge=0, description="Time spent in the handler, milliseconds.")
 
@@ -191,7 +198,25 @@ class Ready(_Out):
     status: str
     detail: str
     query_weights: str | None = Field(
-        None, description="When ready: the weighting text queries get, counts or idf (`--query-weights`)."
+        None,
+        description="When ready: the weighting text queries get unless they ask for another "
+        "(`--query-weights`).",
+        json_schema_extra={"enum": list(WEIGHTINGS.names())},
+    )
+
+
+class Choice(_Out):
+    name: str
+    description: str
+
+
+class SearchOptions(_Out):
+    query_weightings: list[Choice] = Field(
+        description="The query weightings a search may name (`query_weighting`), from the registry."
+    )
+    default_query_weighting: str = Field(description="What a search gets without `query_weighting`.")
+    reranker: Choice | None = Field(
+        None, description="The reranker that orders every search's results (`--reranker`); null: none."
     )
 
 
@@ -224,13 +249,14 @@ def _one_of_query_or_terms(schema: dict[str, Any]) -> None:
     ``POST /search`` as ``Any``; this way they generate a ``SearchRequest`` model.
     """
     schema["allOf"] = [{"oneOf": [{"required": ["query"]}, {"required": ["terms"]}]}]
-    for name in ("query", "terms"):
+    for name in ("query", "terms", "query_weighting"):  # optional, never null
         schema["properties"][name].pop("default", None)
 
 
 def search_request_model(settings: ServiceSettings) -> type[BaseModel]:
     """The POST /search body with this app's limits; strict types (no "10" for 10)."""
     max_chars, max_k, max_terms = settings.max_query_chars, settings.max_k, settings.max_terms
+    Weighting = Literal[WEIGHTINGS.names()]  # type: ignore[valid-type]  # the registry's names
 
     class SearchRequest(BaseModel):
         """Give ``query`` (text) or ``terms`` ({token: weight}), exactly one of them."""
@@ -257,6 +283,11 @@ def search_request_model(settings: ServiceSettings) -> type[BaseModel]:
         )
         k: JsonInt = Field(settings.default_k, ge=1, le=max_k, description="Number of results.")
         explain: bool = Field(False, description="List matched tokens and words with their contributions.")
+        query_weighting: Weighting = Field(
+            None,  # type: ignore[assignment]
+            description="How a text query's tokens are weighted, one of `GET /search/options`'s; "
+            "omitted: the service's (`--query-weights`). Explicit `terms` are never re-weighted.",
+        )
         fields: list[FieldName] | None = Field(
             None, max_length=MAX_FIELDS, description=FIELDS_DESCRIPTION, examples=[["metadata.caption"]]
         )

@@ -5,18 +5,18 @@ built in one place and a new stage is added once. Each step is a method or a hoo
 
 - **parse** (``SearchQuery``): what was asked, already checked against the schema's limits.
 - **tokenize and weight** (``SearchPipeline.weigh``): a text becomes vocabulary ids with their
-  counts, then a ``Weighting`` turns counts into the weights the engine is sent: ``counts`` (the
-  default, the paper's rule: ``term_counts``) or ``idf`` (count x the token's IDF from the index's
-  own document frequencies, ``termindex.idf``; the engine is asked for them first:
-  ``AsyncReader.term_statistics``, cached per index version by the engines that need a request). Any
-  ``QueryWeighting`` function can be given to ``SearchPipeline``/``create_app`` instead. Explicit
-  ``terms`` are the client's own weights and are not re-weighted. The response names the weighting
-  and lists the weights sent, so a reader can tell how each contribution came about.
+  counts, then a ``QueryWeighting`` (``termindex.weightings``: ``counts`` by default, the paper's
+  rule; ``idf``, ``saturated``, ...; the service's choice or the request's ``query_weights``)
+  turns counts into the weights the engine is sent, with the index's own document frequencies when
+  it asks for them (``AsyncReader.term_statistics``, cached per index version by the engines that
+  need a request). Explicit ``terms`` are the client's own weights and are not re-weighted. The
+  response names the weighting and lists the weights sent, so a reader can tell how each
+  contribution came about.
 - **retrieve**: any ``termindex.reader.AsyncReader`` (the service's, behind its timeout:
   ``service.engines.ServiceEngine``; the command line's, bare). "More like this" is a search for
   k + 1 of the image's heaviest terms (``termindex.base.similar_query``) without the image itself,
   on the document the route already fetched.
-- **re-rank**: an optional ``Reranker``; none by default.
+- **re-rank**: an optional ``Reranker`` (``service.rerankers``: ``--reranker``); none by default.
 - **present**: ``vsparta.service.results`` turns hits into the JSON of ``SearchResponse``.
 """
 
@@ -28,18 +28,21 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import anyio.to_thread
+import numpy as np
 
 from vsparta.model.query_tokenizer import QueryTokenizer
 from vsparta.service.images import resolve_image
+from vsparta.service.rerankers.base import Reranker
 from vsparta.service.results import ResultView, caption_words, hit_to_result, image_fields, similar_words
 from vsparta.service.words import Word, words_of
 from vsparta.termindex import Hit, TermDocument
 from vsparta.termindex.base import TermStatistics, similar_query, without_self
-from vsparta.termindex.idf import COUNTS, IDF, WEIGHTINGS, idf_weights
 from vsparta.termindex.reader import AsyncReader
+from vsparta.termindex.weightings.base import QueryWeighting
+from vsparta.termindex.weightings.registry import DEFAULT, weighting_named
 
 
 class QueryError(ValueError):
@@ -58,6 +61,7 @@ class SearchQuery:
     terms: Mapping[str, float] | None = None
     k: int = 10
     view: ResultView = field(default_factory=ResultView)
+    weighting: str | None = None  # a registered query weighting; None: the service's
 
 
 @dataclass(frozen=True)
@@ -72,68 +76,7 @@ class WeightedQuery:
     tokens: list[str]
     words: list[Word]
     query_words: list[str]
-    weighting: str = COUNTS  # how ``weights`` were made: a Weighting's name, "terms", "similar"
-
-
-class QueryWeighting(Protocol):
-    """Token counts of a text query -> the weights the engine is sent (the clause boosts).
-
-    Must keep every weight finite and in (0, ``MAX_QUERY_WEIGHT``]; it may drop ids. A plain
-    function needs nothing but the counts; one that needs the index's statistics is a ``Weighting``
-    with ``statistics=True``.
-    """
-
-    def __call__(self, counts: Mapping[int, float]) -> dict[int, float]: ...
-
-
-def term_counts(counts: Mapping[int, float]) -> dict[int, float]:
-    """The default weighting: a token's weight is how often the query has it (the paper's rule)."""
-    return dict(counts)
-
-
-@dataclass(frozen=True)
-class Weighting:
-    """A named query weighting. ``statistics``: ``weigh`` gets the index's document frequencies of
-    the query's tokens (``TermStatistics``), else None."""
-
-    name: str
-    weigh: Callable[[Mapping[int, float], TermStatistics | None], dict[int, float]]
-    statistics: bool = False
-
-
-def _idf(counts: Mapping[int, float], stats: TermStatistics | None) -> dict[int, float]:
-    if stats is None:
-        raise ValueError("idf weights need the index's term statistics")
-    return idf_weights(counts, stats)
-
-
-def weighting_named(name: str) -> Weighting:
-    """``counts`` or ``idf`` (``termindex.idf.WEIGHTINGS``: what ``--query-weights`` takes)."""
-    if name == COUNTS:
-        return Weighting(COUNTS, lambda counts, _: term_counts(counts))
-    if name == IDF:
-        return Weighting(IDF, _idf, statistics=True)
-    raise ValueError(f"query weights: one of {', '.join(WEIGHTINGS)}, got {name!r}")
-
-
-def as_weighting(weighting: Weighting | QueryWeighting | str) -> Weighting:
-    """A ``Weighting`` from a name, a ``Weighting`` or a plain ``QueryWeighting`` function."""
-    if isinstance(weighting, Weighting):
-        return weighting
-    if isinstance(weighting, str):
-        return weighting_named(weighting)
-    if weighting is term_counts:
-        return weighting_named(COUNTS)
-    fn = weighting
-    return Weighting(getattr(fn, "__name__", "custom"), lambda counts, _: fn(counts))
-
-
-class Reranker(Protocol):
-    """Re-orders the first ``candidates(k)`` hits and keeps at most ``k`` (best first)."""
-
-    def candidates(self, k: int) -> int: ...
-
-    async def rerank(self, query: WeightedQuery, hits: list[Hit], k: int) -> list[Hit]: ...
+    weighting: str = DEFAULT  # how ``weights`` were made: a weighting's name, "terms", "similar"
 
 
 @dataclass
@@ -149,6 +92,18 @@ Stage = Callable[[str], AbstractContextManager[Any]]
 
 def _no_stage(name: str) -> AbstractContextManager[Any]:
     return contextlib.nullcontext()
+
+
+def apply_weighting(
+    rule: QueryWeighting, counts: Mapping[int, float], stats: TermStatistics | None
+) -> dict[int, float]:
+    """``{id: weight}`` of one query's ``{id: count}`` under ``rule`` (the evaluation applies the
+    same ``rule.weigh`` to every query's arrays at once: ``model.evaluate.weighted_queries``)."""
+    ids = list(counts)
+    values = np.fromiter((counts[t] for t in ids), dtype=np.float64, count=len(ids))
+    df = None if stats is None else np.fromiter((stats.df.get(t, 0) for t in ids), np.int64, len(ids))
+    weights = rule.weigh(values, df, 0 if stats is None else stats.n_docs)
+    return dict(zip(ids, np.asarray(weights, dtype=np.float64).tolist(), strict=True))
 
 
 def query_from_text(text: str, tokenizer: QueryTokenizer) -> tuple[dict[int, float], list[str]]:
@@ -169,32 +124,34 @@ class SearchPipeline:
         tokenizer: QueryTokenizer,
         image_roots: Sequence[Path] = (),
         *,
-        weighting: Weighting | QueryWeighting | str = term_counts,
+        weighting: QueryWeighting | str = DEFAULT,
         reranker: Reranker | None = None,
         stage: Stage = _no_stage,
     ) -> None:
         self.tokenizer = tokenizer
         self.image_roots = list(image_roots)
-        self.weighting = as_weighting(weighting)
+        self.weighting = weighting_named(weighting) if isinstance(weighting, str) else weighting
         self.reranker = reranker
         self.stage = stage
 
     # ---- tokenize and weight -----------------------------------------------------------------
     async def weigh(self, query: SearchQuery, engine: AsyncReader) -> WeightedQuery:
         """The engine query of a parsed search; ``QueryError`` for one that has nothing to search.
-        A weighting that needs statistics asks ``engine`` for its tokens' document frequencies."""
+        A weighting that needs statistics asks ``engine`` for its tokens' document frequencies;
+        the request's ``query_weights`` (``SearchQuery.weighting``) wins over the service's."""
         if query.text is not None:
             counts, tokens = query_from_text(query.text, self.tokenizer)
             if not counts:
                 raise QueryError(
                     [(("body", "query"), "query has no searchable words (none in the vocabulary)")]
                 )
+            rule = weighting_named(query.weighting) if query.weighting else self.weighting
             stats = None
-            if self.weighting.statistics:
+            if rule.statistics:
                 with self.stage("statistics"):
                     stats = await engine.term_statistics(sorted(counts))
-            weights = self.weighting.weigh(counts, stats)
-            how = self.weighting.name
+            weights = apply_weighting(rule, counts, stats)
+            how = rule.name
         else:
             terms = dict(query.terms or {})
             unknown = [t for t in terms if self.tokenizer.token_to_id(t) is None]
@@ -232,7 +189,7 @@ class SearchPipeline:
                 weighted = await self.weigh(query, engine)
             depth = self.reranker.candidates(query.k) if self.reranker else query.k
             with self.stage("engine"):
-                hits = await engine.search(weighted.weights, k=depth, explain=query.view.explain)
+                hits = await engine.search(weighted.weights, k=depth, explain=self._explain(query.view))
             hits = await self._rerank(weighted, hits, query.k)
             response = await self.present(weighted, hits, query.view)
         return SearchOutcome(self._timed(response, start), hits)
@@ -247,12 +204,16 @@ class SearchPipeline:
         weighted = self.similar_query(doc, n_terms)
         depth = self.reranker.candidates(k) if self.reranker else k
         with self.stage("engine"):
-            hits = await engine.search(weighted.weights, k=depth + 1, explain=view.explain)
+            hits = await engine.search(weighted.weights, k=depth + 1, explain=self._explain(view))
         hits = await self._rerank(weighted, without_self(hits, doc.id, depth), k)
         response = await self.present(weighted, hits, view)
         (has_file,) = await self.have_files([doc.metadata], view)
         response["similar_to"] = {"id": doc.id, **image_fields(doc.id, doc.metadata, has_file, view)}
         return SearchOutcome(self._timed(response, start), hits)
+
+    def _explain(self, view: ResultView) -> bool:
+        """Whether the engine fills each hit's matched tokens: the client or a reranker reads them."""
+        return view.explain or self.reranker is not None
 
     async def _rerank(self, weighted: WeightedQuery, hits: list[Hit], k: int) -> list[Hit]:
         if self.reranker is None:
@@ -282,6 +243,7 @@ class SearchPipeline:
             "query_weights": [
                 {"token": self.tokenizer.id_to_token(t), "weight": w} for t, w in weighted.weights.items()
             ],
+            **({"reranker": self.reranker.name} if self.reranker is not None else {}),
         }
 
     @staticmethod

@@ -14,7 +14,11 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from vsparta.service.rerankers.registry import NONE as NO_RERANKER
+from vsparta.service.rerankers.registry import RERANKERS
 from vsparta.termindex import MAX_QUERY_WEIGHT, parse_spec
+from vsparta.termindex.weightings.registry import DEFAULT as DEFAULT_WEIGHTING
+from vsparta.termindex.weightings.registry import WEIGHTINGS
 
 
 def _split_list(value: Any) -> Any:
@@ -61,11 +65,18 @@ class ServiceSettings(BaseSettings):
     thumbnail_cache_dir: Path | None = Field(
         None, description="Where JPEG thumbnails are cached; a temporary folder when unset."
     )
-    query_weights: Literal["counts", "idf"] = Field(
-        "counts",
-        description="How a text query's tokens are weighted: `counts` (how often each occurs, the "
-        "paper's rule) or `idf` (count x the token's inverse document frequency in the index, from "
-        "the engine's own statistics; words most images have, such as 'a', then weigh little).",
+    query_weights: str = Field(
+        DEFAULT_WEIGHTING,
+        description="How a text query's tokens are weighted, a name in "
+        "`termindex/weightings/registry.py`: `counts` (how often each occurs, the paper's rule), "
+        "`idf` (count x the token's inverse document frequency in the index), `saturated` (BM25's "
+        "saturation of the count) ...",
+        json_schema_extra={"enum": list(WEIGHTINGS.names())},
+    )
+    reranker: str | None = Field(
+        None,
+        description="A reranker named in `service/rerankers/registry.py` (e.g. `coord`); none by default.",
+        json_schema_extra={"enum": [*RERANKERS.names(), NO_RERANKER]},
     )
     setup_errors: Literal["exit", "not-ready"] = Field(
         "exit",
@@ -80,6 +91,18 @@ class ServiceSettings(BaseSettings):
     @classmethod
     def _lists_from_env(cls, value: Any) -> Any:
         return _split_list(value)
+
+    @field_validator("query_weights")
+    @classmethod
+    def _registered_weighting(cls, value: str) -> str:
+        return WEIGHTINGS.check(value)  # the message lists the registered names
+
+    @field_validator("reranker")
+    @classmethod
+    def _registered_reranker(cls, value: str | None) -> str | None:
+        if value is None or value in ("", NO_RERANKER):
+            return None
+        return RERANKERS.check(value)
 
     @field_validator("backend")
     @classmethod
