@@ -18,9 +18,10 @@ from vsparta.service.images import Thumbnailer
 from vsparta.service.metrics import ServiceMetrics
 from vsparta.service.middleware import BodyLimitMiddleware, MetricsMiddleware
 from vsparta.service.outage import DropClientFailures, OutageLog, client_loggers
+from vsparta.service.rerankers.base import Reranker
 from vsparta.service.rerankers.registry import reranker_named
 from vsparta.service.routes import STATIC_DIR, build_router
-from vsparta.service.search import Reranker, SearchPipeline
+from vsparta.service.search import SearchPipeline
 from vsparta.service.settings import ServiceSettings
 from vsparta.termindex.saturation import TEXT as SATURATION
 from vsparta.termindex.weightings.base import QueryWeighting
@@ -64,6 +65,7 @@ def create_app(
             settings.image_roots,
             weighting=settings.query_weights if weighting is None else weighting,
             reranker=reranker_named(settings.reranker) if reranker is None else reranker,
+            match=settings.match_rule(),
             stage=app.state.metrics.stage,
         )
         app.state.engine = open_engine(settings.backend, settings.engine_timeout_s, outage)

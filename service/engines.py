@@ -52,8 +52,9 @@ class ServiceEngine(AsyncReader):
     def capabilities(self) -> frozenset[Capability]:  # type: ignore[override]  # the reader's
         return self.reader.capabilities
 
-    async def _bounded(self, call: Awaitable[T], what: str) -> T:
-        """One engine call under the timeout; a timeout or an engine that cannot serve -> 503."""
+    async def _bounded(self, call: Awaitable[T], what: str, reached: bool = True) -> T:
+        """One engine call under the timeout; a timeout or an engine that cannot serve -> 503.
+        ``reached``: an answer proves the engine answers (not so for one a cache may give)."""
         try:
             result = await asyncio.wait_for(call, timeout=self.timeout_s)
         except TimeoutError:
@@ -63,7 +64,8 @@ class ServiceEngine(AsyncReader):
             if better is None:
                 raise
             raise better from exc
-        self.outage.recovered()
+        if reached:
+            self.outage.recovered()
         return result
 
     async def search(self, query: Mapping[int, float], k: int, explain: bool) -> list[Hit]:
@@ -83,7 +85,8 @@ class ServiceEngine(AsyncReader):
         return await self._bounded(self.reader.count(), "count")
 
     async def term_statistics(self, term_ids: Sequence[int]) -> TermStatistics:
-        return await self._bounded(self.reader.term_statistics(term_ids), "term statistics")
+        # Elasticsearch's come from a cache when it holds every term: no sign the engine is back.
+        return await self._bounded(self.reader.term_statistics(term_ids), "term statistics", reached=False)
 
     async def health(self) -> str:
         return await self._bounded(self.reader.health(), "health")

@@ -60,8 +60,9 @@ _NOT_JSON: dict[int | str, dict[str, Any]] = {
     415: {"model": Message, "description": "The body is not sent as application/json."}
 }
 _VOCABULARY_422: dict[str, Any] = {
-    "description": "Invalid body: the schema's rules, and also tokens that are not in the model's "
-    "vocabulary or a text with no word in it (the schema cannot list the vocabulary).",
+    "description": "Invalid body: the schema's rules, and also `terms` tokens that are not in the "
+    "model's vocabulary (the schema cannot list the vocabulary). A text query with no known or no "
+    "informative word is no error: 200 with no results and `no_match` saying why.",
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/HTTPValidationError"}}},
 }
 
@@ -115,7 +116,15 @@ def build_router(settings: ServiceSettings) -> APIRouter:
     ) -> dict[str, Any]:
         """Rank images by the sum over query tokens of log(1 + weight of the token in the image)."""
         view = ResultView.of(body.explain, body.fields)
-        query = SearchQuery(body.query, body.terms, body.k, view, body.query_weighting)
+        query = SearchQuery(
+            body.query,
+            body.terms,
+            body.k,
+            view,
+            body.query_weighting,
+            require_match=body.require_match,
+            min_score=body.min_score,
+        )
         try:
             return (await pipeline.search(query, engine)).response
         except QueryError as exc:

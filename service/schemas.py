@@ -123,6 +123,27 @@ class TokenWeight(_Out):
     )
 
 
+class WordStat(_Out):
+    word: str = Field(description="A query word (word-pieces merged, punctuation left out).")
+    tokens: list[str] = Field(description="Its word-pieces.")
+    images: int = Field(
+        ge=0,
+        description="Indexed images that hold it (its rarest piece's count, from the engine's own "
+        "statistics; 0: no image has it).",
+    )
+    common: bool = Field(
+        description="Held by so many of the images (`VSPARTA_MATCH_COMMON_SHARE`, by default half) "
+        "that it does not tell them apart: it adds to scores but makes no result a match."
+    )
+    results: int = Field(ge=0, description="Results shown that match it (weight >= the match floor).")
+
+
+class NoMatch(_Out):
+    reason: str = Field(description="Why nothing is shown, in words (e.g. 'No image has dog.').")
+    words: list[str] = Field(description="The informative query words that found nothing.")
+    common: list[str] = Field(description="The query words too common to tell images apart.")
+
+
 class SearchResponse(_Out):
     results: list[SearchResult]
     query_tokens: list[str] = Field(description="The tokens searched for, in query order.")
@@ -145,6 +166,19 @@ class SearchResponse(_Out):
         json_schema_extra={"enum": list(RERANKERS.names())},
     )
     similar_to: ImageRef | None = Field(None, description="More like this: the image the results are like.")
+    indexed_images: int | None = Field(None, ge=0, description="Images in the index (for a search).")
+    query_word_stats: list[WordStat] | None = Field(
+        None, description="For a search: per query word, how many indexed images hold it, in query order."
+    )
+    left_out: int | None = Field(
+        None,
+        ge=0,
+        description="Results the engine ranked that were left out: they match no informative query word "
+        "(`require_match`) or score below `min_score`.",
+    )
+    no_match: NoMatch | None = Field(
+        None, description="Present when there are no results: which words found nothing, and why."
+    )
     took_ms: float = Field(ge=0, description="Time spent in the handler, milliseconds.")
 
     model_config = ConfigDict(
@@ -283,6 +317,14 @@ def search_request_model(settings: ServiceSettings) -> type[BaseModel]:
         )
         k: JsonInt = Field(settings.default_k, ge=1, le=max_k, description="Number of results.")
         explain: bool = Field(False, description="List matched tokens and words with their contributions.")
+        require_match: bool = Field(
+            True,
+            description="Leave out results whose score comes only from words most images hold, or "
+            "from weights below the match floor; false: every image the engine ranks, as before.",
+        )
+        min_score: float = Field(
+            0.0, ge=0, allow_inf_nan=False, description="Leave out results scoring less (finite, >= 0)."
+        )
         query_weighting: Weighting = Field(
             None,  # type: ignore[assignment]
             description="How a text query's tokens are weighted, one of `GET /search/options`'s; "

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +35,7 @@ import numpy as np
 
 from vsparta.model.query_tokenizer import QueryTokenizer
 from vsparta.service.images import resolve_image
+from vsparta.service.matching import MatchRule, QueryCounts, count_words, describe, select
 from vsparta.service.rerankers.base import Reranker
 from vsparta.service.results import ResultView, caption_words, hit_to_result, image_fields, similar_words
 from vsparta.service.words import Word, words_of
@@ -43,6 +44,11 @@ from vsparta.termindex.base import TermStatistics, similar_query, without_self
 from vsparta.termindex.reader import AsyncReader
 from vsparta.termindex.weightings.base import QueryWeighting
 from vsparta.termindex.weightings.registry import DEFAULT, weighting_named
+
+# With the match rule on, the engine is asked for at least this many times the results wanted
+# (a reranker may want more): the rule leaves out the ones that match no informative word, and the
+# ones behind them move up.
+MATCH_DEPTH = 2
 
 
 class QueryError(ValueError):
@@ -62,6 +68,8 @@ class SearchQuery:
     k: int = 10
     view: ResultView = field(default_factory=ResultView)
     weighting: str | None = None  # a registered query weighting; None: the service's
+    require_match: bool = True  # leave out results that match no informative word (service.matching)
+    min_score: float = 0.0  # leave out results scoring less
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,7 @@ class WeightedQuery:
     words: list[Word]
     query_words: list[str]
     weighting: str = DEFAULT  # how ``weights`` were made: a weighting's name, "terms", "similar"
+    counts: QueryCounts | None = None  # what the index holds of the words (not for "similar")
 
 
 @dataclass
@@ -126,31 +135,26 @@ class SearchPipeline:
         *,
         weighting: QueryWeighting | str = DEFAULT,
         reranker: Reranker | None = None,
+        match: MatchRule | None = None,
         stage: Stage = _no_stage,
     ) -> None:
         self.tokenizer = tokenizer
         self.image_roots = list(image_roots)
         self.weighting = weighting_named(weighting) if isinstance(weighting, str) else weighting
         self.reranker = reranker
+        self.match = match or MatchRule()
         self.stage = stage
 
     # ---- tokenize and weight -----------------------------------------------------------------
     async def weigh(self, query: SearchQuery, engine: AsyncReader) -> WeightedQuery:
-        """The engine query of a parsed search; ``QueryError`` for one that has nothing to search.
-        A weighting that needs statistics asks ``engine`` for its tokens' document frequencies;
-        the request's ``query_weights`` (``SearchQuery.weighting``) wins over the service's."""
+        """The engine query of a parsed search and what the index holds of its words (``QueryError``
+        for explicit ``terms`` outside the vocabulary; a text without a known word has no weights).
+        The request's ``query_weighting`` (``SearchQuery.weighting``) wins over the service's."""
         if query.text is not None:
             counts, tokens = query_from_text(query.text, self.tokenizer)
-            if not counts:
-                raise QueryError(
-                    [(("body", "query"), "query has no searchable words (none in the vocabulary)")]
-                )
+            stats = await self._statistics(engine, counts)
             rule = weighting_named(query.weighting) if query.weighting else self.weighting
-            stats = None
-            if rule.statistics:
-                with self.stage("statistics"):
-                    stats = await engine.term_statistics(sorted(counts))
-            weights = apply_weighting(rule, counts, stats)
+            weights = apply_weighting(rule, counts, stats) if counts else {}
             how = rule.name
         else:
             terms = dict(query.terms or {})
@@ -165,8 +169,20 @@ class SearchPipeline:
             weights = self.tokenizer.terms_to_ids(terms)
             tokens = list(terms)
             how = "terms"
+            stats = await self._statistics(engine, weights)
         words = words_of(tokens)
-        return WeightedQuery(weights, tokens, words, [w.text for w in words], how)
+        ids_of = {self.tokenizer.id_to_token(t): t for t in weights}
+        held = count_words(words, ids_of, stats, self.match)
+        return WeightedQuery(weights, tokens, words, [w.text for w in words], how, held)
+
+    async def _statistics(self, engine: AsyncReader, ids: Iterable[int]) -> TermStatistics:
+        """The index's counts for the query's tokens: every answer lists them per word, the match
+        rule and a weighting such as ``idf`` read them. A query without tokens asks only the size."""
+        with self.stage("statistics"):
+            wanted = sorted(ids)
+            if wanted:
+                return await engine.term_statistics(wanted)
+            return TermStatistics(await engine.count(), {})
 
     def similar_query(self, doc: TermDocument, n_terms: int) -> WeightedQuery:
         """A "more like this" query as people read it: the image's heaviest terms, named by its captions."""
@@ -187,12 +203,19 @@ class SearchPipeline:
         with self.stage("total"):
             with self.stage("tokenize"):
                 weighted = await self.weigh(query, engine)
-            depth = self.reranker.candidates(query.k) if self.reranker else query.k
-            with self.stage("engine"):
-                hits = await engine.search(weighted.weights, k=depth, explain=self._explain(query.view))
-            hits = await self._rerank(weighted, hits, query.k)
-            response = await self.present(weighted, hits, query.view)
-        return SearchOutcome(self._timed(response, start), hits)
+            wanted = self.reranker.candidates(query.k) if self.reranker else query.k
+            depth = max(wanted, MATCH_DEPTH * query.k if query.require_match else 0)
+            hits: list[Hit] = []
+            if weighted.weights:  # with explanations: the match rule reads each hit's tokens
+                with self.stage("engine"):
+                    hits = await engine.search(weighted.weights, k=depth, explain=True)
+            assert weighted.counts is not None
+            judged = dict(require_match=query.require_match, min_score=query.min_score)
+            selected = select(hits, weighted.counts, self.match, **judged)
+            shown = await self._rerank(weighted, selected, query.k)
+            response = await self.present(weighted, shown, query.view)
+            response.update(describe(hits, selected, shown, weighted.counts, self.match, **judged))
+        return SearchOutcome(self._timed(response, start), shown)
 
     async def similar(
         self, engine: AsyncReader, doc: TermDocument, k: int, n_terms: int, view: ResultView
@@ -204,20 +227,16 @@ class SearchPipeline:
         weighted = self.similar_query(doc, n_terms)
         depth = self.reranker.candidates(k) if self.reranker else k
         with self.stage("engine"):
-            hits = await engine.search(weighted.weights, k=depth + 1, explain=self._explain(view))
+            hits = await engine.search(weighted.weights, k=depth + 1, explain=True)
         hits = await self._rerank(weighted, without_self(hits, doc.id, depth), k)
         response = await self.present(weighted, hits, view)
         (has_file,) = await self.have_files([doc.metadata], view)
         response["similar_to"] = {"id": doc.id, **image_fields(doc.id, doc.metadata, has_file, view)}
         return SearchOutcome(self._timed(response, start), hits)
 
-    def _explain(self, view: ResultView) -> bool:
-        """Whether the engine fills each hit's matched tokens: the client or a reranker reads them."""
-        return view.explain or self.reranker is not None
-
     async def _rerank(self, weighted: WeightedQuery, hits: list[Hit], k: int) -> list[Hit]:
         if self.reranker is None:
-            return hits
+            return hits[:k]
         with self.stage("rerank"):
             return (await self.reranker.rerank(weighted, hits, k))[:k]
 

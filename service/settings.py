@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from vsparta.service.matching import COMMON_SHARE, MIN_WEIGHT, MatchRule
 from vsparta.service.rerankers.registry import NONE as NO_RERANKER
 from vsparta.service.rerankers.registry import RERANKERS
 from vsparta.termindex import MAX_QUERY_WEIGHT, parse_spec
@@ -78,6 +79,20 @@ class ServiceSettings(BaseSettings):
         description="A reranker named in `service/rerankers/registry.py` (e.g. `coord`); none by default.",
         json_schema_extra={"enum": [*RERANKERS.names(), NO_RERANKER]},
     )
+    match_common_share: float = Field(
+        COMMON_SHARE,
+        gt=0,
+        le=1,
+        description="A query word held by at least this share of the indexed images is common: it "
+        "makes no result a match (service/matching.py; chosen in docs/no-match.md).",
+    )
+    match_min_weight: float = Field(
+        MIN_WEIGHT,
+        ge=0,
+        allow_inf_nan=False,
+        description="The least weight of a query word in an image for it to make the image a match "
+        "(a model's weights have their own scale: docs/no-match.md measures the default).",
+    )
     setup_errors: Literal["exit", "not-ready"] = Field(
         "exit",
         description="A wrong model or images folder: `exit` (a CLI mistake, exit 2) or `not-ready` "
@@ -86,6 +101,10 @@ class ServiceSettings(BaseSettings):
     cors_origins: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Origins allowed by CORS; empty (the default) means CORS off."
     )
+
+    def match_rule(self) -> MatchRule:
+        """Which results are matches (``service.matching``), with these settings' parameters."""
+        return MatchRule(self.match_common_share, self.match_min_weight)
 
     @field_validator("image_roots", "thumbnail_sizes", "cors_origins", mode="before")
     @classmethod

@@ -14,6 +14,7 @@ const contextWords = document.getElementById("context-words");
 const contextImage = document.getElementById("context-image");
 const backButton = document.getElementById("back-button");
 const template = document.getElementById("card-template");
+const wordNotes = document.getElementById("word-notes");
 
 const MAX_RETRIES = 5;
 let generation = 0; // a newer request makes older answers and pending retries obsolete
@@ -98,10 +99,36 @@ function captionOf(image) {
   return m.caption || (m.captions || [])[0] || "";
 }
 
+// One line per query word that says something: held by no image, too common to rank, or (with no
+// result) held too weakly. The counts are the engine's own (query_word_stats).
+function sentence(parts) {
+  const li = document.createElement("li");
+  li.append(...parts.map((p) => (typeof p === "string" ? p : Object.assign(document.createElement("em"), p))));
+  return li;
+}
+
+function renderWordNotes(body) {
+  const notes = [];
+  const indexed = body.indexed_images || 0;
+  for (const w of body.query_word_stats || []) {
+    const word = { textContent: w.word };
+    if (w.images === 0) notes.push(sentence(["No image has ", word, "."]));
+    else if (w.common) {
+      const where = w.images >= indexed ? "every image" : `${w.images.toLocaleString()} of the ${indexed.toLocaleString()} images`;
+      notes.push(sentence([word, ` is in ${where} and does not rank.`]));
+    } else if (!body.results.length && body.no_match && body.no_match.words.includes(w.word)) {
+      notes.push(sentence([`The ${w.images.toLocaleString()} images that hold `, word, " hold it too weakly to count as a match."]));
+    }
+  }
+  if (!body.results.length && body.no_match && !notes.length) notes.push(sentence([body.no_match.reason]));
+  wordNotes.replaceChildren(...notes);
+}
+
 function renderResults(body, emptyText) {
   grid.replaceChildren();
+  renderWordNotes(body);
   if (!body.results.length) {
-    setStatus(emptyText);
+    setStatus(body.no_match ? `No match for “${lastTextQuery}”.` : emptyText);
     return;
   }
   // One scale for the whole page, so chips compare across results (like the paper's Figure 3).

@@ -105,18 +105,28 @@ def make_settings(corpus: Corpus, tmp_path: Path) -> Callable[..., ServiceSettin
     return make
 
 
+def _client_of(spec: str, make_settings: Callable[..., ServiceSettings]) -> Iterator[TestClient]:
+    with TestClient(create_app(make_settings(spec)), raise_server_exceptions=False) as c:
+        yield c
+
+
 @pytest.fixture
 def client(backend_spec: str, make_settings: Callable[..., ServiceSettings]) -> Iterator[TestClient]:
-    with TestClient(create_app(make_settings(backend_spec)), raise_server_exceptions=False) as c:
-        yield c
+    yield from _client_of(backend_spec, make_settings)
 
 
 @pytest.fixture
 def embedded_client(
     embedded_spec: str, make_settings: Callable[..., ServiceSettings]
 ) -> Iterator[TestClient]:
-    with TestClient(create_app(make_settings(embedded_spec)), raise_server_exceptions=False) as c:
-        yield c
+    yield from _client_of(embedded_spec, make_settings)
+
+
+@pytest.fixture
+def every_engine_client(
+    every_engine_spec: str, make_settings: Callable[..., ServiceSettings]
+) -> Iterator[TestClient]:
+    yield from _client_of(every_engine_spec, make_settings)
 
 
 @pytest.fixture(scope="session")
