@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from vsparta.service.matching import COMMON_SHARE, MIN_WEIGHT, MatchRule
+from vsparta.service.matching import COMMON_SHARE, MIN_EVIDENCE, MIN_WEIGHT, NUMBERS_MATCH, MatchRule
 from vsparta.service.rerankers.registry import NONE as NO_RERANKER
 from vsparta.service.rerankers.registry import RERANKERS
 from vsparta.termindex import MAX_QUERY_WEIGHT, parse_spec
@@ -93,6 +93,18 @@ class ServiceSettings(BaseSettings):
         description="The least weight of a query word in an image for it to make the image a match "
         "(a model's weights have their own scale: docs/no-match.md measures the default).",
     )
+    match_min_evidence: float = Field(
+        MIN_EVIDENCE,
+        ge=0,
+        allow_inf_nan=False,
+        description="The least log(1 + weight) x idf of a held informative query word for a match "
+        "(0: any held informative word; docs/no-match.md).",
+    )
+    match_numbers: bool = Field(
+        NUMBERS_MATCH,
+        description="Whether a number word ('two', 'five') alone can make a result a match "
+        "(docs/no-match.md).",
+    )
     setup_errors: Literal["exit", "not-ready"] = Field(
         "exit",
         description="A wrong model or images folder: `exit` (a CLI mistake, exit 2) or `not-ready` "
@@ -104,7 +116,9 @@ class ServiceSettings(BaseSettings):
 
     def match_rule(self) -> MatchRule:
         """Which results are matches (``service.matching``), with these settings' parameters."""
-        return MatchRule(self.match_common_share, self.match_min_weight)
+        return MatchRule(
+            self.match_common_share, self.match_min_weight, self.match_min_evidence, self.match_numbers
+        )
 
     @field_validator("image_roots", "thumbnail_sizes", "cors_origins", mode="before")
     @classmethod
