@@ -82,7 +82,7 @@ Fields = Annotated[list[FieldName] | None, Query(max_length=MAX_FIELDS, descript
 JSON_TYPE = "application/json"
 
 
-def require_json(request: Request) -> None:
+async def require_json(request: Request) -> None:
     """415 naming the type for a body sent as anything but JSON (``curl -d`` sends a form type).
 
     FastAPI would read such a body as bytes and answer a puzzling 422 "valid dictionary" error.

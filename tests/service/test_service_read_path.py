@@ -5,9 +5,12 @@ Real engines (embedded, a real Elasticsearch node), a reader that only counts an
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 from fastapi.testclient import TestClient
 
@@ -84,3 +87,48 @@ def test_similar_of_an_image_that_is_not_there_is_one_get(
     with counted(make_settings(embedded_spec)) as (c, counting):
         assert c.get("/images/nothing-here/similar").status_code == 404
         assert counting.calls == Counter({"get": 1})
+
+
+# The project files whose code one POST /search runs on the event loop, from the request's body to
+# the response (the HTTP middleware and the engine behind its reader aside): docs/architecture.md
+# section 3 lists them. The chain the request and the answer pass along is routes -> search ->
+# engines -> reader -> (engine) -> search -> results; the rest are helpers asked on the way.
+SEARCH_PATH = {
+    "service/routes.py",  # the route
+    "service/deps.py",  # its dependencies (the pipeline, the engine)
+    "service/schemas.py",  # the request body's checks
+    "service/search.py",  # the pipeline
+    "model/query_tokenizer.py",  # tokenize
+    "termindex/weightings/counts.py",  # the default weighting
+    "service/engines.py",  # the timeout wrapper
+    "service/outage.py",  # its outage log (a success ends an outage)
+    "termindex/reader.py",  # the embedded engine's reader (threads)
+    "service/matching.py",  # the match rule
+    "termindex/idf.py",  # a word's idf (the rule's evidence)
+    "termindex/saturation.py",  # log(1 + w) (the rule's evidence)
+    "service/words.py",  # word-pieces into words
+    "service/results.py",  # hits into the response
+    "service/metrics.py",  # the stage timer
+}
+
+
+def test_search_path_files(embedded_spec: str, make_settings: Callable[..., ServiceSettings]) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    ran: set[str] = set()
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        path = Path(frame.f_code.co_filename)
+        if event == "call" and path.is_relative_to(repo) and ".venv" not in path.parts:
+            ran.add(path.relative_to(repo).as_posix())
+
+    app = create_app(make_settings(embedded_spec))
+    with TestClient(app, raise_server_exceptions=False) as c:
+        body = {"query": "red cube", "k": 3}
+        assert c.post("/search", json=body).status_code == 200  # warm: imports, caches
+        c.portal.call(sys.setprofile, profile)  # the thread the app runs on
+        try:
+            assert c.post("/search", json=body).status_code == 200
+        finally:
+            c.portal.call(sys.setprofile, None)
+    ran.discard("service/middleware.py")  # wraps every request, not the search path
+    assert ran == SEARCH_PATH
