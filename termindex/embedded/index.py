@@ -216,16 +216,13 @@ class EmbeddedIndex(TermIndex):
         return seg.document(local)
 
     def warmup(self) -> None:
-        """Compile (or load from numba's cache) the query kernels, with and without explanations,
-        and fetch one document, so a service's first real query does not pay for it."""
+        """Compile (or load from numba's cache) the query kernels and touch the index once, so a
+        service's first real query does not pay for it. Call at startup."""
         snap = self._snapshot()
         for seg in snap.segments:
-            live = seg.live_locals()
-            if seg.n_terms and len(seg.termmax) and len(live):
+            if seg.n_terms and len(seg.termmax):
                 term = int(np.argmax(seg.termmax))
                 self.search({term: 1.0}, k=1)
-                self.search({term: 1.0}, k=2, explain=True)
-                seg.document(int(live[0]))
                 return
 
     def iter_documents(self) -> Iterator[TermDocument]:
