@@ -213,6 +213,13 @@ def check(
     }
 
 
+def _is_default(row: dict[str, Any]) -> bool:
+    from vsparta.service.matching import MatchRule
+
+    rule = MatchRule(row["common_share"], row["min_weight"], row["min_evidence"], row["numbers_match"])
+    return rule == MatchRule()
+
+
 def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
     info, base, chosen, checked = result["meta"], result["baseline"], result["chosen"], result["check"]
     lines = [
@@ -232,7 +239,7 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for g in result["grid"]:
-        mark = " **chosen**" if g is chosen else ""
+        mark = (" **chosen**" if g is chosen else "") + (" (the service's default)" if _is_default(g) else "")
         rec = g["recall"]
         lines.append(
             f"| {g['common_share']:g} | {g['min_weight']:g} | {g['min_evidence']:g} | "

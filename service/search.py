@@ -209,12 +209,14 @@ class SearchPipeline:
             if weighted.weights:  # with explanations: the match rule reads each hit's tokens
                 with self.stage("engine"):
                     hits = await engine.search(weighted.weights, k=depth, explain=True)
-            assert weighted.counts is not None
-            judged = dict(require_match=query.require_match, min_score=query.min_score)
-            selected = select(hits, weighted.counts, self.match, **judged)
+            counts, strict, floor = weighted.counts, query.require_match, query.min_score
+            assert counts is not None  # weigh counts every search's words
+            selected = select(hits, counts, self.match, require_match=strict, min_score=floor)
             shown = await self._rerank(weighted, selected, query.k)
             response = await self.present(weighted, shown, query.view)
-            response.update(describe(hits, selected, shown, weighted.counts, self.match, **judged))
+            response |= describe(
+                hits, selected, shown, counts, self.match, require_match=strict, min_score=floor
+            )
         return SearchOutcome(self._timed(response, start), shown)
 
     async def similar(
