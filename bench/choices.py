@@ -4,7 +4,7 @@ The search path's named choices (``termindex/weightings/registry.py``, ``service
 each go through the service's own pipeline (``bench/search_runs.py``) over the same index and the
 same caption queries, in one run: each weighting (without a reranker) against ``counts``, each
 reranker (with ``counts``) against none. The match rule is off (``require_match: false``): the
-ranking alone is measured. Writes ``NAME.md`` and ``NAME.json`` into ``--out-dir``.
+ranking alone is measured. Writes a table and its JSON, named by ``--name``, into ``--out-dir``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, type=Path, help="model folder (its tokenizer.json)")
     parser.add_argument("--split", required=True, type=Path, help="manifest whose captions are the queries")
     parser.add_argument("--captions-per-image", type=int, help="at most this many captions per image")
-    parser.add_argument("--name", default="choices", help="NAME.md / NAME.json (default: choices)")
+    parser.add_argument("--name", default="choices", help="file name (default: choices)")
     parser.add_argument("--out-dir", type=Path, default=Path("docs/choices"), help="where they go")
     parser.add_argument("--no-write", action="store_true", help="print only")
 

@@ -14,8 +14,8 @@ of its tokens); every rule of the grid (``--common-shares`` x ``--min-weights`` 
 ``--min-evidence``) is then applied to those answers by ``service.matching`` itself, and the rule
 that says "no match" to the most **out**
 queries while losing at most ``--max-drop`` points of R@10 on **in** is chosen. That rule is run
-once more through the whole pipeline, as the service would, as a check. Writes ``NAME.md`` and
-``NAME.json`` into ``--out-dir``.
+once more through the whole pipeline, as the service would, as a check. Writes a table and its
+JSON, named by ``--name``, into ``--out-dir``.
 """
 
 from __future__ import annotations
@@ -56,9 +56,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--captions-per-image", type=int, help="at most this many in-split captions per image"
     )
-    parser.add_argument("--common-shares", type=_floats, default=[0.25, 0.5, 0.75])
-    parser.add_argument("--min-weights", type=_floats, default=[0.0, 0.5, 1.0, 2.0, 4.0, 6.0])
-    parser.add_argument("--min-evidence", type=_floats, default=[0.0, 2.0, 4.0])
+    parser.add_argument(
+        "--common-shares", type=_floats, default=[0.4, 0.5, 0.6], help="comma list of MatchRule.common_share"
+    )
+    parser.add_argument(
+        "--min-weights",
+        type=_floats,
+        default=[0.0, 1.0, 2.0, 4.0, 6.0],
+        help="comma list of MatchRule.min_weight",
+    )
+    parser.add_argument(
+        "--min-evidence", type=_floats, default=[0.0, 2.0], help="comma list of MatchRule.min_evidence"
+    )
     parser.add_argument(
         "--numbers-match",
         type=lambda t: [x.strip() == "yes" for x in t.split(",")],
@@ -66,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma list of yes/no: whether a number word alone can make a match",
     )
     parser.add_argument("--max-drop", type=float, default=0.5, help="R@10 points the rule may cost")
-    parser.add_argument("--name", default="no-match", help="NAME.md / NAME.json (default: no-match)")
+    parser.add_argument("--name", default="no-match", help="file name (default: no-match)")
     parser.add_argument("--out-dir", type=Path, default=Path("docs/no-match"), help="where they go")
     parser.add_argument("--no-write", action="store_true", help="print only")
 

@@ -22,7 +22,8 @@ from vsparta.termindex.elastic.common import (
 )
 from vsparta.termindex.elastic.reads import ReadSteps, Steps, run_async
 from vsparta.termindex.elastic.transport import AsyncCheckedClient
-from vsparta.termindex.errors import TermIndexError
+from vsparta.termindex.elastic.versions import missing_index
+from vsparta.termindex.errors import IndexNotFound, TermIndexError
 from vsparta.termindex.idf import StatisticsCache
 from vsparta.termindex.reader import AsyncReader, Capability
 
@@ -43,6 +44,7 @@ class AsyncElasticsearchIndex(ReadSteps, AsyncReader):
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.HEALTH})
     client_class: Any = AsyncCheckedClient  # servers' check on connect (elastic.transport)
     engine_label = "Elasticsearch"
+    spec_prefix = ""  # before the URL in a backend spec that names this engine
 
     def __init__(self, url: str, name: str, **options: Any) -> None:
         self.url = url
@@ -57,7 +59,12 @@ class AsyncElasticsearchIndex(ReadSteps, AsyncReader):
         self._recovered_at = -float("inf")
 
     async def _run(self, steps: Steps[T]) -> T:
-        return await run_async(self._client, steps, self.engine_label)
+        try:
+            return await run_async(self._client, steps, self.engine_label)
+        except IndexNotFound as exc:  # the synchronous engine's sentence, with the command to run
+            raise IndexNotFound(
+                missing_index(self.engine_label, self.spec_prefix, self.url, self.alias)
+            ) from exc
 
     async def search(self, query: Mapping[int, float], k: int = 10, explain: bool = False) -> list[Hit]:
         return await self._run(self._search_steps(query, k, explain))
