@@ -137,6 +137,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     importlib.import_module("vsparta.bench.quality").add_arguments(quality)
     weights = sub.add_parser("query-weights", help="trained models' recall with counts vs IDF query weights")
     importlib.import_module("vsparta.bench.query_weights").add_arguments(weights)
+    choices = sub.add_parser("choices", help="each registered query weighting and reranker on a real index")
+    importlib.import_module("vsparta.bench.choices").add_arguments(choices)
+    no_match = sub.add_parser("no-match", help="the match rule: no-match answers vs recall, on a real index")
+    importlib.import_module("vsparta.bench.no_match").add_arguments(no_match)
     load = sub.add_parser("embedded-load", help="embedded engine: merge policy write amplification")
     importlib.import_module("vsparta.bench.embedded_load").add_arguments(load)
     idx = sub.add_parser("indexing", help="indexing throughput (bench/indexing.py, by the indexer)")
@@ -148,10 +152,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     task = getattr(args, "bench_task", None)
-    if task not in {"engines", "topn", "quality", "query-weights", "indexing", "embedded-load"}:
+    modules = {"topn", "quality", "query-weights", "choices", "no-match"}  # vsparta.bench.<task>.run
+    if task not in {"engines", "indexing", "embedded-load", *modules}:
         log.error(
             "choose a task: `vsparta bench engines [--quick]`, `topn`, `quality`, `query-weights`, "
-            "`indexing`, `embedded-load`"
+            "`choices`, `no-match`, `indexing`, `embedded-load`"
         )
         return 2
     if getattr(args, "model", None):  # the tokenizer of --term-docs and the service rows
@@ -161,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
             return int(importlib.import_module("vsparta.bench.indexing").run(args) or 0)
         if task == "embedded-load":
             return int(importlib.import_module("vsparta.bench.embedded_load").run(args) or 0)
-        if task in {"topn", "quality", "query-weights"}:
+        if task in modules:
             module = f"vsparta.bench.{task.replace('-', '_')}"
             return int(importlib.import_module(module).run(args) or 0)
         return _run_engines(args)

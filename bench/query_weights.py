@@ -1,10 +1,11 @@
-"""``vsparta bench query-weights``: does weighting query tokens by IDF help trained models?
+"""``vsparta bench query-weights``: does weighting query tokens otherwise help trained models?
 
 Each model (``--checkpoint NAME=FOLDER``, already trained) is evaluated on each split (``--split
-NAME=MANIFEST``: test, held-out words, held-out objects) with both query weightings
-(``termindex.idf``): ``counts`` (the paper's rule) and ``idf`` (count x the token's IDF over the
-evaluated images, what ``vsparta serve --query-weights idf`` computes from its index). Same
-documents, same queries, same run: only the query weights differ, so the difference is the
+NAME=MANIFEST``: test, held-out words, held-out objects) with every registered query weighting
+(``termindex.weightings.registry``; ``--weightings`` picks some): ``counts`` (the paper's rule,
+the default, the baseline of each row's d), ``idf`` (count x the token's IDF over the evaluated
+images, what ``vsparta serve --query-weights idf`` computes from its index), ``saturated`` ...
+Same documents, same queries, same run: only the query weights differ, so the difference is the
 weighting's. Writes ``query-weights.md`` and ``.json`` into ``--out-dir`` (default
 ``docs/query-weights``); the findings are summed up in the docs page of the same name.
 """
@@ -17,6 +18,8 @@ import logging
 import time
 from pathlib import Path
 from typing import Any
+
+from vsparta.termindex.weightings.registry import DEFAULT, WEIGHTINGS
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +48,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out-dir", type=Path, default=Path("docs/query-weights"), help="query-weights.md/.json go here"
     )
+    parser.add_argument(
+        "--weightings",
+        type=lambda text: [WEIGHTINGS.check(w.strip()) for w in text.split(",")],
+        default=list(WEIGHTINGS.names()),
+        help="comma list of registered query weightings (default: all); counts is always the baseline",
+    )
     parser.add_argument("--no-write", action="store_true", help="print only")
 
 
@@ -61,7 +70,6 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
     from vsparta.model.dense import load_model
     from vsparta.model.encode import resolve_device
     from vsparta.model.evaluate import evaluate
-    from vsparta.termindex.idf import WEIGHTINGS
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -74,7 +82,8 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
             t0 = time.perf_counter()
             report = evaluate(
                 records, model, top_ns=_top_n(args.top_n), device=device, amp=device.type == "cuda",
-                ndcg_queries=min(1000, len(records)), time_queries=0, query_weights=WEIGHTINGS,
+                ndcg_queries=min(1000, len(records)), time_queries=0,
+                query_weights=[DEFAULT, *(w for w in args.weightings if w != DEFAULT)],
             )  # fmt: skip
             for row in report.rows:
                 if row["model"] == "VisualSparta":
@@ -85,7 +94,7 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = [
-        "# Query-side term weights: counts vs IDF",
+        "# Query-side term weights: counts vs the other registered weightings",
         "",
         f"Command: `{meta['command']}`  ",
         f"Machine: {meta['hardware']['cpu']}, {meta['hardware']['cores']} cores (shared); "
@@ -93,8 +102,8 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "",
         "Same trained models, documents and queries; only the query weights differ: `counts` = how "
         "often a token occurs in the query (the paper's rule), `idf` = count x ln(1 + (N - df + 0.5) / "
-        "(df + 0.5)) over the evaluated images (`termindex/idf.py`). Recall in %; "
-        "d = idf minus counts.",
+        "(df + 0.5)) over the evaluated images (`termindex/idf.py`), `saturated` = 2.2 c / (1.2 + c) "
+        "(`termindex/weightings/saturated.py`). Recall in %; d = the row's weighting minus counts.",
         "",
         "| model | split | images | top-n | terms/img | weights | R@1 | R@5 | R@10 | NDCG@25 "
         "| d R@1 | d R@5 | d R@10 |",
@@ -104,12 +113,12 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     for row in rows:
         pool, rec = _recall(row)
         key = (row["model"], row["split"], str(row["top_n"]))
-        if row["query_weights"] == "counts":
+        if row["query_weights"] == DEFAULT:
             base[key] = rec
         ref = base.get(key)
         deltas = (
             [f"{rec[k] - ref[k]:+.1f}" for k in ("R@1", "R@5", "R@10")]
-            if ref is not None and row["query_weights"] != "counts"
+            if ref is not None and row["query_weights"] != DEFAULT
             else ["", "", ""]
         )
         lines.append(

@@ -26,8 +26,8 @@ from vsparta.model.encode import autocast_for
 from vsparta.model.metrics import caption_relevance, ndcg_at_k, recall_at_k
 from vsparta.model.modeling import VisualSpartaModel
 from vsparta.model.topn import select_top_terms, to_csr
-from vsparta.termindex.idf import COUNTS, IDF, WEIGHTINGS, weigh_counts
 from vsparta.termindex.saturation import saturate_array
+from vsparta.termindex.weightings.registry import DEFAULT, WEIGHTINGS, weighting_named
 
 log = logging.getLogger(__name__)
 
@@ -136,15 +136,14 @@ def document_frequencies(terms: sp.csr_matrix) -> np.ndarray:
 
 
 def weighted_queries(qmat: sp.csr_matrix, terms: sp.csr_matrix, weighting: str) -> sp.csr_matrix:
-    """The query matrix as the service would send it under ``weighting`` (``termindex.idf``):
-    ``counts`` as is, ``idf`` each count times the token's IDF over ``terms`` (the index searched)."""
-    if weighting == COUNTS:
-        return qmat
-    if weighting != IDF:
-        raise ValueError(f"query weights: one of {', '.join(WEIGHTINGS)}, got {weighting!r}")
-    out = qmat.copy()
-    out.data = weigh_counts(out.data, document_frequencies(terms)[out.indices], terms.shape[1])
-    return out
+    """The query matrix as the service would send it under ``weighting`` (a name in
+    ``termindex.weightings.registry.WEIGHTINGS``): every query's counts through the same rule, with
+    the document frequencies over ``terms`` (the index searched) when the rule asks for them."""
+    rule = weighting_named(weighting)
+    out = qmat.astype(np.float64)
+    df = document_frequencies(terms)[out.indices] if rule.statistics else None
+    out.data = np.asarray(rule.weigh(out.data, df, terms.shape[1]), dtype=np.float64)
+    return out.astype(np.float32)
 
 
 def sparse_scores(terms: sp.csr_matrix, qmat: sp.csr_matrix) -> np.ndarray:
@@ -314,13 +313,12 @@ def evaluate(
     time_queries: int = 500,
     seed: int = 0,
     progress: bool = False,
-    query_weights: Sequence[str] = (COUNTS,),
+    query_weights: Sequence[str] = (DEFAULT,),
 ) -> EvalReport:
-    """All rows of the report: VisualSparta at each top-n (one row per ``query_weights``: counts,
-    idf), the dense baseline, random."""
+    """All rows of the report: VisualSparta at each top-n (one row per ``query_weights``: names of
+    ``termindex.weightings.registry.WEIGHTINGS``), the dense baseline, random."""
     for weighting in query_weights:
-        if weighting not in WEIGHTINGS:
-            raise ValueError(f"query weights: one of {', '.join(WEIGHTINGS)}, got {weighting!r}")
+        WEIGHTINGS.check(weighting)  # before any image is encoded
     records = [r for r in records if r.captions]
     if len(records) < 2:
         raise ValueError("evaluation needs at least 2 images with captions")
@@ -387,29 +385,3 @@ def postings_per_query(terms: sp.csr_matrix, qmat: sp.csr_matrix) -> float:
     ``[Q, V]``): the sum of its tokens' document frequencies (what an engine's work grows with)."""
     df = document_frequencies(terms).astype(np.float64)
     return float(((qmat != 0).astype(np.float64) @ df).mean()) if qmat.shape[0] else 0.0
-
-
-def format_table(report: EvalReport) -> str:
-    """A plain-text table: one row per model / top-n, recall on each image set, NDCG@25, ms/query."""
-    sets = list(report.rows[0]["recall"]) if report.rows else []
-    head = ["model", "top-n", "weights", "terms/img"]
-    for s in sets:
-        head += [f"R@1 ({s})", f"R@5 ({s})", f"R@10 ({s})"]
-    head += ["NDCG@25", "ms/query"]
-    lines = [head]
-    for row in report.rows:
-        cells = [
-            row["model"],
-            str(row["top_n"]),
-            row.get("query_weights", "-"),
-            f"{row['terms_per_image']:.0f}" if "terms_per_image" in row else "-",
-        ]
-        for s in sets:
-            cells += [f"{row['recall'][s][k]:.1f}" for k in ("R@1", "R@5", "R@10")]
-        cells += [f"{row['ndcg@25']:.3f}", f"{row['ms_per_query']:.3f}"]
-        lines.append(cells)
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    fmt = [" | ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)) for line in lines]
-    fmt.insert(1, "-+-".join("-" * w for w in widths))
-    title = f"text-to-image retrieval: {report.n_images} images, {report.n_queries} queries (recall in %)"
-    return "\n".join([title, *fmt])

@@ -18,10 +18,13 @@ from vsparta.service.images import Thumbnailer
 from vsparta.service.metrics import ServiceMetrics
 from vsparta.service.middleware import BodyLimitMiddleware, MetricsMiddleware
 from vsparta.service.outage import DropClientFailures, OutageLog, client_loggers
+from vsparta.service.rerankers.base import Reranker
+from vsparta.service.rerankers.registry import reranker_named
 from vsparta.service.routes import STATIC_DIR, build_router
-from vsparta.service.search import QueryWeighting, Reranker, SearchPipeline, Weighting
+from vsparta.service.search import SearchPipeline
 from vsparta.service.settings import ServiceSettings
 from vsparta.termindex.saturation import TEXT as SATURATION
+from vsparta.termindex.weightings.base import QueryWeighting
 
 log = logging.getLogger(__name__)
 
@@ -29,21 +32,22 @@ DESCRIPTION = f"""
 Text-to-image search with VisualSparta: every image was turned offline into a weighted bag of
 word-pieces; a query is only tokenized (no neural network runs here) and matched on an inverted
 index. Score = sum over query tokens of query weight x {SATURATION} (weight: the token's in the
-image; query weight: how often the token occurs in the query, or with `--query-weights idf` that
-count x the token's inverse document frequency in the index; each response says which and lists them).
+image; query weight: how often the token occurs in the query by default, or another registered
+weighting (`query_weights`, `GET /search/options`); each response says which and lists them).
 """
 
 
 def create_app(
     settings: ServiceSettings,
     *,
-    weighting: Weighting | QueryWeighting | None = None,
+    weighting: QueryWeighting | None = None,
     reranker: Reranker | None = None,
 ) -> FastAPI:
     """A new app with its own metrics registry; the lifespan opens the tokenizer and engine.
 
     ``weighting`` and ``reranker`` are the search pipeline's hooks (``vsparta.service.search``);
-    without ``weighting``, the settings' ``query_weights`` (counts or idf) chooses it.
+    without them, the settings' ``query_weights`` and ``reranker`` (names in their registries)
+    choose.
     """
     outage = OutageLog()
 
@@ -60,7 +64,8 @@ def create_app(
             app.state.tokenizer,
             settings.image_roots,
             weighting=settings.query_weights if weighting is None else weighting,
-            reranker=reranker,
+            reranker=reranker_named(settings.reranker) if reranker is None else reranker,
+            match=settings.match_rule(),
             stage=app.state.metrics.stage,
         )
         app.state.engine = open_engine(settings.backend, settings.engine_timeout_s, outage)

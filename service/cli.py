@@ -12,9 +12,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from vsparta.model.resolve import ModelPathError, resolve_model_path
+from vsparta.service.rerankers.registry import NONE as NO_RERANKER
+from vsparta.service.rerankers.registry import RERANKERS
 from vsparta.service.settings import ServiceSettings
 from vsparta.termindex import open_index
 from vsparta.termindex.registry import engine_of
+from vsparta.termindex.weightings.registry import WEIGHTINGS
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +37,16 @@ def add_settings_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--query-weights",
-        choices=["counts", "idf"],
-        help="weight of each query token: counts (how often it occurs; the default) or idf (count x its "
-        "inverse document frequency in the index, so 'a' and 'the' weigh little) "
-        "(env VSPARTA_QUERY_WEIGHTS)",
+        choices=WEIGHTINGS.names(),
+        help="how each query token is weighed, one of the weightings registered in "
+        "termindex/weightings/registry.py (GET /search/options describes them; default counts: how "
+        "often it occurs, the paper's rule) (env VSPARTA_QUERY_WEIGHTS)",
+    )
+    parser.add_argument(
+        "--reranker",
+        choices=[*RERANKERS.names(), NO_RERANKER],
+        help="re-order the engine's first hits with a reranker registered in "
+        "service/rerankers/registry.py; none by default (env VSPARTA_RERANKER)",
     )
 
 
@@ -82,6 +91,7 @@ SETTING_FLAGS = (
     "engine_timeout_s",
     "cors_origins",
     "query_weights",
+    "reranker",
 )
 FLAG_NAMES = {
     "backend": "--backend",
@@ -91,6 +101,7 @@ FLAG_NAMES = {
     "engine_timeout_s": "--engine-timeout",
     "cors_origins": "--cors-origin",
     "query_weights": "--query-weights",
+    "reranker": "--reranker",
     "thumbnail_cache_dir": "--thumbnail-cache",
 }
 

@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import json
 import logging
+import math
 import sys
 from typing import Any, TextIO
 
@@ -21,10 +22,13 @@ from vsparta.service.cli import (
     explain_settings_error,
     settings_from_args,
 )
+from vsparta.service.rerankers.registry import reranker_named
 from vsparta.service.results import ResultView
-from vsparta.service.search import QueryError, SearchPipeline, SearchQuery, SyncRetriever
-from vsparta.termindex import open_index
+from vsparta.service.search import QueryError, SearchOutcome, SearchPipeline, SearchQuery
+from vsparta.service.settings import ServiceSettings
 from vsparta.termindex.errors import EngineUnavailable, IndexNotFound, InvalidInput
+from vsparta.termindex.registry import open_reader
+from vsparta.termindex.weightings.registry import DEFAULT
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +39,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-k", type=int, default=10, help="number of results (default: %(default)s)")
     parser.add_argument("--explain", action="store_true", help="show matched tokens, weights, contributions")
     parser.add_argument("--json", action="store_true", help="print the same JSON as POST /search")
+    parser.add_argument(
+        "--all-results",
+        action="store_true",
+        help="also show results that match no informative word (POST /search's require_match: false)",
+    )
+    parser.add_argument(
+        "--min-score", type=float, default=0.0, help="leave out results scoring less (default: 0)"
+    )
+
+
+def word_lines(response: dict[str, Any]) -> list[str]:
+    """One line for the query's words in the index: how many images hold each, which are common."""
+    stats = response.get("query_word_stats")
+    if not stats:
+        return []
+    parts = [f"{w['word']} {w['images']:,}{' (common)' if w['common'] else ''}" for w in stats]
+    return [f"images holding each word (of {response['indexed_images']:,}): {', '.join(parts)}"]
 
 
 def format_table(response: dict[str, Any], explain: bool, images: list[str]) -> str:
@@ -45,13 +66,15 @@ def format_table(response: dict[str, Any], explain: bool, images: list[str]) -> 
     """
     results = response["results"]
     head = f"query tokens: {' '.join(response['query_tokens'])}  ({response['took_ms']:.1f} ms)"
-    if response.get("query_weighting") not in (None, "counts"):  # the weights each contribution used
+    if response.get("query_weighting") not in (None, DEFAULT):  # the weights each contribution used
         weights = ", ".join(f"{w['token']} {w['weight']:.3g}" for w in response.get("query_weights") or [])
         head += f"  weights ({response['query_weighting']}): {weights}"
+    lines = [head, *word_lines(response)]
     if not results:
-        return head + "\nno results\n"
+        reason = (response.get("no_match") or {}).get("reason", "")
+        return "\n".join([*lines, f"no match: {reason}" if reason else "no results"]) + "\n"
     id_w = max(2, *(len(r["id"]) for r in results))
-    lines = [head, f"{'#':>3}  {'score':>8}  {'id':<{id_w}}  image"]
+    lines.append(f"{'#':>3}  {'score':>8}  {'id':<{id_w}}  image")
     for rank, (r, image) in enumerate(zip(results, images, strict=True), 1):
         lines.append(f"{rank:>3}  {r['score']:>8.4f}  {r['id']:<{id_w}}  {image}")
         if explain and r.get("terms"):
@@ -60,6 +83,18 @@ def format_table(response: dict[str, Any], explain: bool, images: list[str]) -> 
             )
             lines.append(f"{'':>3}  {'':>8}  {matched}")
     return "\n".join(lines) + "\n"
+
+
+async def _search_once(
+    pipeline: SearchPipeline, query: SearchQuery, settings: ServiceSettings
+) -> SearchOutcome:
+    """One search through the engine's reader (``start`` opens it, however long that takes)."""
+    reader = open_reader(settings.backend, settings.engine_timeout_s, warm=False)
+    try:
+        await reader.start()
+        return await pipeline.search(query, reader)
+    finally:
+        await reader.close()
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -75,14 +110,28 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if not 1 <= args.k <= settings.max_k:
         log.error("-k must be between 1 and %d", settings.max_k)
         return 2
+    if not (math.isfinite(args.min_score) and args.min_score >= 0):
+        log.error("--min-score must be a finite number >= 0")
+        return 2
     tokenizer = QueryTokenizer.from_pretrained(
         checked_model_path(args, settings), max_tokens=settings.max_query_tokens
     )
-    pipeline = SearchPipeline(tokenizer, settings.image_roots, weighting=settings.query_weights)
-    query = SearchQuery(text=args.query, k=args.k, view=ResultView(explain=args.explain))
+    pipeline = SearchPipeline(
+        tokenizer,
+        settings.image_roots,
+        weighting=settings.query_weights,
+        reranker=reranker_named(settings.reranker),
+        match=settings.match_rule(),
+    )
+    query = SearchQuery(
+        text=args.query,
+        k=args.k,
+        view=ResultView(explain=args.explain),
+        require_match=not args.all_results,
+        min_score=args.min_score,
+    )
     try:
-        with open_index(settings.backend) as index:
-            outcome = asyncio.run(pipeline.search(query, SyncRetriever(index)))
+        outcome = asyncio.run(_search_once(pipeline, query, settings))
     except QueryError as exc:
         log.error("the %s", exc)
         return 2

@@ -1,4 +1,8 @@
-"""Request dependencies: the per-app clients the lifespan put on ``app.state``."""
+"""Request dependencies: the per-app clients the lifespan put on ``app.state``.
+
+``async`` on purpose: FastAPI runs a plain ``def`` dependency in its threadpool, a thread hop per
+dependency per request for a lookup on ``app.state``.
+"""
 
 from __future__ import annotations
 
@@ -14,27 +18,27 @@ from vsparta.service.search import SearchPipeline
 from vsparta.service.settings import ServiceSettings
 
 
-def get_settings(request: Request) -> ServiceSettings:
+async def get_settings(request: Request) -> ServiceSettings:
     return request.app.state.settings
 
 
-def get_engine(request: Request) -> ServiceEngine:
+async def get_engine(request: Request) -> ServiceEngine:
     return request.app.state.engine
 
 
-def get_tokenizer(request: Request) -> QueryTokenizer:
+async def get_tokenizer(request: Request) -> QueryTokenizer:
     return request.app.state.tokenizer
 
 
-def get_metrics(request: Request) -> ServiceMetrics:
+async def get_metrics(request: Request) -> ServiceMetrics:
     return request.app.state.metrics
 
 
-def get_pipeline(request: Request) -> SearchPipeline:
+async def get_pipeline(request: Request) -> SearchPipeline:
     return request.app.state.pipeline
 
 
-def get_thumbnailer(request: Request) -> Thumbnailer:
+async def get_thumbnailer(request: Request) -> Thumbnailer:
     return request.app.state.thumbnailer
 
 

@@ -1,25 +1,21 @@
-"""Async access to a term index for the request handlers, with one timeout for every call.
+"""The service's one wrapper around an engine's reader: one timeout for every call, outages logged.
 
-The embedded engine is synchronous (memory-mapped files): its calls run in the threadpool so a
-slow query never blocks the event loop. Elasticsearch uses the async client. Both raise only
-``vsparta.termindex.errors`` exceptions to the handlers; a call that runs past the timeout becomes
-``EngineUnavailable`` (HTTP 503 with Retry-After).
+The reader is the engine's ``AsyncReader`` (``termindex.reader``: Elasticsearch's async client, or
+a synchronous engine in threads), opened by ``termindex.registry.open_reader``. Here every call
+gets the service's timeout; a call that runs past it, or a client error that means the engine
+cannot serve, becomes ``EngineUnavailable`` (HTTP 503 with Retry-After), and recoveries end the
+outage's log (``outage.OutageLog``). Handlers only ever see ``vsparta.termindex.errors``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
 import logging
-from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar
-
-import anyio.to_thread
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import TypeVar
 
 from vsparta.service.outage import OutageLog
-from vsparta.termindex import Hit, TermDocument, TermIndex, heaviest_terms, parse_spec
+from vsparta.termindex import Hit, TermDocument
 from vsparta.termindex.base import TermStatistics
 from vsparta.termindex.errors import (
     DocumentNotFound,
@@ -29,45 +25,54 @@ from vsparta.termindex.errors import (
     TermIndexError,
 )
 from vsparta.termindex.plugin import Engine
-from vsparta.termindex.registry import engine_of
+from vsparta.termindex.reader import AsyncReader, Capability
+from vsparta.termindex.registry import engine_of, open_reader
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class ServiceEngine(ABC):
-    """What the routes need from an index: search, fetch, count, readiness."""
+class ServiceEngine(AsyncReader):
+    """``reader`` with every call under ``timeout_s``: itself an ``AsyncReader``, so the search
+    pipeline takes either (``vsparta search`` hands it the bare reader)."""
 
     def __init__(
-        self, timeout_s: float, outage: OutageLog | None = None, engine: Engine | None = None
+        self,
+        reader: AsyncReader,
+        timeout_s: float,
+        outage: OutageLog | None = None,
+        engine: Engine | None = None,
     ) -> None:
+        self.reader = reader
         self.timeout_s = timeout_s
         self.outage = outage or OutageLog()
         self.engine = engine
 
-    async def _bounded(self, make: Callable[[], Awaitable[T]], what: str) -> T:
-        """One engine call under the timeout; a timeout or an engine that cannot serve -> 503."""
+    @property
+    def capabilities(self) -> frozenset[Capability]:  # type: ignore[override]  # the reader's
+        return self.reader.capabilities
+
+    async def _bounded(self, call: Awaitable[T], what: str, reached: bool = True) -> T:
+        """One engine call under the timeout; a timeout or an engine that cannot serve -> 503.
+        ``reached``: an answer proves the engine answers (not so for one a cache may give)."""
         try:
-            result = await asyncio.wait_for(make(), timeout=self.timeout_s)
-        except (asyncio.TimeoutError, TimeoutError):
+            result = await asyncio.wait_for(call, timeout=self.timeout_s)
+        except TimeoutError:
             raise EngineUnavailable(f"search engine timed out after {self.timeout_s:g}s ({what})") from None
         except Exception as exc:  # unreachable, or the server answered but is not the engine: a 503
             better = engine_outage(exc, self.engine) if self.engine is not None else None
             if better is None:
                 raise
             raise better from exc
-        self.outage.recovered()
+        if reached:
+            self.outage.recovered()
         return result
 
-    @abstractmethod
-    async def search(self, query: Mapping[int, float], k: int, explain: bool) -> list[Hit]: ...
+    async def search(self, query: Mapping[int, float], k: int, explain: bool) -> list[Hit]:
+        return await self._bounded(self.reader.search(query, k, explain), "search")
 
-    @abstractmethod
-    async def get(self, doc_id: str) -> TermDocument: ...
-
-    @abstractmethod
-    async def similar(self, doc_id: str, k: int, n_terms: int, explain: bool) -> list[Hit]:
-        """More like this: ``TermIndex.similar`` (the engines' one definition of it)."""
+    async def get(self, doc_id: str) -> TermDocument:
+        return await self._bounded(self.reader.get(doc_id), "get")
 
     async def get_image(self, doc_id: str) -> TermDocument:
         """``get`` for an id from a URL: one no engine could store is simply not there (404)."""
@@ -76,194 +81,42 @@ class ServiceEngine(ABC):
         except InvalidInput:
             raise DocumentNotFound(doc_id) from None
 
-    @abstractmethod
-    async def count(self) -> int: ...
+    async def count(self) -> int:
+        return await self._bounded(self.reader.count(), "count")
 
-    @abstractmethod
     async def term_statistics(self, term_ids: Sequence[int]) -> TermStatistics:
-        """Document count and frequencies of ``term_ids`` (query-side IDF weights)."""
+        # Elasticsearch's come from a cache when it holds every term: no sign the engine is back.
+        return await self._bounded(self.reader.term_statistics(term_ids), "term statistics", reached=False)
+
+    async def health(self) -> str:
+        return await self._bounded(self.reader.health(), "health")
 
     async def ready(self) -> tuple[bool, str]:
-        """(ready?, reason): reachable and the index exists. The reason is for clients: the log
-        gets the engine's own message (paths, hosts), the answer does not."""
+        """(ready?, reason): reachable, the index exists, and a cluster's health is not red. The
+        reason is for clients: the log gets the engine's own message (paths, hosts), the answer not."""
         try:
             n = await self.count()
         except TermIndexError as exc:
             self.outage.failed("readiness", exc, traceback=False)
             return False, public_reason(exc)
-        return True, f"{n} documents"
-
-    @abstractmethod
-    async def close(self) -> None: ...
-
-    async def start(self) -> None:  # noqa: B027 - optional hook
-        """Called once at app startup; engines that need a warm-up do it here."""
-
-
-def warm_up(index: TermIndex) -> None:
-    """Run one search and one fetch through ``index`` (JIT compilation, page cache).
-
-    Uses a real document's terms when the engine can list documents, so the search kernels run.
-    """
-    first = None
-    iterate = getattr(index, "iter_documents", None)
-    if callable(iterate):
-        first = next(iter(iterate()), None)
-    if first is None:
-        return
-    index.get(first.id)
-    top = heaviest_terms(first.weights, 8)
-    index.search(dict(top), k=2, explain=True)
-    index.search(dict(top[:1]), k=1, explain=False)
-
-
-class ThreadedEngine(ServiceEngine):
-    """A synchronous ``TermIndex`` opened lazily, so the service starts before the index exists.
-
-    Opening also warms the index up (one real search and one fetch), because the embedded
-    engine compiles its kernels at first use: that must not count against a request's timeout.
-    Opening runs as one background task: a request that times out waiting for it gets a 503,
-    and the next request waits on the same task instead of starting another.
-    """
-
-    def __init__(
-        self,
-        opener: Callable[[], TermIndex],
-        timeout_s: float,
-        outage: OutageLog | None = None,
-        engine: Engine | None = None,
-    ) -> None:
-        super().__init__(timeout_s, outage, engine)
-        self._opener = opener
-        self._index: TermIndex | None = None
-        self._opening: asyncio.Future[TermIndex] | None = None
-
-    def _open_and_warm(self) -> TermIndex:
-        index = self._opener()
+        detail = f"{n} documents"
+        if Capability.HEALTH not in self.capabilities:
+            return True, detail
         try:
-            warm_up(index)
-        except TermIndexError as exc:  # an empty or odd index still serves; say why it is cold
-            log.info("index warm-up skipped: %s", exc)
-        return index
-
-    async def start(self) -> None:
-        """Open and warm up now (at app startup), without a timeout; a missing index is not fatal."""
-        try:
-            await self._ensure_open(timeout_s=None)
-        except TermIndexError as exc:
-            log.warning("index not open yet: %s", exc)
-
-    async def _ensure_open(self, timeout_s: float | None = -1.0) -> TermIndex:
-        if self._index is not None:
-            return self._index
-        if self._opening is None:
-            self._opening = asyncio.ensure_future(anyio.to_thread.run_sync(self._open_and_warm))
-        opening = self._opening
-        wait = self.timeout_s if timeout_s == -1.0 else timeout_s
-        try:
-            index = await asyncio.wait_for(asyncio.shield(opening), timeout=wait)
-        except (asyncio.TimeoutError, TimeoutError):
-            raise EngineUnavailable(
-                "search index is still opening (first use compiles its kernels)"
-            ) from None
-        except FileNotFoundError as exc:
-            self._opening = None  # try again on the next request
-            raise IndexNotFound(str(exc)) from exc
-        except BaseException:
-            if opening.done():
-                self._opening = None
-            raise
-        self._index = index
-        return index
-
-    async def _call(self, what: str, method: str, *args: Any, **kwargs: Any) -> T:
-        index = await self._ensure_open()
-        bound = functools.partial(getattr(index, method), *args, **kwargs)
-
-        async def run() -> T:
-            # abandon_on_cancel: a timed-out call leaves its thread to finish, the request moves on.
-            return await anyio.to_thread.run_sync(bound, abandon_on_cancel=True)
-
-        return await self._bounded(run, what)
-
-    async def search(self, query: Mapping[int, float], k: int, explain: bool) -> list[Hit]:
-        return await self._call("search", "search", dict(query), k=k, explain=explain)
-
-    async def get(self, doc_id: str) -> TermDocument:
-        return await self._call("get", "get", doc_id)
-
-    async def similar(self, doc_id: str, k: int, n_terms: int, explain: bool) -> list[Hit]:
-        return await self._call("similar", "similar", doc_id, k=k, n_terms=n_terms, explain=explain)
-
-    async def count(self) -> int:
-        return await self._call("count", "count")
-
-    async def term_statistics(self, term_ids: Sequence[int]) -> TermStatistics:
-        return await self._call("term statistics", "term_statistics", list(term_ids))
-
-    async def close(self) -> None:
-        if self._opening is not None and not self._opening.done():
-            with contextlib.suppress(BaseException):
-                await self._opening
-        if self._index is not None:
-            await anyio.to_thread.run_sync(self._index.close)
-            self._index = None
-        self._opening = None
-
-
-class AsyncIndexEngine(ServiceEngine):
-    """An async engine client (Elasticsearch): calls awaited directly, reconnecting per request."""
-
-    def __init__(
-        self, client: Any, timeout_s: float, outage: OutageLog | None = None, engine: Engine | None = None
-    ) -> None:
-        super().__init__(timeout_s, outage, engine)
-        self._client = client
-
-    async def search(self, query: Mapping[int, float], k: int, explain: bool) -> list[Hit]:
-        return await self._bounded(lambda: self._client.search(dict(query), k=k, explain=explain), "search")
-
-    async def get(self, doc_id: str) -> TermDocument:
-        return await self._bounded(lambda: self._client.get(doc_id), "get")
-
-    async def similar(self, doc_id: str, k: int, n_terms: int, explain: bool) -> list[Hit]:
-        return await self._bounded(
-            lambda: self._client.similar(doc_id, k=k, n_terms=n_terms, explain=explain), "similar"
-        )
-
-    async def count(self) -> int:
-        return await self._bounded(lambda: self._client.count(), "count")
-
-    async def term_statistics(self, term_ids: Sequence[int]) -> TermStatistics:
-        return await self._bounded(lambda: self._client.term_statistics(list(term_ids)), "term statistics")
-
-    async def start(self) -> None:
-        await self._recover_stale_loads()
-
-    async def _recover_stale_loads(self) -> None:
-        """An index a killed load left without its serving settings gets them back (``elastic.leases``)."""
-        recover = getattr(self._client, "recover_stale_loads", None)
-        if recover is None:
-            return
-        try:
-            await self._bounded(recover, "recover serving settings")
-        except TermIndexError as exc:  # not reachable yet: the next readiness check asks again
-            log.info("could not check the index for killed loads yet: %s", exc)
-
-    async def ready(self) -> tuple[bool, str]:
-        """Also the cluster's health: red (a shard without any copy) is not ready."""
-        await self._recover_stale_loads()
-        ok, detail = await super().ready()
-        if not ok or not hasattr(self._client, "health"):
-            return ok, detail
-        try:
-            status = await self._bounded(lambda: self._client.health(), "health")
+            status = await self.health()
         except TermIndexError as exc:
             return False, f"engine unavailable: {exc}"
         return status != "red", f"{detail}, cluster {status}"
 
+    async def start(self) -> None:
+        """Open, warm up or repair now (at app startup); an engine not there yet is not fatal."""
+        try:
+            await self.reader.start()
+        except TermIndexError as exc:
+            log.warning("index not open yet: %s", exc)
+
     async def close(self) -> None:
-        await self._client.close()
+        await self.reader.close()
 
 
 class WrongServer(EngineUnavailable):
@@ -304,15 +157,5 @@ def engine_outage(exc: BaseException, engine: Engine) -> EngineUnavailable | Non
 
 
 def open_engine(spec: str, timeout_s: float, outage: OutageLog | None = None) -> ServiceEngine:
-    """The engine a backend spec names; nothing is contacted until the first request."""
-    parsed = parse_spec(spec)
-    engine = engine_of(parsed)
-    if engine.open_async is not None:
-        try:
-            client = engine.open_async(parsed, timeout_s)
-        except ImportError as exc:
-            raise RuntimeError(
-                f"backend {spec!r} needs the {engine.label} client: {engine.install_hint}"
-            ) from exc
-        return AsyncIndexEngine(client, timeout_s, outage, engine)
-    return ThreadedEngine(lambda: engine.open(parsed, create=False), timeout_s, outage, engine)
+    """The engine a backend spec names, behind the service's timeout; nothing is contacted yet."""
+    return ServiceEngine(open_reader(spec, timeout_s), timeout_s, outage, engine_of(spec))

@@ -33,12 +33,14 @@ from vsparta.service.schemas import (
     ImageDetail,
     Message,
     Ready,
+    SearchOptions,
     SearchResponse,
     search_request_model,
 )
 from vsparta.service.search import QueryError, SearchQuery
 from vsparta.service.settings import ServiceSettings
 from vsparta.termindex.base import MAX_ID_LENGTH
+from vsparta.termindex.weightings.registry import WEIGHTINGS, weighting_named
 
 STATIC_DIR = Path(__file__).parent / "static"
 
@@ -58,8 +60,9 @@ _NOT_JSON: dict[int | str, dict[str, Any]] = {
     415: {"model": Message, "description": "The body is not sent as application/json."}
 }
 _VOCABULARY_422: dict[str, Any] = {
-    "description": "Invalid body: the schema's rules, and also tokens that are not in the model's "
-    "vocabulary or a text with no word in it (the schema cannot list the vocabulary).",
+    "description": "Invalid body: the schema's rules, and also `terms` tokens that are not in the "
+    "model's vocabulary (the schema cannot list the vocabulary). A text query with no known or no "
+    "informative word is no error: 200 with no results and `no_match` saying why.",
     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/HTTPValidationError"}}},
 }
 
@@ -79,7 +82,7 @@ Fields = Annotated[list[FieldName] | None, Query(max_length=MAX_FIELDS, descript
 JSON_TYPE = "application/json"
 
 
-def require_json(request: Request) -> None:
+async def require_json(request: Request) -> None:
     """415 naming the type for a body sent as anything but JSON (``curl -d`` sends a form type).
 
     FastAPI would read such a body as bytes and answer a puzzling 422 "valid dictionary" error.
@@ -112,13 +115,43 @@ def build_router(settings: ServiceSettings) -> APIRouter:
         pipeline: PipelineDep,
     ) -> dict[str, Any]:
         """Rank images by the sum over query tokens of log(1 + weight of the token in the image)."""
-        query = SearchQuery(body.query, body.terms, body.k, ResultView.of(body.explain, body.fields))
+        view = ResultView.of(body.explain, body.fields)
+        query = SearchQuery(
+            body.query,
+            body.terms,
+            body.k,
+            view,
+            body.query_weighting,
+            require_match=body.require_match,
+            min_score=body.min_score,
+        )
         try:
             return (await pipeline.search(query, engine)).response
         except QueryError as exc:
             raise RequestValidationError(
                 [{"loc": loc, "msg": msg, "type": "value_error"} for loc, msg in exc.errors]
             ) from None
+
+    @router.get(
+        "/search/options",
+        response_model=SearchOptions,
+        tags=["search"],
+        summary="The query weightings a search may ask for, and the reranker that runs",
+    )
+    async def search_options(pipeline: PipelineDep) -> dict[str, Any]:
+        """The names and descriptions come from the registries (``termindex.weightings``,
+        ``service.rerankers``): the page builds its options from this."""
+        reranker = pipeline.reranker
+        return {
+            "query_weightings": [
+                {"name": name, "description": weighting_named(name).description}
+                for name in WEIGHTINGS.names()
+            ],
+            "default_query_weighting": pipeline.weighting.name,
+            "reranker": None
+            if reranker is None
+            else {"name": reranker.name, "description": reranker.description},
+        }
 
     @router.get(
         "/images/{doc_id:path}/similar",

@@ -6,7 +6,7 @@ model is built per app by ``search_request_model``; the OpenAPI schema then show
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -20,9 +20,11 @@ from pydantic import (
     model_validator,
 )
 
+from vsparta.service.rerankers.registry import RERANKERS
 from vsparta.service.settings import ServiceSettings
 from vsparta.termindex.base import MAX_QUERY_WEIGHT
 from vsparta.termindex.saturation import TEXT as SATURATION
+from vsparta.termindex.weightings.registry import WEIGHTINGS
 
 SEARCH_EXAMPLES: dict[str, dict[str, Any]] = {
     "text": {
@@ -121,6 +123,27 @@ class TokenWeight(_Out):
     )
 
 
+class WordStat(_Out):
+    word: str = Field(description="A query word (word-pieces merged, punctuation left out).")
+    tokens: list[str] = Field(description="Its word-pieces.")
+    images: int = Field(
+        ge=0,
+        description="Indexed images that hold it (its rarest piece's count, from the engine's own "
+        "statistics; 0: no image has it).",
+    )
+    common: bool = Field(
+        description="Held by so many of the images (`VSPARTA_MATCH_COMMON_SHARE`, by default half) "
+        "that it does not tell them apart: it adds to scores but makes no result a match."
+    )
+    results: int = Field(ge=0, description="Results shown that match it (weight >= the match floor).")
+
+
+class NoMatch(_Out):
+    reason: str = Field(description="Why nothing is shown, in words (e.g. 'No image has dog.').")
+    words: list[str] = Field(description="The informative query words that found nothing.")
+    common: list[str] = Field(description="The query words too common to tell images apart.")
+
+
 class SearchResponse(_Out):
     results: list[SearchResult]
     query_tokens: list[str] = Field(description="The tokens searched for, in query order.")
@@ -130,14 +153,32 @@ class SearchResponse(_Out):
     )
     query_weighting: str | None = Field(
         None,
-        description="How the query's tokens were weighted: `counts` (how often each occurs, the paper's "
-        "rule), `idf` (count x the token's inverse document frequency in the index: "
-        "ln(1 + (N - df + 0.5) / (df + 0.5)), so words most images have, such as 'a', weigh little), "
-        "`terms` (explicit weights) or `similar` (an image's heaviest terms); the service's "
-        "`--query-weights` / VSPARTA_QUERY_WEIGHTS choose between counts and idf.",
+        description="How the query's tokens were weighted: a registered query weighting (`counts`, how "
+        "often each occurs, the paper's rule, by default; `GET /search/options` describes each), "
+        "`terms` (explicit weights) or `similar` (an image's heaviest terms).",
+        json_schema_extra={"enum": [*WEIGHTINGS.names(), "terms", "similar"]},
     )
     query_weights: list[TokenWeight] | None = Field(None, description="The weight of each query token.")
+    reranker: str | None = Field(
+        None,
+        description="The reranker that ordered the results (`--reranker`); absent when none did. "
+        "Scores stay the engine's.",
+        json_schema_extra={"enum": list(RERANKERS.names())},
+    )
     similar_to: ImageRef | None = Field(None, description="More like this: the image the results are like.")
+    indexed_images: int | None = Field(None, ge=0, description="Images in the index (for a search).")
+    query_word_stats: list[WordStat] | None = Field(
+        None, description="For a search: per query word, how many indexed images hold it, in query order."
+    )
+    left_out: int | None = Field(
+        None,
+        ge=0,
+        description="Results the engine ranked that were left out: they match no informative query word "
+        "(`require_match`) or score below `min_score`.",
+    )
+    no_match: NoMatch | None = Field(
+        None, description="Present when there are no results: which words found nothing, and why."
+    )
     took_ms: float = Field(ge=0, description="Time spent in the handler, milliseconds.")
 
     model_config = ConfigDict(
@@ -191,7 +232,25 @@ class Ready(_Out):
     status: str
     detail: str
     query_weights: str | None = Field(
-        None, description="When ready: the weighting text queries get, counts or idf (`--query-weights`)."
+        None,
+        description="When ready: the weighting text queries get unless they ask for another "
+        "(`--query-weights`).",
+        json_schema_extra={"enum": list(WEIGHTINGS.names())},
+    )
+
+
+class Choice(_Out):
+    name: str
+    description: str
+
+
+class SearchOptions(_Out):
+    query_weightings: list[Choice] = Field(
+        description="The query weightings a search may name (`query_weighting`), from the registry."
+    )
+    default_query_weighting: str = Field(description="What a search gets without `query_weighting`.")
+    reranker: Choice | None = Field(
+        None, description="The reranker that orders every search's results (`--reranker`); null: none."
     )
 
 
@@ -224,13 +283,14 @@ def _one_of_query_or_terms(schema: dict[str, Any]) -> None:
     ``POST /search`` as ``Any``; this way they generate a ``SearchRequest`` model.
     """
     schema["allOf"] = [{"oneOf": [{"required": ["query"]}, {"required": ["terms"]}]}]
-    for name in ("query", "terms"):
+    for name in ("query", "terms", "query_weighting"):  # optional, never null
         schema["properties"][name].pop("default", None)
 
 
 def search_request_model(settings: ServiceSettings) -> type[BaseModel]:
     """The POST /search body with this app's limits; strict types (no "10" for 10)."""
     max_chars, max_k, max_terms = settings.max_query_chars, settings.max_k, settings.max_terms
+    Weighting = Literal[WEIGHTINGS.names()]  # type: ignore[valid-type]  # the registry's names
 
     class SearchRequest(BaseModel):
         """Give ``query`` (text) or ``terms`` ({token: weight}), exactly one of them."""
@@ -257,6 +317,19 @@ def search_request_model(settings: ServiceSettings) -> type[BaseModel]:
         )
         k: JsonInt = Field(settings.default_k, ge=1, le=max_k, description="Number of results.")
         explain: bool = Field(False, description="List matched tokens and words with their contributions.")
+        require_match: bool = Field(
+            True,
+            description="Leave out results whose score comes only from words most images hold, or "
+            "from weights below the match floor; false: every image the engine ranks, as before.",
+        )
+        min_score: float = Field(
+            0.0, ge=0, allow_inf_nan=False, description="Leave out results scoring less (finite, >= 0)."
+        )
+        query_weighting: Weighting = Field(
+            None,  # type: ignore[assignment]
+            description="How a text query's tokens are weighted, one of `GET /search/options`'s; "
+            "omitted: the service's (`--query-weights`). Explicit `terms` are never re-weighted.",
+        )
         fields: list[FieldName] | None = Field(
             None, max_length=MAX_FIELDS, description=FIELDS_DESCRIPTION, examples=[["metadata.caption"]]
         )

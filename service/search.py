@@ -5,16 +5,18 @@ built in one place and a new stage is added once. Each step is a method or a hoo
 
 - **parse** (``SearchQuery``): what was asked, already checked against the schema's limits.
 - **tokenize and weight** (``SearchPipeline.weigh``): a text becomes vocabulary ids with their
-  counts, then a ``Weighting`` turns counts into the weights the engine is sent: ``counts`` (the
-  default, the paper's rule: ``term_counts``) or ``idf`` (count x the token's IDF from the index's
-  own document frequencies, ``termindex.idf``; the engine is asked for them first:
-  ``Retriever.term_statistics``, cached per index version by the engines that need a request). Any
-  ``QueryWeighting`` function can be given to ``SearchPipeline``/``create_app`` instead. Explicit
-  ``terms`` are the client's own weights and are not re-weighted. The response names the weighting
-  and lists the weights sent, so a reader can tell how each contribution came about.
-- **retrieve**: any ``Retriever`` (the service's async engines; ``SyncRetriever`` wraps a
-  ``TermIndex`` for the command line).
-- **re-rank**: an optional ``Reranker``; none by default.
+  counts, then a ``QueryWeighting`` (``termindex.weightings``: ``counts`` by default, the paper's
+  rule; ``idf``, ``saturated``, ...; the service's choice or the request's ``query_weights``)
+  turns counts into the weights the engine is sent, with the index's own document frequencies when
+  it asks for them (``AsyncReader.term_statistics``, cached per index version by the engines that
+  need a request). Explicit ``terms`` are the client's own weights and are not re-weighted. The
+  response names the weighting and lists the weights sent, so a reader can tell how each
+  contribution came about.
+- **retrieve**: any ``termindex.reader.AsyncReader`` (the service's, behind its timeout:
+  ``service.engines.ServiceEngine``; the command line's, bare). "More like this" is a search for
+  k + 1 of the image's heaviest terms (``termindex.base.similar_query``) without the image itself,
+  on the document the route already fetched.
+- **re-rank**: an optional ``Reranker`` (``service.rerankers``: ``--reranker``); none by default.
 - **present**: ``vsparta.service.results`` turns hits into the JSON of ``SearchResponse``.
 """
 
@@ -22,21 +24,31 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import anyio.to_thread
+import numpy as np
 
 from vsparta.model.query_tokenizer import QueryTokenizer
 from vsparta.service.images import resolve_image
+from vsparta.service.matching import MatchRule, QueryCounts, count_words, describe, select
+from vsparta.service.rerankers.base import Reranker
 from vsparta.service.results import ResultView, caption_words, hit_to_result, image_fields, similar_words
 from vsparta.service.words import Word, words_of
-from vsparta.termindex import Hit, TermDocument, TermIndex, heaviest_terms
-from vsparta.termindex.base import TermStatistics
-from vsparta.termindex.idf import COUNTS, IDF, WEIGHTINGS, idf_weights
+from vsparta.termindex import Hit, TermDocument
+from vsparta.termindex.base import TermStatistics, similar_query, without_self
+from vsparta.termindex.reader import AsyncReader
+from vsparta.termindex.weightings.base import QueryWeighting
+from vsparta.termindex.weightings.registry import DEFAULT, weighting_named
+
+# With the match rule on, the engine is asked for at least this many times the results wanted
+# (a reranker may want more): the rule leaves out the ones that match no informative word, and the
+# ones behind them move up.
+MATCH_DEPTH = 2
 
 
 class QueryError(ValueError):
@@ -55,6 +67,9 @@ class SearchQuery:
     terms: Mapping[str, float] | None = None
     k: int = 10
     view: ResultView = field(default_factory=ResultView)
+    weighting: str | None = None  # a registered query weighting; None: the service's
+    require_match: bool = True  # leave out results that match no informative word (service.matching)
+    min_score: float = 0.0  # leave out results scoring less
 
 
 @dataclass(frozen=True)
@@ -69,94 +84,8 @@ class WeightedQuery:
     tokens: list[str]
     words: list[Word]
     query_words: list[str]
-    weighting: str = COUNTS  # how ``weights`` were made: a Weighting's name, "terms", "similar"
-
-
-class QueryWeighting(Protocol):
-    """Token counts of a text query -> the weights the engine is sent (the clause boosts).
-
-    Must keep every weight finite and in (0, ``MAX_QUERY_WEIGHT``]; it may drop ids. A plain
-    function needs nothing but the counts; one that needs the index's statistics is a ``Weighting``
-    with ``statistics=True``.
-    """
-
-    def __call__(self, counts: Mapping[int, float]) -> dict[int, float]: ...
-
-
-def term_counts(counts: Mapping[int, float]) -> dict[int, float]:
-    """The default weighting: a token's weight is how often the query has it (the paper's rule)."""
-    return dict(counts)
-
-
-@dataclass(frozen=True)
-class Weighting:
-    """A named query weighting. ``statistics``: ``weigh`` gets the index's document frequencies of
-    the query's tokens (``TermStatistics``), else None."""
-
-    name: str
-    weigh: Callable[[Mapping[int, float], TermStatistics | None], dict[int, float]]
-    statistics: bool = False
-
-
-def _idf(counts: Mapping[int, float], stats: TermStatistics | None) -> dict[int, float]:
-    if stats is None:
-        raise ValueError("idf weights need the index's term statistics")
-    return idf_weights(counts, stats)
-
-
-def weighting_named(name: str) -> Weighting:
-    """``counts`` or ``idf`` (``termindex.idf.WEIGHTINGS``: what ``--query-weights`` takes)."""
-    if name == COUNTS:
-        return Weighting(COUNTS, lambda counts, _: term_counts(counts))
-    if name == IDF:
-        return Weighting(IDF, _idf, statistics=True)
-    raise ValueError(f"query weights: one of {', '.join(WEIGHTINGS)}, got {name!r}")
-
-
-def as_weighting(weighting: Weighting | QueryWeighting | str) -> Weighting:
-    """A ``Weighting`` from a name, a ``Weighting`` or a plain ``QueryWeighting`` function."""
-    if isinstance(weighting, Weighting):
-        return weighting
-    if isinstance(weighting, str):
-        return weighting_named(weighting)
-    if weighting is term_counts:
-        return weighting_named(COUNTS)
-    fn = weighting
-    return Weighting(getattr(fn, "__name__", "custom"), lambda counts, _: fn(counts))
-
-
-class Reranker(Protocol):
-    """Re-orders the first ``candidates(k)`` hits and keeps at most ``k`` (best first)."""
-
-    def candidates(self, k: int) -> int: ...
-
-    async def rerank(self, query: WeightedQuery, hits: list[Hit], k: int) -> list[Hit]: ...
-
-
-class Retriever(Protocol):
-    """What the pipeline needs of an engine (``vsparta.service.engines.ServiceEngine`` has it)."""
-
-    async def search(self, query: Mapping[int, float], k: int, explain: bool) -> list[Hit]: ...
-
-    async def similar(self, doc_id: str, k: int, n_terms: int, explain: bool) -> list[Hit]: ...
-
-    async def term_statistics(self, term_ids: Sequence[int]) -> TermStatistics: ...
-
-
-class SyncRetriever:
-    """A synchronous ``TermIndex`` as a ``Retriever``, for the one-shot command line."""
-
-    def __init__(self, index: TermIndex) -> None:
-        self._index = index
-
-    async def search(self, query: Mapping[int, float], k: int, explain: bool) -> list[Hit]:
-        return self._index.search(dict(query), k=k, explain=explain)
-
-    async def similar(self, doc_id: str, k: int, n_terms: int, explain: bool) -> list[Hit]:
-        return self._index.similar(doc_id, k=k, n_terms=n_terms, explain=explain)
-
-    async def term_statistics(self, term_ids: Sequence[int]) -> TermStatistics:
-        return self._index.term_statistics(term_ids)
+    weighting: str = DEFAULT  # how ``weights`` were made: a weighting's name, "terms", "similar"
+    counts: QueryCounts | None = None  # what the index holds of the words (not for "similar")
 
 
 @dataclass
@@ -172,6 +101,18 @@ Stage = Callable[[str], AbstractContextManager[Any]]
 
 def _no_stage(name: str) -> AbstractContextManager[Any]:
     return contextlib.nullcontext()
+
+
+def apply_weighting(
+    rule: QueryWeighting, counts: Mapping[int, float], stats: TermStatistics | None
+) -> dict[int, float]:
+    """``{id: weight}`` of one query's ``{id: count}`` under ``rule`` (the evaluation applies the
+    same ``rule.weigh`` to every query's arrays at once: ``model.evaluate.weighted_queries``)."""
+    ids = list(counts)
+    values = np.fromiter((counts[t] for t in ids), dtype=np.float64, count=len(ids))
+    df = None if stats is None else np.fromiter((stats.df.get(t, 0) for t in ids), np.int64, len(ids))
+    weights = rule.weigh(values, df, 0 if stats is None else stats.n_docs)
+    return dict(zip(ids, np.asarray(weights, dtype=np.float64).tolist(), strict=True))
 
 
 def query_from_text(text: str, tokenizer: QueryTokenizer) -> tuple[dict[int, float], list[str]]:
@@ -192,32 +133,29 @@ class SearchPipeline:
         tokenizer: QueryTokenizer,
         image_roots: Sequence[Path] = (),
         *,
-        weighting: Weighting | QueryWeighting | str = term_counts,
+        weighting: QueryWeighting | str = DEFAULT,
         reranker: Reranker | None = None,
+        match: MatchRule | None = None,
         stage: Stage = _no_stage,
     ) -> None:
         self.tokenizer = tokenizer
         self.image_roots = list(image_roots)
-        self.weighting = as_weighting(weighting)
+        self.weighting = weighting_named(weighting) if isinstance(weighting, str) else weighting
         self.reranker = reranker
+        self.match = match or MatchRule()
         self.stage = stage
 
     # ---- tokenize and weight -----------------------------------------------------------------
-    async def weigh(self, query: SearchQuery, engine: Retriever) -> WeightedQuery:
-        """The engine query of a parsed search; ``QueryError`` for one that has nothing to search.
-        A weighting that needs statistics asks ``engine`` for its tokens' document frequencies."""
+    async def weigh(self, query: SearchQuery, engine: AsyncReader) -> WeightedQuery:
+        """The engine query of a parsed search and what the index holds of its words (``QueryError``
+        for explicit ``terms`` outside the vocabulary; a text without a known word has no weights).
+        The request's ``query_weighting`` (``SearchQuery.weighting``) wins over the service's."""
         if query.text is not None:
             counts, tokens = query_from_text(query.text, self.tokenizer)
-            if not counts:
-                raise QueryError(
-                    [(("body", "query"), "query has no searchable words (none in the vocabulary)")]
-                )
-            stats = None
-            if self.weighting.statistics:
-                with self.stage("statistics"):
-                    stats = await engine.term_statistics(sorted(counts))
-            weights = self.weighting.weigh(counts, stats)
-            how = self.weighting.name
+            stats = await self._statistics(engine, counts)
+            rule = weighting_named(query.weighting) if query.weighting else self.weighting
+            weights = apply_weighting(rule, counts, stats) if counts else {}
+            how = rule.name
         else:
             terms = dict(query.terms or {})
             unknown = [t for t in terms if self.tokenizer.token_to_id(t) is None]
@@ -231,14 +169,27 @@ class SearchPipeline:
             weights = self.tokenizer.terms_to_ids(terms)
             tokens = list(terms)
             how = "terms"
+            stats = await self._statistics(engine, weights)
         words = words_of(tokens)
-        return WeightedQuery(weights, tokens, words, [w.text for w in words], how)
+        ids_of = {self.tokenizer.id_to_token(t): t for t in weights}
+        held = count_words(words, ids_of, stats, self.match)
+        return WeightedQuery(weights, tokens, words, [w.text for w in words], how, held)
+
+    async def _statistics(self, engine: AsyncReader, ids: Iterable[int]) -> TermStatistics:
+        """The index's counts for the query's tokens: every answer lists them per word, the match
+        rule and a weighting such as ``idf`` read them. A query without tokens asks only the size."""
+        with self.stage("statistics"):
+            wanted = sorted(ids)
+            if wanted:
+                return await engine.term_statistics(wanted)
+            return TermStatistics(await engine.count(), {})
 
     def similar_query(self, doc: TermDocument, n_terms: int) -> WeightedQuery:
         """A "more like this" query as people read it: the image's heaviest terms, named by its captions."""
-        top = heaviest_terms(doc.weights, n_terms)
+        weights = similar_query(doc, n_terms)  # heaviest first
+        top = list(weights.items())
         return WeightedQuery(
-            dict(top),
+            weights,
             [self.tokenizer.id_to_token(t) for t, _ in top],
             caption_words(doc.metadata, self.tokenizer),
             similar_words(top, doc.metadata, self.tokenizer),
@@ -246,30 +197,40 @@ class SearchPipeline:
         )
 
     # ---- the whole path ------------------------------------------------------------------------
-    async def search(self, query: SearchQuery, engine: Retriever) -> SearchOutcome:
+    async def search(self, query: SearchQuery, engine: AsyncReader) -> SearchOutcome:
         """parse (done: ``query``) -> weigh -> retrieve -> re-rank -> present."""
         start = time.perf_counter()
         with self.stage("total"):
             with self.stage("tokenize"):
                 weighted = await self.weigh(query, engine)
-            depth = self.reranker.candidates(query.k) if self.reranker else query.k
-            with self.stage("engine"):
-                hits = await engine.search(weighted.weights, k=depth, explain=query.view.explain)
-            hits = await self._rerank(weighted, hits, query.k)
-            response = await self.present(weighted, hits, query.view)
-        return SearchOutcome(self._timed(response, start), hits)
+            wanted = self.reranker.candidates(query.k) if self.reranker else query.k
+            depth = max(wanted, MATCH_DEPTH * query.k if query.require_match else 0)
+            hits: list[Hit] = []
+            if weighted.weights:  # with explanations: the match rule reads each hit's tokens
+                with self.stage("engine"):
+                    hits = await engine.search(weighted.weights, k=depth, explain=True)
+            counts, strict, floor = weighted.counts, query.require_match, query.min_score
+            assert counts is not None  # weigh counts every search's words
+            selected = select(hits, counts, self.match, require_match=strict, min_score=floor)
+            shown = await self._rerank(weighted, selected, query.k)
+            response = await self.present(weighted, shown, query.view)
+            response |= describe(
+                hits, selected, shown, counts, self.match, require_match=strict, min_score=floor
+            )
+        return SearchOutcome(self._timed(response, start), shown)
 
     async def similar(
-        self, engine: Retriever, doc: TermDocument, k: int, n_terms: int, view: ResultView
+        self, engine: AsyncReader, doc: TermDocument, k: int, n_terms: int, view: ResultView
     ) -> SearchOutcome:
-        """More like this ``doc`` (``TermIndex.similar``: the image itself left out), then the same
-        re-rank and presentation as a search."""
+        """More like ``doc``: its heaviest terms searched for one hit more than wanted, the image
+        itself left out (``termindex.base.without_self``), then the same re-rank and presentation
+        as a search."""
         start = time.perf_counter()
         weighted = self.similar_query(doc, n_terms)
         depth = self.reranker.candidates(k) if self.reranker else k
         with self.stage("engine"):
-            hits = await engine.similar(doc.id, k=depth, n_terms=n_terms, explain=view.explain)
-        hits = await self._rerank(weighted, hits, k)
+            hits = await engine.search(weighted.weights, k=depth + 1, explain=True)
+        hits = await self._rerank(weighted, without_self(hits, doc.id, depth), k)
         response = await self.present(weighted, hits, view)
         (has_file,) = await self.have_files([doc.metadata], view)
         response["similar_to"] = {"id": doc.id, **image_fields(doc.id, doc.metadata, has_file, view)}
@@ -277,7 +238,7 @@ class SearchPipeline:
 
     async def _rerank(self, weighted: WeightedQuery, hits: list[Hit], k: int) -> list[Hit]:
         if self.reranker is None:
-            return hits
+            return hits[:k]
         with self.stage("rerank"):
             return (await self.reranker.rerank(weighted, hits, k))[:k]
 
@@ -303,6 +264,7 @@ class SearchPipeline:
             "query_weights": [
                 {"token": self.tokenizer.id_to_token(t), "weight": w} for t, w in weighted.weights.items()
             ],
+            **({"reranker": self.reranker.name} if self.reranker is not None else {}),
         }
 
     @staticmethod

@@ -14,7 +14,12 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from vsparta.service.matching import COMMON_SHARE, MIN_EVIDENCE, MIN_WEIGHT, NUMBERS_MATCH, MatchRule
+from vsparta.service.rerankers.registry import NONE as NO_RERANKER
+from vsparta.service.rerankers.registry import RERANKERS
 from vsparta.termindex import MAX_QUERY_WEIGHT, parse_spec
+from vsparta.termindex.weightings.registry import DEFAULT as DEFAULT_WEIGHTING
+from vsparta.termindex.weightings.registry import WEIGHTINGS
 
 
 def _split_list(value: Any) -> Any:
@@ -61,11 +66,44 @@ class ServiceSettings(BaseSettings):
     thumbnail_cache_dir: Path | None = Field(
         None, description="Where JPEG thumbnails are cached; a temporary folder when unset."
     )
-    query_weights: Literal["counts", "idf"] = Field(
-        "counts",
-        description="How a text query's tokens are weighted: `counts` (how often each occurs, the "
-        "paper's rule) or `idf` (count x the token's inverse document frequency in the index, from "
-        "the engine's own statistics; words most images have, such as 'a', then weigh little).",
+    query_weights: str = Field(
+        DEFAULT_WEIGHTING,
+        description="How a text query's tokens are weighted, a name in "
+        "`termindex/weightings/registry.py`: `counts` (how often each occurs, the paper's rule), "
+        "`idf` (count x the token's inverse document frequency in the index), `saturated` (BM25's "
+        "saturation of the count) ...",
+        json_schema_extra={"enum": list(WEIGHTINGS.names())},
+    )
+    reranker: str | None = Field(
+        None,
+        description="A reranker named in `service/rerankers/registry.py` (e.g. `coord`); none by default.",
+        json_schema_extra={"enum": [*RERANKERS.names(), NO_RERANKER]},
+    )
+    match_common_share: float = Field(
+        COMMON_SHARE,
+        gt=0,
+        le=1,
+        description="A query word held by at least this share of the indexed images is common: it "
+        "makes no result a match (service/matching.py; chosen in docs/no-match.md).",
+    )
+    match_min_weight: float = Field(
+        MIN_WEIGHT,
+        ge=0,
+        allow_inf_nan=False,
+        description="The least weight of a query word in an image for it to make the image a match "
+        "(a model's weights have their own scale: docs/no-match.md measures the default).",
+    )
+    match_min_evidence: float = Field(
+        MIN_EVIDENCE,
+        ge=0,
+        allow_inf_nan=False,
+        description="The least log(1 + weight) x idf of a held informative query word for a match "
+        "(0: any held informative word; docs/no-match.md).",
+    )
+    match_numbers: bool = Field(
+        NUMBERS_MATCH,
+        description="Whether a number word ('two', 'five') alone can make a result a match "
+        "(docs/no-match.md).",
     )
     setup_errors: Literal["exit", "not-ready"] = Field(
         "exit",
@@ -76,10 +114,28 @@ class ServiceSettings(BaseSettings):
         default_factory=list, description="Origins allowed by CORS; empty (the default) means CORS off."
     )
 
+    def match_rule(self) -> MatchRule:
+        """Which results are matches (``service.matching``), with these settings' parameters."""
+        return MatchRule(
+            self.match_common_share, self.match_min_weight, self.match_min_evidence, self.match_numbers
+        )
+
     @field_validator("image_roots", "thumbnail_sizes", "cors_origins", mode="before")
     @classmethod
     def _lists_from_env(cls, value: Any) -> Any:
         return _split_list(value)
+
+    @field_validator("query_weights")
+    @classmethod
+    def _registered_weighting(cls, value: str) -> str:
+        return WEIGHTINGS.check(value)  # the message lists the registered names
+
+    @field_validator("reranker")
+    @classmethod
+    def _registered_reranker(cls, value: str | None) -> str | None:
+        if value is None or value in ("", NO_RERANKER):
+            return None
+        return RERANKERS.check(value)
 
     @field_validator("backend")
     @classmethod

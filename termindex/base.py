@@ -234,6 +234,10 @@ class TermIndex(ABC):
         own statistics, for query-side IDF weights (``termindex.idf``)."""
         raise NotImplementedError(f"{type(self).__name__} keeps no term statistics")
 
+    def warmup(self) -> None:  # noqa: B027 - optional hook
+        """Before serving: whatever makes the first query as fast as the next (the embedded engine
+        compiles its kernels). Default: nothing."""
+
     def similar(self, doc_id: str, k: int = 10, n_terms: int = 32, explain: bool = False) -> list[Hit]:
         """Documents like ``doc_id``: its ``n_terms`` heaviest terms as the query, itself excluded."""
         doc = self.get(doc_id)

@@ -21,7 +21,8 @@ Each weight is rounded to float32 here, once: Elasticsearch and OpenSearch keep 
 ``boost`` as a float32, so the weight the engine multiplies with is exactly the one the
 explanation multiplies with, and the embedded engine (float64 boosts) sees the same number.
 
-Statistics per engine: ``TermIndex.term_statistics`` (the embedded engine counts its postings;
+The weighting named ``idf`` (``termindex.weightings.idf``) is this rule. Statistics per engine:
+``TermIndex.term_statistics`` (the embedded engine counts its postings;
 Elasticsearch/OpenSearch count matches in one ``_msearch``, cached per index version by
 ``StatisticsCache``).
 """
@@ -37,11 +38,6 @@ from typing import Any
 import numpy as np
 
 from vsparta.termindex.base import MAX_QUERY_WEIGHT, TermStatistics
-
-# Names of the query weightings, as the command line, the settings and the responses spell them.
-COUNTS = "counts"
-IDF = "idf"
-WEIGHTINGS = (COUNTS, IDF)
 
 
 def idf_array(df: Any, n_docs: int) -> np.ndarray:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from vsparta.termindex.base import TermIndex
+from vsparta.termindex.reader import AsyncReader
 
 
 class BackendSpec(NamedTuple):
@@ -59,9 +60,9 @@ class Engine:
     schemes: tuple[str, ...]  # the spec prefixes (before ":") it claims: "embedded", "http", ...
     parse: Callable[[str], BackendSpec]  # the whole spec; ValueError when malformed
     open: Callable[..., TermIndex]  # (spec, create=False, **options): the synchronous engine
-    # (spec, request_timeout) -> an async reader (search/get/similar/count/close coroutines);
-    # None: the service runs the synchronous engine in threads.
-    open_async: Callable[[BackendSpec, float], Any] | None = None
+    # (spec, request_timeout) -> the engine's own ``AsyncReader`` (``termindex.reader``); None: the
+    # service runs the synchronous engine in threads (``ThreadedReader``).
+    open_async: Callable[[BackendSpec, float], AsyncReader] | None = None
     paths: bool = False  # local files: a spec without a scheme (a plain path) is this engine's
     versions: bool = False  # an alias over versions: --new-version, `vsparta index rollback`
     index_options: CommandOptions | None = None

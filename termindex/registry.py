@@ -4,6 +4,7 @@ An engine registers by adding its plug-in module (which defines ``ENGINE``, a
 ``termindex.plugin.Engine``) to ``PLUGINS`` below, or at run time with ``register``. ``open_index``,
 the service, the indexer's command line, the log setup and the benchmarks ask here; none of them
 names an engine. Plug-ins load at first use, and importing one imports no client library.
+``open_reader`` gives the serving side of an index (``termindex.reader``), whichever the engine.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from vsparta.termindex.base import TermIndex
 from vsparta.termindex.plugin import BackendSpec, Engine
+from vsparta.termindex.reader import AsyncReader, ThreadedReader
 
 # One registration line per engine.
 PLUGINS = (
@@ -84,6 +86,24 @@ def open_index(spec: str | BackendSpec, *, create: bool = False, **options: Any)
     import lazily."""
     parsed = parse_spec(spec) if isinstance(spec, str) else spec
     return engine(parsed.engine).open(parsed, create=create, **options)
+
+
+def open_reader(spec: str | BackendSpec, request_timeout: float, *, warm: bool = True) -> AsyncReader:
+    """The serving side of the index a spec names (``termindex.reader``): the engine's own async
+    reader, or its synchronous engine in threads (opened at the first call or at ``start``, waiting
+    at most ``request_timeout`` for that; ``warm``: warm it up first). Contacts nothing yet.
+
+    ``RuntimeError`` when the engine's client library is not installed (its install hint).
+    """
+    parsed = parse_spec(spec) if isinstance(spec, str) else spec
+    chosen = engine(parsed.engine)
+    if chosen.open_async is None:
+        return ThreadedReader(lambda: chosen.open(parsed, create=False), request_timeout, warm=warm)
+    try:
+        return chosen.open_async(parsed, request_timeout)
+    except ImportError as exc:
+        hint = chosen.install_hint
+        raise RuntimeError(f"backend {spec!r} needs the {chosen.label} client: {hint}") from exc
 
 
 def client_loggers() -> list[str]:

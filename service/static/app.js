@@ -4,6 +4,7 @@
 const form = document.getElementById("search-form");
 const input = document.getElementById("query");
 const kSelect = document.getElementById("k");
+const weightingSelect = document.getElementById("weighting");
 const button = document.getElementById("search-button");
 const statusBox = document.getElementById("status");
 const grid = document.getElementById("results");
@@ -13,6 +14,7 @@ const contextWords = document.getElementById("context-words");
 const contextImage = document.getElementById("context-image");
 const backButton = document.getElementById("back-button");
 const template = document.getElementById("card-template");
+const wordNotes = document.getElementById("word-notes");
 
 const MAX_RETRIES = 5;
 let generation = 0; // a newer request makes older answers and pending retries obsolete
@@ -97,10 +99,36 @@ function captionOf(image) {
   return m.caption || (m.captions || [])[0] || "";
 }
 
+// One line per query word that says something: held by no image, too common to rank, or (with no
+// result) held too weakly. The counts are the engine's own (query_word_stats).
+function sentence(parts) {
+  const li = document.createElement("li");
+  li.append(...parts.map((p) => (typeof p === "string" ? p : Object.assign(document.createElement("em"), p))));
+  return li;
+}
+
+function renderWordNotes(body) {
+  const notes = [];
+  const indexed = body.indexed_images || 0;
+  for (const w of body.query_word_stats || []) {
+    const word = { textContent: w.word };
+    if (w.images === 0) notes.push(sentence(["No image has ", word, "."]));
+    else if (w.common) {
+      const where = w.images >= indexed ? "every image" : `${w.images.toLocaleString()} of the ${indexed.toLocaleString()} images`;
+      notes.push(sentence([word, ` is in ${where} and does not rank.`]));
+    } else if (!body.results.length && body.no_match && body.no_match.words.includes(w.word)) {
+      notes.push(sentence([`The ${w.images.toLocaleString()} images that hold `, word, " hold it too weakly to count as a match."]));
+    }
+  }
+  if (!body.results.length && body.no_match && !notes.length) notes.push(sentence([body.no_match.reason]));
+  wordNotes.replaceChildren(...notes);
+}
+
 function renderResults(body, emptyText) {
   grid.replaceChildren();
+  renderWordNotes(body);
   if (!body.results.length) {
-    setStatus(emptyText);
+    setStatus(body.no_match ? `No match for “${lastTextQuery}”.` : emptyText);
     return;
   }
   // One scale for the whole page, so chips compare across results (like the paper's Figure 3).
@@ -128,10 +156,11 @@ function renderResults(body, emptyText) {
     more.addEventListener("click", () => moreLikeThis(r.id));
     grid.append(card);
   });
-  // Which query weights made the scores (the service's --query-weights): idf says so on the page.
-  const weighting = body.query_weighting === "idf" ? ", query words weighted by IDF" : "";
+  // Which query weights made the scores, and which reranker ordered them (GET /search/options).
+  const weighting = body.query_weighting ? ` · words weighted by ${body.query_weighting}` : "";
+  const reranker = body.reranker ? ` · ordered by ${body.reranker}` : "";
   setStatus(
-    `${body.results.length} result${body.results.length === 1 ? "" : "s"} in ${body.took_ms.toFixed(1)} ms${weighting}`,
+    `${body.results.length} result${body.results.length === 1 ? "" : "s"} in ${body.took_ms.toFixed(1)} ms${weighting}${reranker}`,
   );
 }
 
@@ -148,7 +177,7 @@ async function search(query) {
       {
         method: "POST",
         headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ query, k: Number(kSelect.value), explain: true, fields: FIELDS }),
+        body: JSON.stringify({ query, k: Number(kSelect.value), explain: true, fields: FIELDS, ...weightingChoice() }),
       },
       gen,
     );
@@ -187,6 +216,32 @@ function showSimilarTo(image, words) {
   context.hidden = false;
 }
 
+// The weightings a search may ask for come from the service's registries, never from this file.
+function weightingChoice() {
+  return weightingSelect.value ? { query_weighting: weightingSelect.value } : {};
+}
+
+async function loadOptions() {
+  let options = null;
+  try {
+    const response = await fetch("/search/options");
+    options = response.ok ? await response.json() : null;
+  } catch (err) {
+    options = null;
+  }
+  if (!options) {
+    weightingSelect.hidden = true; // the service's own weighting applies
+    return;
+  }
+  weightingSelect.replaceChildren(
+    ...options.query_weightings.map((w) => {
+      const option = new Option(w.name, w.name, false, w.name === options.default_query_weighting);
+      option.title = w.description;
+      return option;
+    }),
+  );
+}
+
 form.addEventListener("submit", (event) => {
   event.preventDefault();
   const query = input.value.trim();
@@ -208,13 +263,16 @@ backButton.addEventListener("click", () => {
   }
 });
 
-const params = new URLSearchParams(window.location.search);
-if (params.get("q")) {
-  input.value = params.get("q");
-  search(params.get("q"));
-} else if (params.get("like")) {
-  moreLikeThis(params.get("like"));
-} else {
-  setStatus("Type a description and press Search.");
-}
+// The first search waits for the options, so it runs with the weighting the select shows.
+loadOptions().finally(() => {
+  const params = new URLSearchParams(window.location.search);
+  if (params.get("q")) {
+    input.value = params.get("q");
+    search(params.get("q"));
+  } else if (params.get("like")) {
+    moreLikeThis(params.get("like"));
+  } else {
+    setStatus("Type a description and press Search.");
+  }
+});
 input.focus();

@@ -1,4 +1,4 @@
-"""Elasticsearch read side for the async service: search, get, similar, count, readiness.
+"""Elasticsearch's ``AsyncReader`` (``termindex.reader``): the service's read side.
 
 The reads are ``vsparta.termindex.elastic.reads``' steps, the same the synchronous engine runs,
 here awaited: both send and read exactly the same JSON.
@@ -6,9 +6,10 @@ here awaited: both send and read exactly the same JSON.
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, TypeVar
 
 from vsparta.termindex.base import Hit, TermDocument, TermStatistics
 from vsparta.termindex.elastic import leases
@@ -21,22 +22,29 @@ from vsparta.termindex.elastic.common import (
 )
 from vsparta.termindex.elastic.reads import ReadSteps, Steps, run_async
 from vsparta.termindex.elastic.transport import AsyncCheckedClient
-from vsparta.termindex.errors import TermIndexError
+from vsparta.termindex.elastic.versions import missing_index
+from vsparta.termindex.errors import IndexNotFound, TermIndexError
 from vsparta.termindex.idf import StatisticsCache
+from vsparta.termindex.reader import AsyncReader, Capability
 
 __all__ = ["AsyncElasticsearchIndex"]
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class AsyncElasticsearchIndex(ReadSteps):
-    """Read side for the async service: search, get, similar, count, readiness.
+class AsyncElasticsearchIndex(ReadSteps, AsyncReader):
+    """Read side for the async service: search, get, count, statistics, the cluster's health.
 
-    Constructing it contacts nothing, so the service can start before Elasticsearch does.
+    Constructing it contacts nothing, so the service can start before Elasticsearch does. An
+    index a killed load left without its serving settings gets them back at ``start`` and on each
+    ``health`` (``elastic.leases``).
     """
 
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.HEALTH})
     client_class: Any = AsyncCheckedClient  # servers' check on connect (elastic.transport)
     engine_label = "Elasticsearch"
+    spec_prefix = ""  # before the URL in a backend spec that names this engine
 
     def __init__(self, url: str, name: str, **options: Any) -> None:
         self.url = url
@@ -51,7 +59,12 @@ class AsyncElasticsearchIndex(ReadSteps):
         self._recovered_at = -float("inf")
 
     async def _run(self, steps: Steps[T]) -> T:
-        return await run_async(self._client, steps, self.engine_label)
+        try:
+            return await run_async(self._client, steps, self.engine_label)
+        except IndexNotFound as exc:  # the synchronous engine's sentence, with the command to run
+            raise IndexNotFound(
+                missing_index(self.engine_label, self.spec_prefix, self.url, self.alias)
+            ) from exc
 
     async def search(self, query: Mapping[int, float], k: int = 10, explain: bool = False) -> list[Hit]:
         return await self._run(self._search_steps(query, k, explain))
@@ -59,10 +72,7 @@ class AsyncElasticsearchIndex(ReadSteps):
     async def get(self, doc_id: str) -> TermDocument:
         return await self._run(self._get_steps(doc_id))
 
-    async def similar(self, doc_id: str, k: int = 10, n_terms: int = 32, explain: bool = False) -> list[Hit]:
-        return await self._run(self._similar_steps(doc_id, k, n_terms, explain))
-
-    async def term_statistics(self, term_ids: Iterable[int]) -> TermStatistics:
+    async def term_statistics(self, term_ids: Sequence[int]) -> TermStatistics:
         return await self._run(self._term_statistics_steps(term_ids))
 
     async def count(self) -> int:
@@ -77,7 +87,17 @@ class AsyncElasticsearchIndex(ReadSteps):
     async def health(self) -> str:
         """The cluster's health for this index: green, yellow (a replica missing: answers are
         complete) or red (a primary missing: searches answer 503 until it is back)."""
+        await self._recover()
         return await self._run(self._health_steps())
+
+    async def start(self) -> None:
+        await self._recover()
+
+    async def _recover(self) -> None:
+        try:
+            await self.recover_stale_loads()
+        except TermIndexError as exc:  # not reachable yet: the next readiness check asks again
+            log.info("could not check the index for killed loads yet: %s", exc)
 
     async def recover_stale_loads(self, every_s: float = leases.DEFAULT_LEASE_S / 2) -> list[str]:
         """Serving settings back on indices left by a killed load (``elastic.leases``); asks at most

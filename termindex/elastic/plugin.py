@@ -14,6 +14,7 @@ from typing import Any
 from vsparta.termindex.base import TermIndex
 from vsparta.termindex.elastic.spec import http_spec_parser
 from vsparta.termindex.plugin import BackendSpec, CommandOptions, Engine
+from vsparta.termindex.reader import AsyncReader
 
 
 def _add_options(group: Any) -> None:
@@ -67,7 +68,7 @@ def open_index(spec: BackendSpec, create: bool = False, **options: Any) -> TermI
     return ElasticsearchIndex(spec.location, spec.name, create=create, **options)
 
 
-def open_async(spec: BackendSpec, request_timeout: float) -> Any:
+def open_async(spec: BackendSpec, request_timeout: float) -> AsyncReader:
     from vsparta.termindex.elastic.index_async import AsyncElasticsearchIndex
 
     return AsyncElasticsearchIndex(spec.location, spec.name, request_timeout=request_timeout)

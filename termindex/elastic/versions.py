@@ -26,6 +26,14 @@ __all__ = ["IndexVersion", "Reindex", "VersionedAlias"]
 log = logging.getLogger(__name__)
 
 
+def missing_index(engine: str, spec_prefix: str, url: str, alias: str) -> str:
+    """The sentence for an index or alias that is not there, with the command that builds one."""
+    return (
+        f"no {engine} index or alias {alias!r} at {url}; build one with "
+        f"`vsparta index IMAGES --backend {spec_prefix}{url}/{alias}`"
+    )
+
+
 @dataclass(frozen=True)
 class IndexVersion:
     """One concrete index behind the alias."""
@@ -63,10 +71,7 @@ class VersionedAlias:
     def _check_exists(self) -> None:
         with errors("open", engine=self.engine_label):
             if not self._client.indices.exists(index=self.alias):
-                raise IndexNotFound(
-                    f"no {self.engine_label} index or alias {self.alias!r} at {self.url}; build one with "
-                    f"`vsparta index IMAGES --backend {self.spec_prefix}{self.url}/{self.alias}`"
-                )
+                raise IndexNotFound(missing_index(self.engine_label, self.spec_prefix, self.url, self.alias))
 
     def _ensure_alias(self) -> bool:
         """Create the alias over a first version unless it exists; True when it was made now."""

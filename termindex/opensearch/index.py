@@ -25,3 +25,4 @@ class AsyncOpenSearchIndex(AsyncElasticsearchIndex):
 
     client_class: Any = AsyncOpenSearchClient
     engine_label = "OpenSearch"
+    spec_prefix = "opensearch+"

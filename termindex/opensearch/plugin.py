@@ -9,6 +9,7 @@ from typing import Any
 from vsparta.termindex.base import TermIndex
 from vsparta.termindex.elastic.plugin import INDEX_OPTIONS, client_errors, http_spec_parser
 from vsparta.termindex.plugin import BackendSpec, Engine
+from vsparta.termindex.reader import AsyncReader
 
 
 def open_index(spec: BackendSpec, create: bool = False, **options: Any) -> TermIndex:
@@ -17,7 +18,7 @@ def open_index(spec: BackendSpec, create: bool = False, **options: Any) -> TermI
     return OpenSearchIndex(spec.location, spec.name, create=create, **options)
 
 
-def open_async(spec: BackendSpec, request_timeout: float) -> Any:
+def open_async(spec: BackendSpec, request_timeout: float) -> AsyncReader:
     from vsparta.termindex.opensearch.index import AsyncOpenSearchIndex
 
     return AsyncOpenSearchIndex(spec.location, spec.name, request_timeout=request_timeout)

@@ -55,14 +55,15 @@ def test_train_then_eval_both_models(toy_manifest: Path, tmp_path: Path, capsys)
     with pytest.raises(SystemExit) as bad:  # argparse: one sentence, exit 2
         main([*quiet, "--query-weights", "bm25"])
     assert bad.value.code == 2
-    assert "query weights are a comma list of counts, idf, got 'bm25'" in capsys.readouterr().err
+    assert "query weights are a comma list of counts, idf, saturated, got 'bm25'" in capsys.readouterr().err
 
-    # The benchmark over the same model: counts vs idf per split, table + JSON.
+    # The benchmark over the same model: counts vs every other registered weighting, table + JSON.
     out_dir = tmp_path / "qw"
     bench = ["bench", "query-weights", "--checkpoint", f"toy={tmp_path / 'vs' / 'final'}"]
     assert main([*bench, "--split", f"test={toy_manifest}", "--out-dir", str(out_dir)]) == 0
     data = json.loads((out_dir / "query-weights.json").read_text())
-    assert [(r["split"], r["query_weights"]) for r in data["rows"]] == [("test", "counts"), ("test", "idf")]
+    weightings = [(r["split"], r["query_weights"]) for r in data["rows"]]
+    assert weightings == [("test", "counts"), ("test", "idf"), ("test", "saturated")]
     text = (out_dir / "query-weights.md").read_text()
     assert "| toy | test | 16 | natural |" in text and "d R@1" in text
 

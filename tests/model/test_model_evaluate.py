@@ -64,7 +64,10 @@ def test_idf_query_weights_are_the_services_over_the_evaluated_images() -> None:
     terms = images.term_matrix(None)
     queries = Queries(["x"], [[5, 2, 5, 7]], np.array([0]))
     qmat = query_matrix(queries, 8)
-    assert weighted_queries(qmat, terms, "counts") is qmat
+    counts = weighted_queries(qmat, terms, "counts")
+    assert counts.dtype == qmat.dtype and (counts != qmat).nnz == 0
+    saturated = weighted_queries(qmat, terms, "saturated")  # "5" twice: (1.2 + 1) 2 / (1.2 + 2)
+    assert {int(t): float(saturated[0, t]) for t in (5, 2, 7)} == {5: 1.375, 2: 1.0, 7: 1.0}
     idf = weighted_queries(qmat, terms, "idf")
     service = idf_weights({5: 2.0, 2: 1.0, 7: 1.0}, TermStatistics(3, {5: 1, 2: 2, 7: 0}))
     assert {int(t): float(idf[0, t]) for t in (5, 2, 7)} == service

@@ -45,11 +45,49 @@ def elastic_spec(es_url: str, corpus: Corpus) -> Iterator[str]:
     index.close()
 
 
+@pytest.fixture(scope="session")
+def opensearch_specs(opensearch_url_of: Callable[[str], str], corpus: Corpus) -> Iterator[dict[str, str]]:
+    """The corpus on each OpenSearch line (2.19, 3.x), opened lazily: ``{line: spec}``."""
+    made: dict[str, tuple[str, Any]] = {}
+
+    class Specs(dict):
+        def __missing__(self, line: str) -> str:
+            name = f"service-test-{uuid.uuid4().hex[:8]}"
+            spec = f"opensearch+{opensearch_url_of(line)}/{name}"
+            index = open_index(spec, create=True)
+            index.upsert(corpus.docs)
+            index.refresh()
+            made[line] = (spec, index)
+            self[line] = spec
+            return spec
+
+    yield Specs()
+    for _, index in made.values():
+        index.drop()
+        index.close()
+
+
 @pytest.fixture(params=["embedded", pytest.param("elasticsearch", marks=pytest.mark.elasticsearch)])
 def backend_spec(request: pytest.FixtureRequest) -> str:
     """Each API test runs against both engines with the same documents."""
     fixture = {"embedded": "embedded_spec", "elasticsearch": "elastic_spec"}[request.param]
     return request.getfixturevalue(fixture)
+
+
+@pytest.fixture(
+    params=[
+        "embedded",
+        pytest.param("elasticsearch", marks=pytest.mark.elasticsearch),
+        pytest.param("opensearch 2.19", marks=pytest.mark.elasticsearch),
+        pytest.param("opensearch 3.x", marks=pytest.mark.elasticsearch),
+    ]
+)
+def every_engine_spec(request: pytest.FixtureRequest) -> str:
+    """The corpus on every engine whose statistics are its own (embedded postings, Elasticsearch's
+    and each OpenSearch line's hit counts)."""
+    if request.param.startswith("opensearch"):
+        return request.getfixturevalue("opensearch_specs")[request.param.split()[1]]
+    return request.getfixturevalue(f"{'elastic' if request.param == 'elasticsearch' else 'embedded'}_spec")
 
 
 @pytest.fixture
@@ -67,18 +105,28 @@ def make_settings(corpus: Corpus, tmp_path: Path) -> Callable[..., ServiceSettin
     return make
 
 
+def _client_of(spec: str, make_settings: Callable[..., ServiceSettings]) -> Iterator[TestClient]:
+    with TestClient(create_app(make_settings(spec)), raise_server_exceptions=False) as c:
+        yield c
+
+
 @pytest.fixture
 def client(backend_spec: str, make_settings: Callable[..., ServiceSettings]) -> Iterator[TestClient]:
-    with TestClient(create_app(make_settings(backend_spec)), raise_server_exceptions=False) as c:
-        yield c
+    yield from _client_of(backend_spec, make_settings)
 
 
 @pytest.fixture
 def embedded_client(
     embedded_spec: str, make_settings: Callable[..., ServiceSettings]
 ) -> Iterator[TestClient]:
-    with TestClient(create_app(make_settings(embedded_spec)), raise_server_exceptions=False) as c:
-        yield c
+    yield from _client_of(embedded_spec, make_settings)
+
+
+@pytest.fixture
+def every_engine_client(
+    every_engine_spec: str, make_settings: Callable[..., ServiceSettings]
+) -> Iterator[TestClient]:
+    yield from _client_of(every_engine_spec, make_settings)
 
 
 @pytest.fixture(scope="session")

@@ -94,10 +94,34 @@ def test_search_page_shows_results_and_more_like_this(
         page.locator("#results .card[data-id='red-cube']").wait_for(timeout=15_000)
         assert box.input_value() == "red cube" and page.locator("#context").is_hidden()
 
+        # what the index holds of each word, in words (the engine's own counts)
         box.fill("zebra")
         page.get_by_role("button", name="Search", exact=True).click()
-        page.get_by_text("No images matched").wait_for(timeout=15_000)
+        page.get_by_text("No match for “zebra”.").wait_for(timeout=15_000)
         assert page.locator("#results .card").count() == 0
+        assert page.locator("#word-notes li").all_inner_texts() == ["No image has zebra."]
+        assert page.locator("#word-notes em").all_inner_texts() == ["zebra"]
+        box.fill("object")
+        page.get_by_role("button", name="Search", exact=True).click()
+        page.get_by_text("No match for “object”.").wait_for(timeout=15_000)
+        notes = page.locator("#word-notes li").all_inner_texts()
+        assert notes == ["object is in 12 of the 19 images and does not rank."]
+        box.fill("red zebra")
+        page.get_by_role("button", name="Search", exact=True).click()
+        page.locator("#results .card[data-id='red-cube']").wait_for(timeout=15_000)
+        assert page.locator("#results .card").count() == 3  # the red ones; zebra found nothing
+        assert page.locator("#word-notes li").all_inner_texts() == ["No image has zebra."]
+
+        # the weightings come from the service's registry (GET /search/options), not from the page
+        from vsparta.termindex.weightings.registry import WEIGHTINGS
+
+        weights = page.get_by_label("Weights")
+        assert weights.locator("option").all_inner_texts() == list(WEIGHTINGS.names())
+        assert weights.input_value() == "counts"
+        weights.select_option("idf")
+        box.fill("red cube")
+        page.get_by_role("button", name="Search", exact=True).click()
+        page.get_by_text("words weighted by idf").wait_for(timeout=15_000)
         assert errors == []
 
 

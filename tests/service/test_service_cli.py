@@ -31,8 +31,9 @@ def test_search_cli_prints_a_table(corpus: Corpus, embedded_spec: str) -> None:
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("query tokens: red cube")
-    assert re.match(r"\s+1\s+\d+\.\d{4}\s+red-cube\s+shapes/red-cube.png", lines[2])
-    assert len(lines) == 5
+    assert lines[1] == "images holding each word (of 19): red 3, cube 4"
+    assert re.match(r"\s+1\s+\d+\.\d{4}\s+red-cube\s+shapes/red-cube.png", lines[3])
+    assert len(lines) == 6
 
 
 def test_search_cli_explain_and_json(corpus: Corpus, embedded_spec: str) -> None:

@@ -39,7 +39,7 @@ SCRIPT = textwrap.dedent(
         assert c.get("/metrics").status_code == 200
         assert c.get("/").status_code == 200
     args = argparse.Namespace(query="blue sphere", backend=backend, model_path=model, k=3,
-                              explain=True, json=True)
+                              explain=True, json=True, all_results=False, min_score=0.0)
     out = io.StringIO()
     assert cli_search.run(args, out=out) == 0
     heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "transformers"))

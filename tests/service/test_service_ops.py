@@ -145,7 +145,8 @@ def test_ready_is_503_until_the_index_exists(corpus, make_settings, tmp_path: Pa
         index.upsert(corpus.docs[:2])
         index.close()
         assert c.get("/ready").status_code == 200  # picked up without a restart
-        assert c.post("/search", json={"query": "red"}).json()["results"][0]["id"] == "red-cube"
+        body = {"query": "red", "require_match": False}  # both images are red: "red" is common
+        assert c.post("/search", json=body).json()["results"][0]["id"] == "red-cube"
 
 
 def test_unexpected_errors_are_generic_500(
@@ -226,8 +227,8 @@ def test_lifespan_opens_and_closes_clients(
         assert c.post("/search", json={"query": "red"}).status_code == 200
         assert c.get("/images/red-cube/thumbnail").status_code == 200
         engine, thumbs = app.state.engine, app.state.thumbnailer.cache_dir
-        assert engine._index is not None and thumbs.exists()
-    assert engine._index is None  # closed on shutdown
+        assert engine.reader._index is not None and thumbs.exists()
+    assert engine.reader._index is None  # closed on shutdown
     assert not thumbs.exists()  # the temporary thumbnail cache is removed with the app
 
 
@@ -236,9 +237,10 @@ def test_slow_first_open_is_503_then_served(embedded_spec: str) -> None:
     import asyncio
     import time
 
-    from vsparta.service.engines import ThreadedEngine
+    from vsparta.service.engines import ServiceEngine
     from vsparta.termindex import open_index
     from vsparta.termindex.errors import EngineUnavailable
+    from vsparta.termindex.reader import ThreadedReader
 
     opened: list[float] = []
 
@@ -248,7 +250,7 @@ def test_slow_first_open_is_503_then_served(embedded_spec: str) -> None:
         return open_index(embedded_spec)
 
     async def scenario() -> None:
-        engine = ThreadedEngine(slow_open, timeout_s=0.3)
+        engine = ServiceEngine(ThreadedReader(slow_open, open_wait_s=0.3), timeout_s=5.0)
         with pytest.raises(EngineUnavailable, match="still opening"):
             await engine.count()
         await asyncio.sleep(1.2)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 import pytest
 from fastapi.testclient import TestClient
@@ -16,10 +16,14 @@ from vsparta.service.app import create_app
 from vsparta.service.search import WeightedQuery
 from vsparta.service.settings import ServiceSettings
 from vsparta.termindex import Hit
+from vsparta.termindex.weightings.base import QueryWeighting
 
 
 class Reverse:
     """A real re-ranker: takes twice the candidates and puts the weakest first."""
+
+    name = "reverse"
+    description = "the weakest of 2 x k first"
 
     def __init__(self) -> None:
         self.seen: list[tuple[list[str], int]] = []
@@ -45,7 +49,7 @@ def test_reranker_gets_more_candidates_and_decides_the_order(
     with TestClient(create_app(settings, reranker=reverse), raise_server_exceptions=False) as c:
         body = c.post("/search", json={"query": "red cube", "k": 2}).json()
         assert [r["id"] for r in body["results"]] == engine_order[::-1][:2]
-        assert body["query_tokens"] == ["red", "cube"]
+        assert body["query_tokens"] == ["red", "cube"] and body["reranker"] == "reverse"
         similar = c.get("/images/red-cube/similar", params={"k": 1})
         assert similar.status_code == 200 and len(similar.json()["results"]) == 1
         metrics = c.get("/metrics").text
@@ -57,13 +61,14 @@ def test_reranker_gets_more_candidates_and_decides_the_order(
 def test_query_weighting_is_what_the_engine_is_sent(
     embedded_spec: str, make_settings: Callable[..., ServiceSettings]
 ) -> None:
-    def double(counts: Mapping[int, float]) -> dict[int, float]:
-        return {t: 2.0 * c for t, c in counts.items()}
+    double = QueryWeighting("double", "twice the count", lambda counts, df, n_docs: 2.0 * counts)
 
     settings = make_settings(embedded_spec)
     query = {"query": "red cube", "k": 3, "explain": True}
     with TestClient(create_app(settings), raise_server_exceptions=False) as c:
-        plain = c.post("/search", json=query).json()["results"]
+        answer = c.post("/search", json=query).json()
+        plain = answer["results"]
+        assert "reranker" not in answer  # none ran
         explicit = c.post("/search", json={"terms": {"red": 1.0, "cube": 1.0}, "k": 3}).json()["results"]
     with TestClient(create_app(settings, weighting=double), raise_server_exceptions=False) as c:
         doubled = c.post("/search", json=query).json()["results"]

@@ -20,6 +20,7 @@ from vsparta.service.app import create_app
 from vsparta.service.settings import ServiceSettings
 from vsparta.termindex.base import TermStatistics
 from vsparta.termindex.idf import idf_weights
+from vsparta.termindex.weightings.registry import WEIGHTINGS
 
 REPO = Path(__file__).resolve().parents[2]
 QUERY = "a large red cube object object"
@@ -101,6 +102,35 @@ def test_search_cli_query_weights(corpus: Corpus, embedded_spec: str) -> None:
     assert "weights (idf): a " in table.stdout.splitlines()[0]
     wrong = _cli(*base, "--query-weights", "bm25")
     assert wrong.returncode == 2 and "invalid choice: 'bm25'" in wrong.stderr
+    coord = _cli(*base, "--reranker", "coord", "--json", env={"VSPARTA_RERANKER": "none"})
+    assert coord.returncode == 0, coord.stderr
+    assert json.loads(coord.stdout)["reranker"] == "coord"  # the flag wins over the environment
+    env_coord = _cli(*base, "--json", env={"VSPARTA_RERANKER": "coord"})
+    assert json.loads(env_coord.stdout)["reranker"] == "coord"
+    no_such = _cli(*base, env={"VSPARTA_RERANKER": "boost"})
+    assert no_such.returncode == 2 and "unknown reranker 'boost': one of coord" in no_such.stderr
     env_wrong = _cli(*base, env={"VSPARTA_QUERY_WEIGHTS": "bm25"})
     assert env_wrong.returncode == 2 and "query_weights" in env_wrong.stderr
     assert "Traceback" not in env_wrong.stderr
+
+
+def test_a_search_names_its_own_weighting_from_the_registry(
+    backend_spec: str, corpus: Corpus, make_settings: Callable[..., ServiceSettings]
+) -> None:
+    """``GET /search/options`` lists every registered weighting; a request may name one."""
+    with TestClient(create_app(make_settings(backend_spec)), raise_server_exceptions=False) as c:
+        options = c.get("/search/options").json()
+        names = [w["name"] for w in options["query_weightings"]]
+        assert names == list(WEIGHTINGS.names()) and options["default_query_weighting"] == "counts"
+        assert all(w["description"] for w in options["query_weightings"]) and options["reranker"] is None
+        enum = c.get("/openapi.json").json()["components"]["schemas"]["SearchRequest"]["properties"]
+        assert enum["query_weighting"]["enum"] == names
+        idf = c.post("/search", json={"query": QUERY, "k": 5, "query_weighting": "idf"}).json()
+        saturated = c.post("/search", json={"query": QUERY, "k": 5, "query_weighting": "saturated"}).json()
+        wrong = c.post("/search", json={"query": QUERY, "query_weighting": "bm25"})
+    assert idf["query_weighting"] == "idf"
+    by_token = {corpus.tokenizer.id_to_token(t): w for t, w in reference_weights(corpus, QUERY).items()}
+    assert {w["token"]: w["weight"] for w in idf["query_weights"]} == by_token
+    weights = {w["token"]: w["weight"] for w in saturated["query_weights"]}
+    assert weights == {"a": 1.0, "large": 1.0, "red": 1.0, "cube": 1.0, "object": 1.375}  # twice: 2.2*2/3.2
+    assert wrong.status_code == 422 and wrong.json()["detail"][0]["loc"] == ["body", "query_weighting"]

@@ -54,7 +54,10 @@ def _messages(r: Any) -> str:
         ({"terms": {"red": "heavy"}}, "valid number"),
         ({"terms": ["red", "cube"]}, "valid dictionary"),
         ({"terms": {"red": 1.0, "qwertyzzx": 1.0}}, "unknown token 'qwertyzzx'"),
-        ({"query": "☃ ☃"}, "no searchable words"),
+        ({"query": "red", "min_score": -0.5}, "greater than or equal to 0"),
+        ({"query": "red", "min_score": "1"}, "valid number"),
+        ({"query": "red", "require_match": "no"}, "valid boolean"),
+        ({"query": "red", "query_weighting": "bm25"}, "Input should be 'counts'"),
     ],
 )
 def test_invalid_search_bodies_are_422(embedded_client: TestClient, body: dict[str, Any], says: str) -> None:

@@ -7,6 +7,7 @@ import asyncio
 import pytest
 from elastic_testkit import free_port, fresh_index, random_docs, random_queries, unique_name
 
+from vsparta.termindex.base import similar_query, without_self
 from vsparta.termindex.elastic.index import AsyncElasticsearchIndex
 from vsparta.termindex.errors import DocumentNotFound, EngineUnavailable, IndexNotFound, InvalidQuery
 from vsparta.termindex.oracle import round_like_elasticsearch
@@ -29,7 +30,10 @@ def test_async_matches_sync(es_url: str) -> None:
                 assert await engine.count() == len(docs)
                 got = await asyncio.gather(*(engine.search(q, k=7, explain=True) for q in queries))
                 assert got == expected
-                assert await engine.similar(docs[5].id, k=4) == expected_similar
+                # more like this on the reader: the document, then a search for k + 1 without it
+                source = await engine.get(docs[5].id)
+                hits = await engine.search(similar_query(source, 32), k=5, explain=False)
+                assert without_self(hits, source.id, 4) == expected_similar
                 doc = await engine.get(docs[9].id)
                 kept = {t: float(round_like_elasticsearch(w)) for t, w in docs[9].weights.items()}
                 assert doc.weights == kept and doc.metadata == docs[9].metadata

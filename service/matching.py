@@ -1,0 +1,204 @@
+"""Which results are matches, and what an answer says about each query word.
+
+A bag-of-words index knows what a dense one cannot: how many images hold each word
+(``AsyncReader.term_statistics``, the engine's own counts). So an answer can say "no image has
+*dog*", and a result that only shares "a" with the query need not be shown as an answer to it.
+
+The rule (its parameters chosen by measurement: ``bench/no_match.py``, docs/no-match.md):
+
+- A query **word** is held by an image when its first word-piece is ("peacocks" is ``peacock`` +
+  ``##s``: the stem says what the word is about; a suffix such as ``##es`` alone says nothing), with
+  a weight of at least ``min_weight`` (a learned model puts small weights on many words an image
+  does not show). Punctuation is no word.
+- A word is **common** when at least ``common_share`` of the indexed images hold it: "a" or "photo"
+  in nearly every image tells them apart no better than nothing. It still adds to every score
+  (explanations add up to the score) but makes no result a match. The others are
+  **informative**, each with its inverse document frequency in the index (``termindex.idf``).
+- A result **matches** when it holds an informative word whose evidence, ``log(1 + weight) x idf``
+  (what the word adds under IDF query weights), is at least ``min_evidence``: a word the index
+  holds in many images, such as a count ("five"), needs a heavier weight to tell than a rare one.
+- A **number** word ("two", "five", "12") says how many, not what: unless ``numbers_match``, it
+  makes no match on its own (an image of five birds is no answer to "five clocks").
+- By default (``require_match``) results that do not match are left out, and an answer with none
+  says why, per word ("No image has *dog*", "*a* is in every image and does not rank"). A request's
+  ``min_score`` leaves out results scoring less.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from vsparta.service.words import Word
+from vsparta.termindex import Hit
+from vsparta.termindex.base import TermStatistics
+from vsparta.termindex.idf import idf_array
+from vsparta.termindex.saturation import saturate
+
+# Chosen on the object scenes (docs/no-match.md): see MatchRule.
+COMMON_SHARE = 0.5
+MIN_WEIGHT = 0.5
+MIN_EVIDENCE = 0.0
+NUMBERS_MATCH = False
+NUMBER_WORDS = frozenset(
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred "
+    "thousand million dozen".split()
+)
+
+
+@dataclass(frozen=True)
+class MatchRule:
+    """``common_share``: a word held by at least this share of the images is common; ``min_weight``:
+    the least weight of a word's first piece in an image for the image to hold it; ``min_evidence``:
+    the least ``log(1 + weight) x idf`` of a held informative word for a match; ``numbers_match``:
+    whether a number word alone can make a match."""
+
+    common_share: float = COMMON_SHARE
+    min_weight: float = MIN_WEIGHT
+    min_evidence: float = MIN_EVIDENCE
+    numbers_match: bool = NUMBERS_MATCH
+
+    def common(self, images: int, indexed: int) -> bool:
+        return indexed > 0 and images >= self.common_share * indexed
+
+
+@dataclass(frozen=True)
+class WordCount:
+    """One query word in the index: ``images`` hold it (its first piece), ``ids``: its pieces'
+    vocabulary ids, ``idf``: its inverse document frequency in the index (0 when common)."""
+
+    word: str
+    tokens: tuple[str, ...]
+    ids: tuple[int, ...]
+    images: int
+    common: bool
+    idf: float
+
+
+@dataclass(frozen=True)
+class QueryCounts:
+    """What the index holds of a query's words (from one ``TermStatistics``)."""
+
+    indexed: int  # images in the index
+    words: list[WordCount]
+
+    numbers: frozenset[str] = frozenset()  # number words that make no match on their own
+
+    @property
+    def informative(self) -> list[WordCount]:
+        return [w for w in self.words if not w.common and w.word not in self.numbers]
+
+
+def count_words(
+    words: Sequence[Word], ids_of: Mapping[str, int], stats: TermStatistics, rule: MatchRule
+) -> QueryCounts:
+    """Per word (each once), how many images hold it, whether it is common and what it weighs."""
+    out: list[WordCount] = []
+    for word in dict.fromkeys(words):  # a word the query repeats counts once
+        ids = tuple(ids_of[t] for t in word.tokens if t in ids_of)
+        if not ids:
+            continue
+        images = int(stats.df.get(ids[0], 0))
+        common = rule.common(images, stats.n_docs)
+        idf = 0.0 if common else float(idf_array([images], stats.n_docs)[0])
+        out.append(WordCount(word.text, word.tokens, ids, images, common, idf))
+    numbers = frozenset() if rule.numbers_match else frozenset(w.word for w in out if is_number(w.word))
+    return QueryCounts(int(stats.n_docs), out, numbers)
+
+
+def is_number(word: str) -> bool:
+    return word.isdigit() or word.lower() in NUMBER_WORDS
+
+
+def held(hit: Hit, word: WordCount, rule: MatchRule) -> bool:
+    """Whether ``hit`` holds ``word``'s first piece with at least ``rule.min_weight``."""
+    found = (hit.contributions or {}).get(word.ids[0])
+    return found is not None and found[0] >= rule.min_weight
+
+
+def is_match(hit: Hit, counts: QueryCounts, rule: MatchRule) -> bool:
+    """Whether ``hit`` holds an informative word with at least ``rule.min_evidence``."""
+    terms = hit.contributions or {}
+    return any(
+        held(hit, w, rule) and saturate(terms[w.ids[0]][0]) * w.idf >= rule.min_evidence
+        for w in counts.informative
+    )
+
+
+def select(
+    hits: Sequence[Hit], counts: QueryCounts, rule: MatchRule, *, require_match: bool, min_score: float
+) -> list[Hit]:
+    """The hits to present: those scoring ``min_score`` or more and, with ``require_match``, matching."""
+    return [h for h in hits if h.score >= min_score and (not require_match or is_match(h, counts, rule))]
+
+
+def _share(images: int, indexed: int) -> str:
+    return "every image" if images >= indexed else f"{images:,} of the {indexed:,} images"
+
+
+def _names(words: Sequence[WordCount]) -> str:
+    return ", ".join(w.word for w in words)
+
+
+def describe(
+    ranked: Sequence[Hit],
+    selected: Sequence[Hit],
+    shown: Sequence[Hit],
+    counts: QueryCounts,
+    rule: MatchRule,
+    *,
+    require_match: bool,
+    min_score: float,
+) -> dict[str, Any]:
+    """The response's account of the words (``query_word_stats``), and ``no_match`` when nothing
+    is shown: the informative words that found nothing, the common ones, and why, in words.
+    ``ranked``: what the engine answered; ``selected``: what ``select`` kept of it; ``shown``: what
+    is presented (re-ranked, at most k)."""
+    stats = [
+        {
+            "word": w.word,
+            "tokens": list(w.tokens),
+            "images": w.images,
+            "common": w.common,
+            "results": sum(1 for h in shown if not w.common and held(h, w, rule)),
+        }
+        for w in counts.words
+    ]
+    out: dict[str, Any] = {
+        "indexed_images": counts.indexed,
+        "query_word_stats": stats,
+        "left_out": len(ranked) - len(selected),
+    }
+    if shown:
+        return out
+    common, rare = [w for w in counts.words if w.common], counts.informative
+    numbers = [w for w in counts.words if w.word in counts.numbers and not w.common]
+    found = [w for w in rare if any(held(h, w, rule) for h in ranked)]
+    reasons = [f"No image has {w.word}." for w in rare if w.images == 0]
+    weak = [w for w in rare if w.images > 0 and w not in found]
+    if weak and require_match:
+        reasons.append(
+            f"The images that hold {_names(weak)} hold {'it' if len(weak) == 1 else 'them'} too weakly "
+            f"to count as a match (a weight of {rule.min_weight:g} or more)."
+        )
+    if found and require_match and not select(ranked, counts, rule, require_match=True, min_score=0.0):
+        reasons.append(
+            f"The images that hold {_names(found)} hold {'it' if len(found) == 1 else 'them'} too weakly "
+            f"for {'a word' if len(found) == 1 else 'words'} that many images hold."
+        )
+    reasons += [f"{w.word} is in {_share(w.images, counts.indexed)} and does not rank." for w in common]
+    reasons += [f"{w.word} says how many, not what." for w in numbers if require_match]
+    if not counts.words:
+        reasons.append("No word of the query is in the model's vocabulary.")
+    elif not rare and require_match:
+        reasons.append("No other word tells the images apart.")
+    if min_score > 0 and select(ranked, counts, rule, require_match=require_match, min_score=0.0):
+        reasons.append(f"No result scores {min_score:g} or more.")
+    out["no_match"] = {
+        "reason": " ".join(reasons) or "No image matches the query.",
+        "words": [w.word for w in rare if w not in found],
+        "common": [w.word for w in common],
+    }
+    return out

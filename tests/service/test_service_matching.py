@@ -1,0 +1,85 @@
+"""The match rule (``service.matching``) on hand-made hits: each of its clauses, one at a time.
+
+Index of 100 images; "a" in 90 (common), "bird" in 30, "peacock" + "##s" in 5 / 60, "five" in 28,
+"clock" in none. Engine answers are written out here; the engines' own answers are in
+``test_service_no_match.py``.
+"""
+
+from __future__ import annotations
+
+from vsparta.service.matching import MatchRule, count_words, describe, is_match, select
+from vsparta.service.words import words_of
+from vsparta.termindex import Hit
+from vsparta.termindex.base import TermStatistics
+
+IDS = {"a": 1, "bird": 2, "peacock": 3, "##s": 4, "five": 5, "clock": 6}
+STATS = TermStatistics(100, {1: 90, 2: 30, 3: 5, 4: 60, 5: 28, 6: 0})
+
+
+def hit(doc_id: str, **weights: float) -> Hit:
+    terms = {IDS[t.replace("_s", "##s")]: (w, w) for t, w in weights.items()}
+    return Hit(doc_id, sum(weights.values()), {}, terms)
+
+
+def counts_of(text: str, rule: MatchRule):  # noqa: ANN201
+    tokens = [t for word in text.split() for t in (["peacock", "##s"] if word == "peacocks" else [word])]
+    return count_words(words_of(tokens), IDS, STATS, rule)
+
+
+def test_a_common_word_makes_no_match_but_a_telling_one_does() -> None:
+    rule = MatchRule(common_share=0.5, min_weight=0.5)
+    counts = counts_of("a bird", rule)
+    assert [(w.word, w.images, w.common) for w in counts.words] == [("a", 90, True), ("bird", 30, False)]
+    assert not is_match(hit("x", a=3.0), counts, rule)
+    assert is_match(hit("y", a=1.0, bird=0.6), counts, rule)
+    assert not is_match(hit("z", a=1.0, bird=0.4), counts, rule)  # below the weight floor
+
+
+def test_a_word_is_held_by_its_first_piece() -> None:
+    rule = MatchRule(common_share=0.5, min_weight=0.5)
+    counts = counts_of("peacocks", rule)
+    assert [(w.word, w.images) for w in counts.words] == [("peacocks", 5)]  # the stem's count
+    assert is_match(hit("stem", peacock=4.0), counts, rule)  # the plural piece is not needed
+    assert not is_match(hit("suffix", _s=4.0), counts, rule)  # a suffix alone says nothing
+
+
+def test_a_number_says_how_many_not_what() -> None:
+    five_birds = hit("five-birds", five=6.0, bird=5.0)
+    strict, lax = MatchRule(0.5, 0.5), MatchRule(0.5, 0.5, numbers_match=True)
+    assert not is_match(five_birds, counts_of("five clock", strict), strict)
+    assert is_match(five_birds, counts_of("five clock", lax), lax)
+    assert is_match(five_birds, counts_of("five bird", strict), strict)
+    said = describe(
+        [five_birds], [], [], counts_of("five clock", strict), strict, require_match=True, min_score=0
+    )
+    assert said["no_match"] == {
+        "reason": "No image has clock. five says how many, not what.",
+        "words": ["clock"],
+        "common": [],
+    }
+
+
+def test_evidence_asks_more_of_a_word_many_images_hold() -> None:
+    rule = MatchRule(common_share=0.5, min_weight=0.0, min_evidence=2.0)
+    weak_bird = hit("bird", bird=3.0)  # log(4) x idf(30 of 100) = 1.39 x 1.19: too little
+    strong_peacock = hit("peacock", peacock=3.0)  # log(4) x idf(5 of 100) = 1.39 x 2.89
+    assert not is_match(weak_bird, counts_of("bird", rule), rule)
+    assert is_match(strong_peacock, counts_of("peacock", rule), rule)
+    said = describe([weak_bird], [], [], counts_of("bird", rule), rule, require_match=True, min_score=0)
+    assert (
+        said["no_match"]["reason"]
+        == "The images that hold bird hold it too weakly for a word that many images hold."
+    )
+
+
+def test_select_keeps_order_and_min_score() -> None:
+    rule = MatchRule(0.5, 0.5)
+    counts = counts_of("a bird", rule)
+    hits = [hit("first", a=9.0), hit("second", bird=2.0), hit("third", bird=1.0)]
+    assert [h.id for h in select(hits, counts, rule, require_match=True, min_score=0)] == ["second", "third"]
+    assert [h.id for h in select(hits, counts, rule, require_match=True, min_score=1.5)] == ["second"]
+    assert [h.id for h in select(hits, counts, rule, require_match=False, min_score=0)] == [
+        "first",
+        "second",
+        "third",
+    ]
