@@ -21,7 +21,7 @@ from vsparta.scenes.object_render import MAX_OBJECTS
 from vsparta.scenes.object_words import NUMBER_WORDS, choose_vocabulary, counted, plural
 from vsparta.scenes.objects import SPLITS, generate_object_scenes
 
-COUNTS = {"train": 40, "val": 8, "test": 12, "heldout_words": 15, "heldout_objects": 15}
+COUNTS = {"train": 40, "val": 8, "test": 12, "heldout_words": 15, "heldout_objects": 15, "shift": 12}
 ARGS = {"image_size": 48, "seed": 3, "min_objects": 1, "max_objects": 5}
 DEMO_MIN_APPEARANCES = 30  # "dozens": the demo's 2,400 training scenes give 44-81 to each of its 65
 
@@ -128,12 +128,13 @@ def test_same_seed_same_bytes(scenes_dir: Path, tmp_path: Path) -> None:
 def test_cli_writes_the_vocabulary_report(tmp_path: Path) -> None:
     out = tmp_path / "s"
     argv = ["scenes", "--kind", "objects", "--out", str(out), "--train", "30", "--val", "5", "--test", "5"]
-    argv += ["--heldout-words", "5", "--heldout-objects", "5", "--size", "32", "--no-progress"]
+    argv += ["--heldout-words", "5", "--heldout-objects", "5", "--shift", "5"]
+    argv += ["--size", "32", "--no-progress"]
     assert main(argv) == 0
     report = json.loads((out / "vocabulary.json").read_text())
     assert set(report) == {*SPLITS, "all"}
     total = report["all"]
-    assert total["images"] == 50 and total["distinct_word_pieces"] > 100
+    assert total["images"] == 55 and total["distinct_word_pieces"] > 100
     assert not [piece for piece, _ in total["top"] if piece.startswith("[")]  # no [PAD], [CLS] ...
     assert len(total["df_ranked"]) == total["distinct_word_pieces"]
     curve = [total["df_curve"][r] for r in ("1", "10", "100")]
