@@ -28,6 +28,8 @@ def _objects(record: Any) -> Counter[str]:
 def perfect_detector_recall(records: Sequence[Any]) -> float | None:
     """Expected R@1 in % of the perfect detector over every caption of ``records`` (one pool);
     None when the scenes carry no caption mentions (made before they were recorded)."""
+    if any("mentions" not in r.metadata for r in records):
+        return None
     shown = [_objects(r) for r in records]
     exact: dict[frozenset[tuple[str, int]], int] = defaultdict(int)
     for objects in shown:

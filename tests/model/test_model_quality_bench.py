@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import TINY
+from conftest import LITE, TINY
 
 
 @pytest.mark.slow
@@ -57,14 +57,40 @@ def test_quality_bench_on_object_scenes_reports_held_out_splits_and_merges(tmp_p
     data = json.loads((merged / "quality.json").read_text())
     assert [r["model"] for r in data["results"]] == ["visualsparta", "dense"]
     for res in data["results"]:
-        assert set(res["heldout"]) == {"heldout_words", "heldout_objects"}
+        assert set(res["heldout"]) == {"heldout_words", "heldout_objects", "shift"}
         assert all("10" in row["recall"] for row in res["heldout"].values())
+        assert set(res["ceilings"]) == {"test", "shift", "heldout_words", "heldout_objects"}
+        assert all(0 < c <= 100 for c in res["ceilings"].values())
     assert all(row["postings_per_query"] > 0 for row in data["results"][0]["rows"])
     md = (merged / "quality.md").read_text()
     assert (
         "| VisualSparta (flops 0.0003), from scratch, <= 1 ep | heldout_words | 10 |" in md
         and "| dense, from scratch, <= 1 ep | heldout_objects | 10 |" in md
+        and "| dense, from scratch, <= 1 ep | shift | 10 |" in md
     )
+
+
+@pytest.mark.slow
+def test_quality_bench_shares_a_frozen_stems_caches_between_recipes(tmp_path: Path) -> None:
+    """Two recipes on the pretrained stem: the training regions, each view of them, and every
+    evaluation pool are computed once, into the run's feature folders."""
+    from vsparta.cli import main
+
+    common = ["bench", "quality", "--quick", "--kind", "objects", "--train", "24", "--val", "8"]
+    common += ["--test", "8", "--heldout", "8", "--size", "64", "--epochs", "1", "--batch-size", "8"]
+    config = json.dumps({**LITE, "stem_weights": None})  # ImageNet weights: the same stem for both
+    common += ["--config", config, "--threads", "1", "--cache-dir", str(tmp_path / "cache")]
+    common += ["--augment-views", "2", "--no-write", "--weights", "3e-4"]
+    assert main([*common, "--no-dense"]) == 0
+    features = tmp_path / "cache" / "features"
+    caches = sorted(p.parent.name for p in features.rglob("meta.json"))
+    assert caches == ["heldout_objects", "heldout_words", "shift", "test", "train", "val"]
+    built = {p: p.stat().st_mtime_ns for p in features.rglob("meta.json")}
+    assert main([*common, "--no-sparta"]) == 0  # the dense model on the same stem: nothing rebuilt
+    assert {p: p.stat().st_mtime_ns for p in features.rglob("meta.json")} == built
+    (train,) = features.rglob("train/meta.json")
+    train_key = json.loads(train.read_text())["key"]
+    assert train_key["views"]["views"] == 2 and train_key["count"] == 24
 
 
 @pytest.mark.slow
@@ -113,7 +139,7 @@ def test_quality_bench_refuses_wrong_groups_in_one_sentence(
 
 
 def test_merged_rows_name_the_recipe_options_a_variant_name_does_not_show() -> None:
-    from vsparta.bench.quality import _recipe_notes
+    from vsparta.bench.quality_report import _recipe_notes
 
     frozen = json.dumps({"num_hidden_layers": 2, "freeze_word_embeddings": True})
     dense = json.dumps({"pooling": "mean", "similarity": "cosine"})
