@@ -203,13 +203,16 @@ def _scenes_folder(s: dict[str, Any], cache: Path, seed: int, kind: str, groups:
     return folder.with_name(folder.name + "-" + "+".join(groups)) if groups else folder
 
 
-def _features_folder(manifest: Path, s: dict[str, Any], args: argparse.Namespace, pool: str = "") -> Path:
-    """Where runs on these scenes keep a frozen stem's regions, shared by every recipe: the
-    training and validation caches of one stem setting and number of views (``train/``, ``val/``),
-    or one evaluation pool's cache (``pool``). A stale one is rebuilt (``model.feature_cache``)."""
-    views = args.augment_views if not pool else 1
-    stem = hashlib.sha1(json.dumps([s["config"], views]).encode()).hexdigest()[:8]
-    return args.cache_dir / "features" / f"{manifest.parent.name}-{stem}" / pool
+def _features_folder(manifest: Path, s: dict[str, Any], args: argparse.Namespace, pool: str) -> Path:
+    """Where runs on these scenes keep a frozen stem's regions of ``pool`` (train, val, test ...):
+    one folder per stem setting, whatever the transformer on top, so every recipe shares it (a cache
+    of more views serves a run that wants fewer; a stale one is rebuilt, ``model.feature_cache``)."""
+    from vsparta.model.configuration import config_from_spec
+
+    config = config_from_spec(s["config"])
+    stem = [config.stem, config.stem_weights, config.image_size, config.grid_size, config.hf_vision_model]
+    digest = hashlib.sha1(json.dumps(stem).encode()).hexdigest()[:8]
+    return args.cache_dir / "features" / f"{manifest.parent.name}-{digest}" / pool
 
 
 def train_variant(
@@ -243,7 +246,7 @@ def train_variant(
             pretrained_lr=args.pretrained_lr,
             stem_lr=args.stem_lr,
             augment_views=args.augment_views,
-            feature_cache=str(_features_folder(manifests["train"], s, args)),
+            feature_cache=str(_features_folder(manifests["train"], s, args, "")),
             seed=args.seed,
             device=args.device,
             progress=False,

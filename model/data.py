@@ -161,7 +161,8 @@ class ImageStore:
         return RegionBatch(feats, locs, torch.ones(b, n, dtype=torch.bool), no_labels, no_labels.bool())
 
     def pick_views(self, rng: np.random.Generator) -> np.ndarray:
-        """One view per image for an epoch (all 0 without augmentation)."""
+        """One view per image for an epoch (all 0 without augmentation); a feature cache may hold
+        more views than this run asks for, and only the first ones are read."""
         return rng.integers(0, self.augmentation.views, size=len(self))
 
 

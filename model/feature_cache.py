@@ -72,7 +72,22 @@ def cache_key(store: Any, stem: Any) -> dict[str, Any]:
 
 
 def _differences(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    return [k for k in new if old.get(k) != new[k]]
+    return [
+        k
+        for k in new
+        if old.get(k) != new[k] and not (k == "views" and k in old and _views_served(old[k], new[k]))
+    ]
+
+
+def _views_served(cached: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    """A cache of N views serves a run that wants fewer of the same views: view v is a function of
+    (seed, image, v) and the ranges, not of N (``model.augment``); view 0 is always the image."""
+    if wanted["views"] == 1:
+        return True
+    same_ranges = {k: v for k, v in cached.items() if k != "views"} == {
+        k: v for k, v in wanted.items() if k != "views"
+    }
+    return same_ranges and cached["views"] >= wanted["views"]
 
 
 class FeatureCache:
@@ -115,7 +130,7 @@ class FeatureCache:
                     f"{folder} holds region features of stem {old.get('stem')!r}, not {key['stem']!r}: "
                     "give another --feature-cache folder or delete that one"
                 )
-            if old == key:
+            if not _differences(old, key):
                 return cls(folder)
             log.warning(
                 "feature cache %s is stale (%s changed): rebuilding it",

@@ -92,6 +92,19 @@ def test_a_matching_cache_is_reused_a_stale_one_rebuilt(toy: Path, tmp_path: Pat
         os.utime(record.image, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
 
+def test_a_cache_of_more_views_serves_runs_that_want_fewer(toy: Path, tmp_path: Path, caplog) -> None:
+    model = _model()
+    attach(_store(model, toy, views=3), model, tmp_path / "c")
+    stamp = (tmp_path / "c" / META).stat().st_mtime_ns
+    for views in (1, 2, 3):
+        store = _store(model, toy, views)
+        attach(store, model, tmp_path / "c")
+        assert store.pick_views(np.random.default_rng(0)).max() < views
+    assert (tmp_path / "c" / META).stat().st_mtime_ns == stamp and "stale" not in caplog.text
+    attach(_store(model, toy, views=4), model, tmp_path / "c")
+    assert "is stale (views changed)" in caplog.text
+
+
 def test_a_folder_with_another_stems_cache_or_other_files_is_refused(toy: Path, tmp_path: Path) -> None:
     patch = build_model(VisualSpartaConfig(image_size=32, grid_size=4, stem_channels=[8], freeze_stem=True))
     patch_store = ImageStore(read_manifest(toy), patch.config, patch.query_tokenizer().tokenize)

@@ -82,14 +82,13 @@ def test_quality_bench_shares_a_frozen_stems_caches_between_recipes(tmp_path: Pa
     common += ["--config", config, "--threads", "1", "--cache-dir", str(tmp_path / "cache")]
     common += ["--augment-views", "2", "--no-write", "--weights", "3e-4"]
     assert main([*common, "--no-dense"]) == 0
-    features = tmp_path / "cache" / "features"
+    (features,) = (tmp_path / "cache" / "features").iterdir()  # one stem: one folder for every pool
     caches = sorted(p.parent.name for p in features.rglob("meta.json"))
     assert caches == ["heldout_objects", "heldout_words", "shift", "test", "train", "val"]
     built = {p: p.stat().st_mtime_ns for p in features.rglob("meta.json")}
     assert main([*common, "--no-sparta"]) == 0  # the dense model on the same stem: nothing rebuilt
     assert {p: p.stat().st_mtime_ns for p in features.rglob("meta.json")} == built
-    (train,) = features.rglob("train/meta.json")
-    train_key = json.loads(train.read_text())["key"]
+    train_key = json.loads((features / "train" / "meta.json").read_text())["key"]
     assert train_key["views"]["views"] == 2 and train_key["count"] == 24
 
 
