@@ -83,8 +83,19 @@ class _Block(nn.Module):
         return h + x if self.residual else h
 
 
+def _fold(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> tuple[torch.Tensor, torch.Tensor]:
+    """The convolution's weight and a bias that apply the batch norm too (its running statistics)."""
+    scale = bn.weight / torch.sqrt(bn.running_var + bn.eps)
+    return conv.weight * scale.reshape(-1, 1, 1, 1), bn.bias - bn.running_mean * scale
+
+
 class EfficientNetLite0(nn.Module):
-    """The network without its classifier: pixels ``[B, 3, S, S]`` -> head map ``[B, 1280, S/32, S/32]``."""
+    """The network without its classifier: pixels ``[B, 3, S, S]`` -> head map ``[B, 1280, S/32, S/32]``.
+
+    Without gradients and in eval mode (indexing, evaluation, building a feature cache) each batch
+    norm is folded into its convolution: the same arithmetic up to float rounding (~3e-5 here), a
+    fifth less time on a CPU. The folded weights are kept until a weight changes.
+    """
 
     def __init__(self) -> None:
         super().__init__()
@@ -99,12 +110,42 @@ class EfficientNetLite0(nn.Module):
         self._blocks = nn.ModuleList(blocks)
         self._conv_head = _conv(STAGES[-1][-1], FEATURE_DIM, 1)
         self._bn1 = _bn(FEATURE_DIM)
+        self._folded: tuple[Any, list[tuple[torch.Tensor, torch.Tensor]]] | None = None
 
     def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        if not self.training and not torch.is_grad_enabled():
+            return self._forward_folded(pixel_values)
         x = F.relu6(self._bn0(self._conv_stem(pixel_values)))
         for block in self._blocks:
             x = block(x)
         return F.relu6(self._bn1(self._conv_head(x)))
+
+    def _pairs(self) -> list[tuple[nn.Conv2d, nn.BatchNorm2d]]:
+        """Every (convolution, its batch norm) in the order ``forward`` applies them."""
+        pairs = [(self._conv_stem, self._bn0)]
+        for b in self._blocks:
+            if hasattr(b, "_expand_conv"):
+                pairs.append((b._expand_conv, b._bn0))
+            pairs += [(b._depthwise_conv, b._bn1), (b._project_conv, b._bn2)]
+        return [*pairs, (self._conv_head, self._bn1)]
+
+    def _forward_folded(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        tensors = [*self.parameters(), *self.buffers()]
+        key = tuple((t.data_ptr(), t._version) for t in tensors)
+        if self._folded is None or self._folded[0] != key:
+            self._folded = (key, [_fold(conv, bn) for conv, bn in self._pairs()])
+        folded = iter(zip(self._pairs(), self._folded[1], strict=True))
+
+        def conv(x: torch.Tensor) -> torch.Tensor:
+            (c, _), (weight, bias) = next(folded)
+            return F.conv2d(x, weight, bias, c.stride, c.padding, groups=c.groups)
+
+        x = F.relu6(conv(pixel_values), inplace=True)
+        for b in self._blocks:
+            h = F.relu6(conv(x), inplace=True) if hasattr(b, "_expand_conv") else x
+            h = conv(F.relu6(conv(h), inplace=True))
+            x = h + x if b.residual else h
+        return F.relu6(conv(x), inplace=True)
 
 
 def weights_path(source: str | None) -> Path:

@@ -65,6 +65,25 @@ def test_regions_are_the_cells_of_the_head_map() -> None:
     assert pooled(torch.randn(1, 3, 128, 128))[0].shape == (1, 4, 1280)  # 4 x 4 map pooled to 2 x 2
 
 
+def test_inference_folds_the_batch_norms_into_the_convolutions() -> None:
+    torch.manual_seed(0)
+    backbone = build_model(VisualSpartaConfig(**LITE)).image.stem.backbone.eval()
+    for bn in backbone.modules():
+        if isinstance(bn, torch.nn.BatchNorm2d):  # statistics that are not the identity
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+    x = torch.randn(2, 3, 64, 64)
+    plain = backbone(x)  # with gradients: the layers as written
+    with torch.inference_mode():
+        folded = backbone(x)
+    torch.testing.assert_close(folded, plain.detach(), rtol=1e-4, atol=1e-4)
+    with torch.no_grad():
+        backbone._blocks[3]._bn1.running_mean.add_(1.0)  # a weight changed: folded again
+        refolded = backbone(x)
+    torch.testing.assert_close(refolded, backbone(x).detach(), rtol=1e-4, atol=1e-4)
+    assert not torch.allclose(refolded, folded)
+
+
 def test_batch_norms_keep_their_statistics_while_training() -> None:
     stem = build_model(VisualSpartaConfig(**LITE)).image.stem
     before = stem.backbone._bn0.running_mean.clone()
