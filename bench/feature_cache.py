@@ -96,7 +96,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "step_s": step,
         "epoch_s": epoch,
         "cache_build_s": build_full,
-        "cache_images_per_s": len(records) / build_s,
+        "cache_views_per_s": len(records) * args.views / build_s,
         "speedup_per_epoch": epoch["stem"] / epoch["cache"],
         "speedup_over_run": args.epochs * epoch["stem"] / (build_full + args.epochs * epoch["cache"]),
     }
@@ -118,7 +118,7 @@ def markdown(r: dict[str, Any]) -> str:
             f"| stem on every batch | {r['step_s']['stem']:.3f} s | {r['epoch_s']['stem']:.0f} s | - | "
             f"{e * r['epoch_s']['stem']:.0f} s |",
             f"| regions from the cache | {r['step_s']['cache']:.3f} s | {r['epoch_s']['cache']:.0f} s | "
-            f"{r['cache_build_s']:.0f} s ({r['cache_images_per_s']:.0f} images/s) | "
+            f"{r['cache_build_s']:.0f} s ({r['cache_views_per_s']:.0f} views/s) | "
             f"{r['cache_build_s'] + e * r['epoch_s']['cache']:.0f} s |",
             "",
             f"An epoch from the cache is **{r['speedup_per_epoch']:.1f}x** faster; over {e} epochs, the "

@@ -1,4 +1,4 @@
-"""Where a benchmark's results go: the printed table as ``NAME.md`` and every figure as ``NAME.json``.
+"""Where a benchmark's results go: the printed table as Markdown and every figure as JSON, one name.
 
 One home for the pair, so each benchmark writes them the same way (UTF-8, indented JSON).
 """
@@ -14,7 +14,8 @@ log = logging.getLogger(__name__)
 
 
 def write_report(out_dir: Path | None, name: str, text: str, data: Any) -> None:
-    """``out_dir/NAME.md`` and ``out_dir/NAME.json`` (nothing when ``out_dir`` is None)."""
+    """``text`` and ``data`` into ``out_dir`` as ``name`` + ".md" and ".json" (nothing when
+    ``out_dir`` is None)."""
     if out_dir is None:
         return
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -108,6 +108,25 @@ def test_a_saved_model_reloads_and_indexes_without_the_package(tmp_path: Path, m
     assert len(indptr) == 3 and len(ids) == len(weights) > 0
 
 
+def test_vsparta_index_encodes_a_folder_with_the_pretrained_stem(tmp_path: Path) -> None:
+    from vsparta.cli import main
+    from vsparta.termindex.registry import open_index
+
+    torch.manual_seed(0)
+    build_model(VisualSpartaConfig(**LITE)).save_pretrained(tmp_path / "m")
+    make_toy_dataset(tmp_path / "toy")  # 16 pictures
+    spec = f"embedded:{tmp_path / 'index'}"
+    argv = ["index", str(tmp_path / "toy"), "--model", str(tmp_path / "m"), "--backend", spec]
+    assert main([*argv, "--no-progress", "--workers", "1"]) == 0
+    encoder = TermEncoder.from_pretrained(tmp_path / "m", device="cpu")
+    with open_index(spec) as index:
+        assert index.count() == 16
+        hits = index.search(
+            {int(i): 1.0 for i in encoder.encode_uint8(np.zeros((1, 64, 64, 3), np.uint8))[1][:3]}
+        )
+        assert hits  # the documents hold the terms this stem's model gives
+
+
 @pytest.mark.parametrize(
     ("config", "sentence"),
     [
