@@ -1,5 +1,6 @@
 """What the frozen stem's feature cache saves: a training step with the stem run on the batch's
-pixels against the same step reading the cache (``model.feature_cache``), and the cache's own cost.
+pixels against the same step reading the cache (``model.feature_cache``), and the cache's own cost;
+beside them, a step that fine-tunes the stem (what ``--fine-tune-stem`` costs).
 
 Both kinds of step run in one process on the same batches, alternating (the machine is shared: a
 noisy minute hits both), after the pixels are decoded into memory (what an uncached run holds
@@ -71,16 +72,22 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         build_s = time.perf_counter() - t0
         for i in range(len(records)):
             pixels.pixels(i)  # decoded once, as an uncached run holds them after its first epoch
-        optimizer = torch.optim.AdamW(parameter_groups(model, 1e-4))
+        tuned = build_model(make_config("visualsparta", args.config, None, {"freeze_stem": False}))
+        train_mode(tuned)  # the same network, its stem trained too (at its own rate)
+        runs = {  # name: (model, where its regions come from, optimizer)
+            "stem": (model, pixels, torch.optim.AdamW(parameter_groups(model, 1e-4))),
+            "cache": (model, cached, torch.optim.AdamW(parameter_groups(model, 1e-4))),
+            "fine-tune": (tuned, pixels, torch.optim.AdamW(parameter_groups(tuned, 1e-4, stem_lr=1e-5))),
+        }
         regularizer = SparsityRegularizer.for_model(model, 1000, torch.device("cpu"))
         order = np.random.default_rng(0).permutation(len(records))
-        times: dict[str, list[float]] = {"stem": [], "cache": []}
+        times: dict[str, list[float]] = {name: [] for name in runs}
         for k in range(args.steps):
             indices = [int(i) for i in order[(k * args.batch_size) % len(records) :][: args.batch_size]]
-            for name, store in (
-                (("stem", pixels), ("cache", cached)) if k % 2 else (("cache", cached), ("stem", pixels))
-            ):
-                times[name].append(_timed_step(model, store, indices, optimizer, regularizer))
+            names = list(runs)[k % 3 :] + list(runs)[: k % 3]  # each first in turn
+            for name in names:
+                m, store, optimizer = runs[name]
+                times[name].append(_timed_step(m, store, indices, optimizer, regularizer))
     step = {name: statistics.median(t[1:] or t) for name, t in times.items()}  # the first step warms up
     steps_per_epoch = args.train_images // args.batch_size
     epoch = {name: s * steps_per_epoch for name, s in step.items()}
@@ -117,6 +124,8 @@ def markdown(r: dict[str, Any]) -> str:
             "|---|---|---|---|---|",
             f"| stem on every batch | {r['step_s']['stem']:.3f} s | {r['epoch_s']['stem']:.0f} s | - | "
             f"{e * r['epoch_s']['stem']:.0f} s |",
+            f"| stem fine-tuned (its gradients too) | {r['step_s']['fine-tune']:.3f} s | "
+            f"{r['epoch_s']['fine-tune']:.0f} s | - | {e * r['epoch_s']['fine-tune']:.0f} s |",
             f"| regions from the cache | {r['step_s']['cache']:.3f} s | {r['epoch_s']['cache']:.0f} s | "
             f"{r['cache_build_s']:.0f} s ({r['cache_views_per_s']:.0f} views/s) | "
             f"{r['cache_build_s'] + e * r['epoch_s']['cache']:.0f} s |",

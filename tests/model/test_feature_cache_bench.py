@@ -21,7 +21,7 @@ def test_the_report_compares_both_kinds_of_step(tmp_path: Path) -> None:
         == 0
     )
     r = json.loads((out / "feature-cache.json").read_text())
-    assert r["images_measured"] == 16 and set(r["step_s"]) == {"stem", "cache"}
+    assert r["images_measured"] == 16 and set(r["step_s"]) == {"stem", "cache", "fine-tune"}
     assert r["epoch_s"]["cache"] == pytest.approx(r["step_s"]["cache"] * 100)  # 800 images / 8
     run_cached = r["cache_build_s"] + 4 * r["epoch_s"]["cache"]
     assert r["speedup_over_run"] == pytest.approx(4 * r["epoch_s"]["stem"] / run_cached)
