@@ -94,6 +94,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         *[f"Data: {_data_line(m['settings'])}.  " for m in runs],
         "Each model's learning rate picked by validation R@1+R@5+R@10 (best epoch kept).",
         "",
+        *(lead_table(results, pool) if any(res.get("heldout") for res in results) else []),
         f"Recall in % on the {pool}-image test pool; terms/img = mean terms kept per image; postings/q = "
         "postings an inverted index over these images reads per query; "
         "natural = the positive terms capped like `vsparta index` (1000).",
@@ -125,6 +126,30 @@ POOLS = ("test", "shift", "heldout_words", "heldout_objects")
 def _test_row(res: dict[str, Any]) -> dict[str, Any]:
     """The test pool's row a model is searched with: natural sparsity (the dense model's only row)."""
     return next((r for r in res["rows"] if r["top_n"] == "natural"), res["rows"][0])
+
+
+def lead_table(results: list[dict[str, Any]], pool: str) -> list[str]:
+    """One line per model: its cost and R@1 on every pool (natural sparsity), before the details."""
+    lines = [
+        f"R@1 in % on each {pool}-image pool (natural sparsity; the shift split's share of test R@1 in "
+        "brackets); train s = wall time of the chosen run.",
+        "",
+        "| model | lr | best epoch | train s | terms/img | test | shift | held-out words "
+        "| held-out objects |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for res in results:
+        rows = {"test": _test_row(res), **res.get("heldout", {})}
+        r1 = {k: float(next(iter(row["recall"].values()))["R@1"]) for k, row in rows.items()}
+        r1["test"] = float(rows["test"]["recall"][pool]["R@1"])
+        shift = f"{r1['shift']:.1f} ({r1['shift'] / r1['test']:.2f})" if "shift" in r1 and r1["test"] else "-"
+        cells = [f"{r1[k]:.1f}" if k in r1 else "-" for k in ("heldout_words", "heldout_objects")]
+        lines.append(
+            f"| {res['variant']} | {res['lr']:g} | {res['best_epoch']} | {res['seconds']:.0f} | "
+            f"{_fmt(rows['test'], 'terms_per_image', '.0f')} | {r1['test']:.1f} | {shift} | "
+            f"{' | '.join(cells)} |"
+        )
+    return [*lines, ""]
 
 
 def pools_table(results: list[dict[str, Any]], pool: str) -> list[str]:

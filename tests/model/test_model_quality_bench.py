@@ -68,6 +68,8 @@ def test_quality_bench_on_object_scenes_reports_held_out_splits_and_merges(tmp_p
         and "| dense, from scratch, <= 1 ep | heldout_objects | 10 |" in md
         and "| dense, from scratch, <= 1 ep | shift | 10 |" in md
     )
+    lead = md.index("| model | lr | best epoch | train s | terms/img | test | shift |")
+    assert lead < md.index("| model | lr | best epoch | train s | top-n |")  # the summary comes first
 
 
 @pytest.mark.slow
