@@ -111,13 +111,15 @@ class ImageStore:
     def __len__(self) -> int:
         return len(self.records)
 
-    def pixels(self, i: int, view: int = 0) -> np.ndarray:
-        """The stem's input for view ``view`` of image ``i``: float32 ``[3, S, S]``."""
+    def pixels(self, i: int, view: int = 0, keep: bool | None = None) -> np.ndarray:
+        """The stem's input for view ``view`` of image ``i``: float32 ``[3, S, S]``. ``keep``: hold
+        the decoded picture for the next epoch (default: the store's ``cache``); a feature cache
+        being built reads each picture once and keeps nothing."""
         arr = self._pixels.get((i, view))
         if arr is None:
             picture = self.augmentation.view(load_rgb(self.records[i].image), i, view)
             arr = self.preprocessor.pixels(picture)
-            if self.cache:
+            if self.cache if keep is None else keep:
                 self._pixels[(i, view)] = arr
         return self.preprocessor.normalize(arr)
 

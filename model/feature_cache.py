@@ -187,7 +187,7 @@ def build(
     )
     for start in bar:
         chunk = jobs[start : start + batch_size]
-        pixels = torch.from_numpy(np.stack([store.pixels(i, v) for i, v in chunk])).to(device)
+        pixels = torch.from_numpy(np.stack([store.pixels(i, v, keep=False) for i, v in chunk])).to(device)
         feats, boxes = stem(pixels)  # [b, n, d], [n, 4]
         if out is None:
             shape = (len(store), n_views, *feats.shape[1:])

@@ -44,6 +44,7 @@ def test_cached_regions_are_the_stems_own(toy: Path, tmp_path: Path) -> None:
     model = _model()
     store = _store(model, toy, views=3)
     assert attach(store, model, tmp_path / "cache")
+    assert not store._pixels  # the build read each picture once and kept none in memory
     cache = store.features
     assert cache is not None and cache.features.shape == (16, 3, 4, 1280) and cache.views == 3
     with torch.inference_mode():
