@@ -128,4 +128,4 @@ def test_the_stacks_first_run_chains_the_same_demo_into_its_own_folders(tmp_path
     assert [a[0] for a in ran] == ["scenes", "train", "eval"]
     assert ran[0][ran[0].index("--out") + 1] == str(tmp_path / "fresh")
     assert ran[0][ran[0].index("--kind") + 1] == "objects" and "--groups" not in ran[0]  # all of them
-    assert ran[1][ran[1].index("--config") + 1] == "lite0"  # the pretrained stem's recipe
+    assert ran[1][ran[1].index("--config") + 1] == "lite0-128"  # the pretrained stem's recipe
