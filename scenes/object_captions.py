@@ -124,7 +124,8 @@ def _caption(
         return f"{_mention(rng, chosen[0], vocab, mode)} in the {chosen[0].placed[0].position()}", chosen
     listed = _join([_mention(rng, k, vocab, mode) for k in chosen])
     if template == 2:
-        return f"{listed} on a {TEXTURE_WORDS[texture]} background", chosen
+        # (a shift background, drawn under seen frames by bench/shift_parts.py, is named as it is)
+        return f"{listed} on a {TEXTURE_WORDS.get(texture, texture)} background", chosen
     opener = str(rng.choice(_OPENERS))
     if opener == "there is " and (len(chosen) > 1 or chosen[0].count > 1):
         opener = "there are "

@@ -60,23 +60,45 @@ def noise_background(rng: np.random.Generator, size: int) -> np.ndarray:
 
 
 class ShiftStyle(Style):
-    """Sizes and angles outside the training ranges, drop shadows, gradient or noise backgrounds."""
+    """Sizes and angles outside the training ranges, drop shadows, gradient or noise backgrounds.
+
+    Each change can be left out (``bench/shift_parts.py`` measures what each one costs a model);
+    the split itself makes them all, with its own caption frames (``templates``)."""
 
     name = "shift"
 
+    def __init__(
+        self,
+        sizes: bool = True,
+        angles: bool = True,
+        shadow: bool = True,
+        background: bool = True,
+        templates: bool = True,
+    ) -> None:
+        self.changes = {"sizes": sizes, "angles": angles, "shadow": shadow, "background": background}
+        self.templates = templates  # the shift split's caption frames (scenes/object_captions.py)
+
     def background(self, rng: np.random.Generator, size: int) -> tuple[np.ndarray, str, list[int]]:
+        if not self.changes["background"]:
+            return super().background(rng, size)
         kind = str(rng.choice(["gradient", "noise"]))
         pixels = gradient_background(rng, size) if kind == "gradient" else noise_background(rng, size)
         return pixels, kind, [int(round(float(v))) for v in pixels.reshape(-1, 3).mean(axis=0)]
 
     def side(self, rng: np.random.Generator, size_word: str, cell: float) -> float:
+        if not self.changes["sizes"]:
+            return super().side(rng, size_word, cell)
         return cell * float(rng.uniform(*SHIFT_SIZES[size_word]))
 
     def angle(self, rng: np.random.Generator) -> float:
+        if not self.changes["angles"]:
+            return super().angle(rng)
         return float(rng.choice([-1.0, 1.0]) * rng.uniform(*SHIFT_ANGLES))
 
     def decorate(self, canvas: Image.Image, picture: Image.Image, at: tuple[int, int], side: int) -> None:
         """A soft dark copy of the object's outline, offset down and right, under the object."""
+        if not self.changes["shadow"]:
+            return
         alpha = picture.getchannel("A").point(lambda a: int(a * SHADOW_OPACITY))
         alpha = alpha.filter(ImageFilter.GaussianBlur(max(1.0, side * 0.06)))
         shadow = Image.new("RGB", picture.size, (0, 0, 0))
