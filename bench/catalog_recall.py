@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shlex
 import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from vsparta.bench.written import write_report
+from vsparta.bench.written import publish
 
 log = logging.getLogger("vsparta.bench.catalog_recall")
 
@@ -89,11 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         if not path.is_file():
             p.error(f"{path}: no such file")
     result = catalog_recall(args.backend, args.model, args.manifest, args.k)
-    command = "python -m bench.catalog_recall " + shlex.join(sys.argv[1:] if argv is None else argv)
-    text = markdown(result, command)
-    print(text)  # noqa: T201 - the command's output
-    write_report(args.out_dir, "catalog-recall", text, result)
-    return 0
+    return publish("catalog_recall", "catalog-recall", result, markdown, argv, args.out_dir)
 
 
 if __name__ == "__main__":

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from vsparta.bench.written import write_report
+from vsparta.bench.options import add_models_argument
+from vsparta.bench.written import publish
 
 log = logging.getLogger("vsparta.bench.heldout_alone")
 
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--groups", default="", help="the emoji groups the scenes were made with (comma-separated)"
     )
-    p.add_argument("--model", action="append", required=True, help="NAME=PATH of a saved model (either kind)")
+    add_models_argument(p)
     p.add_argument("--out-dir", type=Path, help="write heldout-alone.{md,json} here")
     p.add_argument(
         "--feature-cache",
@@ -208,23 +208,13 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not (args.scenes / "heldout_words.jsonl").is_file():
         p.error(f"{args.scenes} has no heldout_words.jsonl: give an object scenes folder with that split")
-    models = []
-    for spec in args.model:
-        name, _, path = spec.partition("=")
-        if not (Path(path) / "config.json").is_file():
-            p.error(f"--model {spec}: {path} is not a saved model folder (no config.json)")
-        models.append((name or Path(path).parent.name, Path(path)))
     groups = tuple(g.strip() for g in args.groups.split(",") if g.strip())
     try:
-        result = evaluate_models(models, args.scenes, args.seed, groups, args.feature_cache)
+        result = evaluate_models(args.model, args.scenes, args.seed, groups, args.feature_cache)
     except ValueError as exc:
         print(f"heldout_alone: {exc}", file=sys.stderr)
         return 2
-    command = "python -m bench.heldout_alone " + shlex.join(sys.argv[1:] if argv is None else argv)
-    text = markdown(result, command)
-    print(text)
-    write_report(args.out_dir, "heldout-alone", text, result)
-    return 0
+    return publish("heldout_alone", "heldout-alone", result, markdown, argv, args.out_dir)
 
 
 if __name__ == "__main__":

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
-from vsparta.bench.written import write_report
+from vsparta.bench.options import add_models_argument
+from vsparta.bench.written import publish
 
 log = logging.getLogger("vsparta.bench.shift_parts")
 
@@ -99,7 +99,7 @@ def markdown(result: dict[str, Any], command: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", action="append", required=True, help="NAME=PATH of a saved model (either kind)")
+    add_models_argument(p)
     p.add_argument("--size", type=int, default=224, help="scene side in pixels (default 224)")
     p.add_argument("--images", type=int, default=1000, help="images per pool (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the scenes (default 0)")
@@ -109,19 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-dir", type=Path, help="write shift-parts.{md,json} here")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    models = []
-    for spec in args.model:
-        name, _, path = spec.partition("=")
-        if not (Path(path) / "config.json").is_file():
-            p.error(f"--model {spec}: {path} is not a saved model folder (no config.json)")
-        models.append((name or Path(path).parent.name, Path(path)))
-    args.model = models
     result = measure(args)
-    command = "python -m bench.shift_parts " + shlex.join(sys.argv[1:] if argv is None else argv)
-    text = markdown(result, command)
-    print(text)  # noqa: T201 - the command's output
-    write_report(args.out_dir, "shift-parts", text, result)
-    return 0
+    return publish("shift_parts", "shift-parts", result, markdown, argv, args.out_dir)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,3 +25,20 @@ def write_report(out_dir: Path | None, name: str, text: str, data: Any) -> None:
     (out_dir / f"{name}.md").write_text(text, encoding="utf-8")
     (out_dir / f"{name}.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
     log.info("wrote %s/%s.{md,json}", out_dir, name)
+
+
+def publish(
+    script: str,
+    name: str,
+    result: Any,
+    markdown: Callable[[Any, str], str],
+    argv: list[str] | None,
+    out_dir: Path | None,
+) -> int:
+    """Print a ``python -m bench.SCRIPT`` run's table (which names the command line) and write it
+    with its figures (``write_report``); the run's exit status."""
+    command = f"python -m bench.{script} " + shlex.join(sys.argv[1:] if argv is None else argv)
+    text = markdown(result, command)
+    print(text)  # noqa: T201 - the command's output
+    write_report(out_dir, name, text, result)
+    return 0
