@@ -97,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     from vsparta.core.karpathy import load_records
     from vsparta.model.dense import DenseDualEncoder, load_model
     from vsparta.model.encode import resolve_device
-    from vsparta.model.evaluate import evaluate, format_table
+    from vsparta.model.eval_table import format_table
+    from vsparta.model.evaluate import evaluate
     from vsparta.model.modeling import VisualSpartaModel
 
     quiet_library_bars()

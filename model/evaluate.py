@@ -393,29 +393,3 @@ def postings_per_query(terms: sp.csr_matrix, qmat: sp.csr_matrix) -> float:
     ``[Q, V]``): the sum of its tokens' document frequencies (what an engine's work grows with)."""
     df = document_frequencies(terms).astype(np.float64)
     return float(((qmat != 0).astype(np.float64) @ df).mean()) if qmat.shape[0] else 0.0
-
-
-def format_table(report: EvalReport) -> str:
-    """A plain-text table: one row per model / top-n, recall on each image set, NDCG@25, ms/query."""
-    sets = list(report.rows[0]["recall"]) if report.rows else []
-    head = ["model", "top-n", "weights", "terms/img"]
-    for s in sets:
-        head += [f"R@1 ({s})", f"R@5 ({s})", f"R@10 ({s})"]
-    head += ["NDCG@25", "ms/query"]
-    lines = [head]
-    for row in report.rows:
-        cells = [
-            row["model"],
-            str(row["top_n"]),
-            row.get("query_weights", "-"),
-            f"{row['terms_per_image']:.0f}" if "terms_per_image" in row else "-",
-        ]
-        for s in sets:
-            cells += [f"{row['recall'][s][k]:.1f}" for k in ("R@1", "R@5", "R@10")]
-        cells += [f"{row['ndcg@25']:.3f}", f"{row['ms_per_query']:.3f}"]
-        lines.append(cells)
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    fmt = [" | ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)) for line in lines]
-    fmt.insert(1, "-+-".join("-" * w for w in widths))
-    title = f"text-to-image retrieval: {report.n_images} images, {report.n_queries} queries (recall in %)"
-    return "\n".join([title, *fmt])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vsparta.bench import gpu_check
+from vsparta.bench import gpu_carry, gpu_check
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -101,7 +101,7 @@ def test_minilm_travels_as_float16_and_still_initialises_the_text_side(tmp_path:
 
     from vsparta.model.text_init import load_bert_state
 
-    package = gpu_check.half_minilm(tmp_path / "site")
+    package = gpu_carry.half_minilm(tmp_path / "site")
     weights = package / "model" / "model.safetensors"
     assert weights.stat().st_size < 48 * 2**20  # about half of the 87 MB float32 file
     dtypes = {v.dtype for v in load_file(str(weights)).values() if v.is_floating_point()}
@@ -126,7 +126,7 @@ def test_the_stems_weights_travel_as_float16_without_the_classifier(tmp_path: Pa
 
     from vsparta.model.stems.efficientnet import WEIGHTS_FILE, load_weights, weights_path
 
-    package = gpu_check.half_lite0(tmp_path / "site")
+    package = gpu_carry.half_lite0(tmp_path / "site")
     carried = torch.load(package / "models" / WEIGHTS_FILE, weights_only=True)
     assert (package / "models" / WEIGHTS_FILE).stat().st_size < 8 * 2**20  # of 18.6 MB
     full = load_weights(weights_path(None))
