@@ -107,6 +107,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--merge", type=Path, nargs="+", help="no training: one table and plot from these runs' quality.json"
     )
+    parser.add_argument(
+        "--trained",
+        type=Path,
+        help="no training: evaluate this saved model (a run's final/ folder) as the run's one variant",
+    )
     parser.add_argument("--patience", type=int, default=3, help="early stopping: epochs without gain")
     parser.add_argument("--seed", type=int, default=0, help="seed of the scenes and the trainings")
     parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu, cuda ...")
@@ -272,6 +277,30 @@ def train_variant(
     return max(runs, key=lambda run: sum(run["val"].values()) if run["val"] else -1.0) | {"sweep": runs}
 
 
+def trained_run(path: Path) -> dict[str, Any]:
+    """A model trained before (``path``: its run's ``final/``), as ``train_variant`` reports a run:
+    the run's ``train_log.json`` gives its rate, best epoch, validation recall and time."""
+    from vsparta.core.errors import UsageError
+
+    log_file = path.parent / "train_log.json"
+    if not (path / "config.json").is_file() or not log_file.is_file():
+        raise UsageError(
+            f"--trained {path}: not a trained run's model folder (config.json, ../train_log.json)"
+        )
+    record = json.loads(log_file.read_text(encoding="utf-8"))
+    best = record.get("best_epoch") or len(record["epoch_losses"])
+    run = {
+        "lr": record["options"]["lr"],
+        "seconds": record.get("seconds"),
+        "best_epoch": best,
+        "epochs_run": len(record["epoch_losses"]),
+        "val": record["val"][best - 1] if record.get("val") else {},
+        "positive_terms_during_training": record["epoch_positive_terms"],
+        "dir": str(path),
+    }
+    return run | {"sweep": [dict(run)]}
+
+
 def _evaluate(
     model: Any, kind: str, records: list[Any], top_ns: Any, args: argparse.Namespace, features: Path
 ) -> list[Any]:
@@ -299,6 +328,7 @@ def run(args: argparse.Namespace) -> int:
 
     from vsparta.bench import hardware
     from vsparta.bench.options import command_line
+    from vsparta.core.errors import UsageError
     from vsparta.core.manifest import read_manifest
     from vsparta.model.dense import load_model
     from vsparta.model.evaluate import NATURAL, TOP_N
@@ -318,8 +348,15 @@ def run(args: argparse.Namespace) -> int:
     pools = {"test": test, **held}
     ceilings = {k: perfect_detector_recall(r) for k, r in pools.items()} if args.kind == "objects" else {}
     results = []
-    for v in variants(s, args):
-        best = train_variant(v, s, manifests, args, args.cache_dir / "runs")
+    chosen = variants(s, args)
+    if args.trained and len(chosen) != 1:
+        raise UsageError("--trained evaluates one model: give one --weights and --no-dense, or --no-sparta")
+    for v in chosen:
+        best = (
+            trained_run(args.trained)
+            if args.trained
+            else train_variant(v, s, manifests, args, args.cache_dir / "runs")
+        )
         model = load_model(best["dir"])
         rows = _evaluate(model, v.model, test, TOP_N, args, features["test"])
         heldout = {k: _evaluate(model, v.model, r, (NATURAL,), args, features[k])[0] for k, r in held.items()}

@@ -78,6 +78,11 @@ def _data_line(s: dict[str, Any]) -> str:
     )
 
 
+def _seconds(res: dict[str, Any]) -> str:
+    """A run's training time, "-" for a model trained before whose log did not keep it."""
+    return "-" if res.get("seconds") is None else f"{res['seconds']:.0f}"
+
+
 def _fmt(row: dict[str, Any], key: str, spec: str) -> str:
     return format(row[key], spec) if key in row else "-"
 
@@ -106,7 +111,7 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         for row in res["rows"]:
             rec = row["recall"][pool]
             lines.append(
-                f"| {res['variant']} | {res['lr']:g} | {res['best_epoch']} | {res['seconds']:.0f} | "
+                f"| {res['variant']} | {res['lr']:g} | {res['best_epoch']} | {_seconds(res)} | "
                 f"{row['top_n']} | {_fmt(row, 'terms_per_image', '.0f')} | "
                 f"{_fmt(row, 'postings_per_query', '.0f')} | "
                 f"{rec['R@1']:.1f} | {rec['R@5']:.1f} | {rec['R@10']:.1f} | {row['ndcg@25']:.3f} |"
@@ -145,7 +150,7 @@ def lead_table(results: list[dict[str, Any]], pool: str) -> list[str]:
         shift = f"{r1['shift']:.1f} ({r1['shift'] / r1['test']:.2f})" if "shift" in r1 and r1["test"] else "-"
         cells = [f"{r1[k]:.1f}" if k in r1 else "-" for k in ("heldout_words", "heldout_objects")]
         lines.append(
-            f"| {res['variant']} | {res['lr']:g} | {res['best_epoch']} | {res['seconds']:.0f} | "
+            f"| {res['variant']} | {res['lr']:g} | {res['best_epoch']} | {_seconds(res)} | "
             f"{_fmt(rows['test'], 'terms_per_image', '.0f')} | {r1['test']:.1f} | {shift} | "
             f"{' | '.join(cells)} |"
         )

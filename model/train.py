@@ -315,6 +315,7 @@ def train(opts: TrainOptions) -> TrainResult:
                 "epoch_positive_terms": result.epoch_positive_terms,
                 "best_epoch": result.best_epoch,
                 "val": result.val,
+                "seconds": round(result.seconds, 1),  # of this call (a resumed run: since the resume)
                 "losses": result.losses,
             },
             indent=1,

@@ -51,6 +51,20 @@ def test_quality_bench_on_object_scenes_reports_held_out_splits_and_merges(tmp_p
     sparta, dense = tmp_path / "sparta", tmp_path / "dense"
     assert main([*common, "--weights", "3e-4", "--no-dense", "--out-dir", str(sparta)]) == 0
     assert main([*common, "--no-sparta", "--out-dir", str(dense)]) == 0
+    # a model trained before, evaluated again on the same pools (as on scenes drawn at another size)
+    trained = Path(json.loads((sparta / "quality.json").read_text())["results"][0]["dir"])
+    again = tmp_path / "again"
+    argv = [*common, "--weights", "3e-4", "--no-dense", "--trained", str(trained), "--out-dir", str(again)]
+    assert main(argv) == 0
+    first, second = (json.loads((d / "quality.json").read_text())["results"][0] for d in (sparta, again))
+
+    def recalls(res: dict) -> list:
+        return [(r["top_n"], r["recall"]) for r in res["rows"]] + [
+            r["recall"] for r in res["heldout"].values()
+        ]
+
+    assert recalls(second) == recalls(first)  # (the query timings differ)
+    assert second["seconds"] is not None and second["best_epoch"] == first["best_epoch"]
     merged = tmp_path / "merged"
     argv = ["bench", "quality", "--merge", str(sparta / "quality.json"), str(dense / "quality.json")]
     assert main([*argv, "--out-dir", str(merged)]) == 0
