@@ -4,7 +4,7 @@ The data are the object scenes (everyday things from the Noto Color Emoji font, 
 all 1,161 objects of the catalog. The model is the ``lite0-128`` recipe: a tiny transformer on the
 ImageNet features of EfficientNet-Lite0 (frozen, computed once per image into a feature cache), which
 learns an object from a few scenes where a stem trained from scratch needed dozens: the page's
-examples ("an animal and a face", "a clock", "a tool") span the catalog's groups. The index holds
+examples ("two animals", "a clock", "food", "a tool") span the catalog's groups. The index holds
 the training and the test scenes (a collection to search, not an evaluation; the evaluation step
 reads the test scenes alone).
 
@@ -37,8 +37,8 @@ log = logging.getLogger(__name__)
 
 # the demo's budget: a fresh clone serves within ~5 minutes on a 2-core machine (README); the
 # pretrained stem's passes over every picture (feature cache, then indexing) are most of it
-TRAIN_IMAGES, EPOCHS, CONFIG, SIZE, LR = 3000, 8, "lite0-128", 128, 2e-3
-EXAMPLE_QUERY = "an animal and a face"
+TRAIN_IMAGES, EPOCHS, CONFIG, SIZE, LR = 2000, 6, "lite0-128", 128, 2e-3
+EXAMPLE_QUERY = "two animals"
 # the demo's objects: the whole catalog (""); `--groups` narrows it to Unicode emoji subgroups
 DEMO_GROUPS = ""
 
