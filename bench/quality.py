@@ -277,6 +277,12 @@ def train_variant(
     return max(runs, key=lambda run: sum(run["val"].values()) if run["val"] else -1.0) | {"sweep": runs}
 
 
+def _recipe(args: argparse.Namespace) -> dict[str, Any]:
+    """The recipe options of a run, as its settings record them (the report names them)."""
+    keys = ("pretrained_lr", "stem_lr", "fine_tune_stem", "augment_views")
+    return {k: getattr(args, k) for k in keys}
+
+
 def trained_run(path: Path) -> dict[str, Any]:
     """A model trained before (``path``: its run's ``final/``), as ``train_variant`` reports a run:
     the run's ``train_log.json`` gives its rate, best epoch, validation recall and time."""
@@ -375,7 +381,7 @@ def run(args: argparse.Namespace) -> int:
         "command": command_line("quality"),
         "hardware": hardware.describe(),
         "device": args.device,
-        "settings": s | {"kind": args.kind, "groups": list(groups)},
+        "settings": s | {"kind": args.kind, "groups": list(groups)} | _recipe(args),
         "seconds": round(time.perf_counter() - t0, 1),
         "pool": str(len(test)),
     }

@@ -26,7 +26,10 @@ def merge_runs(paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, Any]]
         s = data["meta"]["settings"]
         init = "from scratch" if str(s["init"]).lower() == "none" else f"from {str(s['init']).split('/')[-1]}"
         for res in data["results"]:
-            label = f"{res['variant']}, {init}{_recipe_notes(s['config'])}, <= {s['epochs']} ep"
+            label = (
+                f"{res['variant']}, {_config_name(s['config'])}, {init}{_recipe_notes(s['config'])}, "
+                f"{s['size']} px scenes{_views(s)}, <= {s['epochs']} ep"
+            )
             results.append(res | {"variant": label, "settings": s, "command": data["meta"]["command"]})
     meta = metas[0] | {
         "command": " ; ".join(m["command"] for m in metas),
@@ -42,6 +45,23 @@ _NOTES = {
     ("pooling", "mean"): "mean pooling",
     ("similarity", "cosine"): "cosine",
 }
+
+
+def _config_name(config: str) -> str:
+    """A preset's name, or what a JSON ``--config`` sets of the stem and the transformer's depth."""
+    try:
+        values = json.loads(config)
+    except (TypeError, ValueError):
+        return config
+    name = f"{values.get('stem', 'patch')} stem"
+    name += f" at {values['image_size']} px" if "image_size" in values else ""
+    return name + (f", {values['num_hidden_layers']} layers" if "num_hidden_layers" in values else "")
+
+
+def _views(s: dict[str, Any]) -> str:
+    """ ", 2 views" for a run that trained on augmented views (runs from before say nothing)."""
+    views = s.get("augment_views") or 1
+    return f", {views} views" if views > 1 else ""
 
 
 def _recipe_notes(config: str) -> str:

@@ -77,11 +77,9 @@ def test_quality_bench_on_object_scenes_reports_held_out_splits_and_merges(tmp_p
         assert all(0 < c <= 100 for c in res["ceilings"].values())
     assert all(row["postings_per_query"] > 0 for row in data["results"][0]["rows"])
     md = (merged / "quality.md").read_text()
-    assert (
-        "| VisualSparta (flops 0.0003), from scratch, <= 1 ep | heldout_words | 10 |" in md
-        and "| dense, from scratch, <= 1 ep | heldout_objects | 10 |" in md
-        and "| dense, from scratch, <= 1 ep | shift | 10 |" in md
-    )
+    label = "patch stem at 32 px, 2 layers, from scratch, 32 px scenes, <= 1 ep"
+    assert f"| VisualSparta (flops 0.0003), {label} | heldout_words | 10 |" in md
+    assert f"| dense, {label} | heldout_objects | 10 |" in md and f"| dense, {label} | shift | 10 |" in md
     lead = md.index("| model | lr | best epoch | train s | terms/img | test | shift |")
     assert lead < md.index("| model | lr | best epoch | train s | top-n |")  # the summary comes first
 
