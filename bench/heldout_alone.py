@@ -17,14 +17,15 @@ image first with the share of relevant images ("chance@1").
 from __future__ import annotations
 
 import argparse
-import json
 import logging
-import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+
+from vsparta.bench.options import add_models_argument
+from vsparta.bench.written import publish
 
 log = logging.getLogger("vsparta.bench.heldout_alone")
 
@@ -81,27 +82,37 @@ def check_split(records, objects, vocab) -> None:
         )
 
 
-def scores_for(model, records, phrases: list[str], device) -> np.ndarray:
-    """``[phrases, images]`` scores, as the model's own search would rank them."""
-    from vsparta.model.data import ImageStore
-    from vsparta.model.dense import DenseDualEncoder
-    from vsparta.model.evaluate import (
-        Queries,
-        encode_dense_images,
-        encode_dense_queries,
-        encode_sparse,
-        query_matrix,
-        sparse_scores,
-    )
+class ImageScorer:
+    """One model's view of the pool, encoded once: scores any phrases as its own search would.
+    A model with a frozen stem reads its regions from ``feature_cache`` (built when missing)."""
 
-    tok = model.query_tokenizer()
-    queries = Queries(phrases, [tok.tokenize(p) for p in phrases], np.zeros(len(phrases), dtype=np.int64))
-    store = ImageStore(records, model.config, tok.tokenize, cache=False)
-    if isinstance(model, DenseDualEncoder):
-        images = encode_dense_images(model, store, 64, device, amp=False)
-        return encode_dense_queries(model, queries, 256, device, amp=False) @ images.T
-    sparse = encode_sparse(model, store, 64, device, amp=False)
-    return sparse_scores(sparse.term_matrix(model.config.top_n), query_matrix(queries, sparse.vocab_size))
+    def __init__(self, model, records, device, feature_cache: Path | None = None) -> None:
+        from vsparta.model.data import ImageStore
+        from vsparta.model.dense import DenseDualEncoder
+        from vsparta.model.evaluate import encode_dense_images, encode_sparse
+        from vsparta.model.feature_cache import attach
+
+        self.model, self.device = model, device
+        self.tokenizer = model.query_tokenizer()
+        store = ImageStore(records, model.config, self.tokenizer.tokenize, cache=False)
+        attach(store, model, feature_cache, device, progress=False)
+        self.dense = isinstance(model, DenseDualEncoder)
+        if self.dense:
+            self.images = encode_dense_images(model, store, 64, device, amp=False)
+        else:
+            sparse = encode_sparse(model, store, 64, device, amp=False)
+            self.vocab_size = sparse.vocab_size
+            self.terms = sparse.term_matrix(model.config.top_n)
+
+    def scores(self, phrases: list[str]) -> np.ndarray:
+        """``[phrases, images]``."""
+        from vsparta.model.evaluate import Queries, encode_dense_queries, query_matrix, sparse_scores
+
+        ids = [self.tokenizer.tokenize(p) for p in phrases]
+        queries = Queries(phrases, ids, np.zeros(len(phrases), dtype=np.int64))
+        if self.dense:
+            return encode_dense_queries(self.model, queries, 256, self.device, amp=False) @ self.images.T
+        return sparse_scores(self.terms, query_matrix(queries, self.vocab_size))
 
 
 def hit_rates(scores: np.ndarray, queries: PhraseQueries) -> dict[str, float]:
@@ -118,7 +129,13 @@ def hit_rates(scores: np.ndarray, queries: PhraseQueries) -> dict[str, float]:
     return out
 
 
-def evaluate_models(models: list[tuple[str, Path]], scenes: Path, seed: int, groups: tuple[str, ...]) -> dict:
+def evaluate_models(
+    models: list[tuple[str, Path]],
+    scenes: Path,
+    seed: int,
+    groups: tuple[str, ...],
+    feature_caches: Path | None = None,
+) -> dict:
     import torch
 
     from vsparta.core.manifest import read_manifest
@@ -134,8 +151,10 @@ def evaluate_models(models: list[tuple[str, Path]], scenes: Path, seed: int, gro
     rows = []
     for name, path in models:
         model = load_model(path)
+        cache = None if feature_caches is None else feature_caches / f"{scenes.name}-{name}"
+        scorer = ImageScorer(model, records, torch.device("cpu"), cache)
         for label, queries in sets.items():
-            scores = scores_for(model, records, queries.phrases, torch.device("cpu"))
+            scores = scorer.scores(queries.phrases)
             row = {"model": name, "path": str(path), "words": label, "phrases": len(queries.phrases)}
             row |= hit_rates(scores, queries) | {"chance@1": queries.chance_at_1(len(records))}
             rows.append(row)
@@ -178,32 +197,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--groups", default="", help="the emoji groups the scenes were made with (comma-separated)"
     )
-    p.add_argument("--model", action="append", required=True, help="NAME=PATH of a saved model (either kind)")
+    add_models_argument(p)
     p.add_argument("--out-dir", type=Path, help="write heldout-alone.{md,json} here")
+    p.add_argument(
+        "--feature-cache",
+        type=Path,
+        help="folder for the pool's regions of models with a frozen stem (one cache per model name)",
+    )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if not (args.scenes / "heldout_words.jsonl").is_file():
         p.error(f"{args.scenes} has no heldout_words.jsonl: give an object scenes folder with that split")
-    models = []
-    for spec in args.model:
-        name, _, path = spec.partition("=")
-        if not (Path(path) / "config.json").is_file():
-            p.error(f"--model {spec}: {path} is not a saved model folder (no config.json)")
-        models.append((name or Path(path).parent.name, Path(path)))
     groups = tuple(g.strip() for g in args.groups.split(",") if g.strip())
     try:
-        result = evaluate_models(models, args.scenes, args.seed, groups)
+        result = evaluate_models(args.model, args.scenes, args.seed, groups, args.feature_cache)
     except ValueError as exc:
         print(f"heldout_alone: {exc}", file=sys.stderr)
         return 2
-    command = "python -m bench.heldout_alone " + shlex.join(sys.argv[1:] if argv is None else argv)
-    text = markdown(result, command)
-    print(text)
-    if args.out_dir:
-        args.out_dir.mkdir(parents=True, exist_ok=True)
-        (args.out_dir / "heldout-alone.md").write_text(text)
-        (args.out_dir / "heldout-alone.json").write_text(json.dumps(result, indent=1))
-    return 0
+    return publish("heldout_alone", "heldout-alone", result, markdown, argv, args.out_dir)
 
 
 if __name__ == "__main__":

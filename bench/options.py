@@ -79,6 +79,26 @@ def parse_engines(text: str) -> list[str]:
     return names
 
 
+def saved_model(spec: str) -> tuple[str, Path]:
+    """``--model NAME=PATH``: a saved model folder of either kind and the name its rows carry
+    (``PATH`` alone: named after its run folder)."""
+    name, _, path = spec.partition("=") if "=" in spec else ("", "", spec)
+    if not (Path(path) / "config.json").is_file():
+        raise argparse.ArgumentTypeError(f"{path} is not a saved model folder (no config.json)")
+    return name or Path(path).parent.name, Path(path)
+
+
+def add_models_argument(parser: argparse.ArgumentParser) -> None:
+    """``--model NAME=PATH``, once per model to measure (``saved_model``)."""
+    parser.add_argument(
+        "--model",
+        action="append",
+        required=True,
+        type=saved_model,
+        help="NAME=PATH of a saved model (either kind)",
+    )
+
+
 def input_file(text: str) -> Path:
     """argparse ``type=`` for a file a benchmark reads: checked before a long run, not after it."""
     return Path(existing_path(text))

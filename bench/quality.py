@@ -6,6 +6,12 @@ test pool (the best epoch of the best rate is kept) -> ``vsparta eval`` rows at 
 1000, natural and all on the test pool -> ``docs/quality.md``, ``quality.json`` and ``quality.png``
 (R@1 against terms per image, one line per model / regularizer weight).
 
+On the object scenes every extra pool (held-out words, held-out objects and the shift split) has the
+test pool's size unless ``--heldout`` says otherwise, and each is reported with its ambiguity
+ceiling (``bench/quality_report.py``). A model with a frozen stem (a pretrained CNN) reads its
+regions from feature caches shared by every run on the same scenes (``model.feature_cache``):
+the stem runs once per image and view, not once per recipe and epoch.
+
 The full run is meant for one GPU (``--config base``, MiniLM init, 10,000 train scenes); ``--quick``
 is a CPU run of the tiny from-scratch recipe on a few hundred scenes.
 """
@@ -20,6 +26,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from vsparta.bench.quality_report import merge_runs, write
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +90,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--kind", choices=["shapes", "objects"], default="shapes", help="scene benchmark (default shapes)"
     )
-    parser.add_argument("--heldout", type=int, help="objects: images per held-out split (default: --test)")
+    parser.add_argument(
+        "--heldout", type=int, help="objects: images per held-out and shift pool (default: --test)"
+    )
+    recipe = parser.add_argument_group("recipe (model/recipe.py; every variant of the run)")
+    recipe.add_argument("--pretrained-lr", type=float, help="rate of the parts copied from the text model")
+    recipe.add_argument("--stem-lr", type=float, help="rate of a pretrained stem that is fine-tuned")
+    recipe.add_argument("--fine-tune-stem", action="store_true", help="train a pretrained stem too")
+    recipe.add_argument("--augment-views", type=int, default=1, help="fixed views per training image")
     parser.add_argument(
         "--groups",
         default="",
@@ -91,6 +106,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--merge", type=Path, nargs="+", help="no training: one table and plot from these runs' quality.json"
+    )
+    parser.add_argument(
+        "--trained",
+        type=Path,
+        help="no training: evaluate this saved model (a run's final/ folder) as the run's one variant",
     )
     parser.add_argument("--patience", type=int, default=3, help="early stopping: epochs without gain")
     parser.add_argument("--seed", type=int, default=0, help="seed of the scenes and the trainings")
@@ -161,19 +181,18 @@ def _groups(text: str, kind: str) -> tuple[str, ...]:
 def _scenes(
     s: dict[str, Any], cache: Path, seed: int, kind: str, heldout: int | None, groups: tuple[str, ...]
 ) -> dict[str, Path]:
-    folder = cache / f"{kind}-{s['train']}-{s['val']}-{s['test']}-{s['size']}-{seed}"
-    if groups:
-        folder = folder.with_name(folder.name + "-" + "+".join(groups))
+    folder = _scenes_folder(s, cache, seed, kind, groups)
     if kind == "objects":
         from vsparta.scenes.objects import generate_object_scenes
 
         n_held = s["test"] if heldout is None else heldout
         counts = {"train": s["train"], "val": s["val"], "test": s["test"]}
-        counts |= {"heldout_words": n_held, "heldout_objects": n_held}
+        counts |= {"heldout_words": n_held, "heldout_objects": n_held, "shift": n_held}
         manifests = {k: folder / f"{k}.jsonl" for k in counts}
-        if all(p.exists() for p in manifests.values()):
-            return manifests
-        return generate_object_scenes(folder, counts, image_size=s["size"], seed=seed, groups=groups)
+        missing = {k: n for k, n in counts.items() if not manifests[k].exists()}
+        if missing:  # each split has its own seeds: the ones there stay as they are
+            generate_object_scenes(folder, missing, image_size=s["size"], seed=seed, groups=groups)
+        return manifests
     from vsparta.scenes.shapes import generate_scenes
 
     manifests = {k: folder / f"{k}.jsonl" for k in ("train", "val", "test")}
@@ -184,6 +203,23 @@ def _scenes(
     )
 
 
+def _scenes_folder(s: dict[str, Any], cache: Path, seed: int, kind: str, groups: tuple[str, ...]) -> Path:
+    folder = cache / f"{kind}-{s['train']}-{s['val']}-{s['test']}-{s['size']}-{seed}"
+    return folder.with_name(folder.name + "-" + "+".join(groups)) if groups else folder
+
+
+def _features_folder(manifest: Path, s: dict[str, Any], args: argparse.Namespace, pool: str) -> Path:
+    """Where runs on these scenes keep a frozen stem's regions of ``pool`` (train, val, test ...):
+    one folder per stem setting, whatever the transformer on top, so every recipe shares it (a cache
+    of more views serves a run that wants fewer; a stale one is rebuilt, ``model.feature_cache``)."""
+    from vsparta.model.configuration import config_from_spec
+
+    config = config_from_spec(s["config"])
+    stem = [config.stem, config.stem_weights, config.image_size, config.grid_size, config.hf_vision_model]
+    digest = hashlib.sha1(json.dumps(stem).encode()).hexdigest()[:8]
+    return args.cache_dir / "features" / f"{manifest.parent.name}-{digest}" / pool
+
+
 def train_variant(
     v: Variant, s: dict[str, Any], manifests: dict[str, Path], args: argparse.Namespace, work: Path
 ) -> dict[str, Any]:
@@ -191,9 +227,11 @@ def train_variant(
     from vsparta.model.train import TrainOptions, train
 
     # runs resume from their folder: two recipes (say tiny and MiniLM) at one rate must not share one
+    options = [args.pretrained_lr, args.stem_lr, args.fine_tune_stem, args.augment_views]
     recipe = hashlib.sha1(
-        json.dumps([s["config"], s["init"], s["batch_size"], str(manifests["train"])]).encode()
+        json.dumps([s["config"], s["init"], s["batch_size"], str(manifests["train"]), *options]).encode()
     ).hexdigest()[:8]
+    stem_overrides = {"freeze_stem": False} if args.fine_tune_stem else {}
     runs = []
     for lr in v.lrs:
         out = (
@@ -210,12 +248,16 @@ def train_variant(
             epochs=s["epochs"],
             batch_size=s["batch_size"],
             lr=lr,
+            pretrained_lr=args.pretrained_lr,
+            stem_lr=args.stem_lr,
+            augment_views=args.augment_views,
+            feature_cache=str(_features_folder(manifests["train"], s, args, "")),
             seed=args.seed,
             device=args.device,
             progress=False,
             keep_best=True,
             patience=args.patience,
-            overrides=v.overrides if v.model == "visualsparta" else {},
+            overrides=(v.overrides if v.model == "visualsparta" else {}) | stem_overrides,
             resume=True,
         )
         r = train(opts)
@@ -235,7 +277,39 @@ def train_variant(
     return max(runs, key=lambda run: sum(run["val"].values()) if run["val"] else -1.0) | {"sweep": runs}
 
 
-def _evaluate(model: Any, kind: str, records: list[Any], top_ns: Any, args: argparse.Namespace) -> list[Any]:
+def _recipe(args: argparse.Namespace) -> dict[str, Any]:
+    """The recipe options of a run, as its settings record them (the report names them)."""
+    keys = ("pretrained_lr", "stem_lr", "fine_tune_stem", "augment_views")
+    return {k: getattr(args, k) for k in keys}
+
+
+def trained_run(path: Path) -> dict[str, Any]:
+    """A model trained before (``path``: its run's ``final/``), as ``train_variant`` reports a run:
+    the run's ``train_log.json`` gives its rate, best epoch, validation recall and time."""
+    from vsparta.core.errors import UsageError
+
+    log_file = path.parent / "train_log.json"
+    if not (path / "config.json").is_file() or not log_file.is_file():
+        raise UsageError(
+            f"--trained {path}: not a trained run's model folder (config.json, ../train_log.json)"
+        )
+    record = json.loads(log_file.read_text(encoding="utf-8"))
+    best = record.get("best_epoch") or len(record["epoch_losses"])
+    run = {
+        "lr": record["options"]["lr"],
+        "seconds": record.get("seconds"),
+        "best_epoch": best,
+        "epochs_run": len(record["epoch_losses"]),
+        "val": record["val"][best - 1] if record.get("val") else {},
+        "positive_terms_during_training": record["epoch_positive_terms"],
+        "dir": str(path),
+    }
+    return run | {"sweep": [dict(run)]}
+
+
+def _evaluate(
+    model: Any, kind: str, records: list[Any], top_ns: Any, args: argparse.Namespace, features: Path
+) -> list[Any]:
     from vsparta.model.encode import resolve_device
     from vsparta.model.evaluate import evaluate
 
@@ -250,6 +324,7 @@ def _evaluate(model: Any, kind: str, records: list[Any], top_ns: Any, args: argp
         ndcg_queries=min(1000, len(records)),
         time_queries=100,
         seed=args.seed,
+        feature_cache=features,
     )
     return [r for r in report.rows if r["model"] != "random"]
 
@@ -259,12 +334,14 @@ def run(args: argparse.Namespace) -> int:
 
     from vsparta.bench import hardware
     from vsparta.bench.options import command_line
+    from vsparta.core.errors import UsageError
     from vsparta.core.manifest import read_manifest
     from vsparta.model.dense import load_model
     from vsparta.model.evaluate import NATURAL, TOP_N
+    from vsparta.scenes.object_ceiling import perfect_detector_recall
 
     if args.merge:
-        return _write(*merge_runs(args.merge), args)
+        return write(*merge_runs(args.merge), args)
     if args.threads:
         torch.set_num_threads(args.threads)
     s = _settings(args)
@@ -272,13 +349,23 @@ def run(args: argparse.Namespace) -> int:
     groups = _groups(args.groups, args.kind)
     manifests = _scenes(s, args.cache_dir, args.seed, args.kind, args.heldout, groups)
     test = read_manifest(manifests["test"])
-    held = {k: read_manifest(p) for k, p in manifests.items() if k.startswith("heldout")}
+    held = {k: read_manifest(p) for k, p in manifests.items() if k.startswith("heldout") or k == "shift"}
+    features = {k: _features_folder(p, s, args, pool=k) for k, p in manifests.items()}
+    pools = {"test": test, **held}
+    ceilings = {k: perfect_detector_recall(r) for k, r in pools.items()} if args.kind == "objects" else {}
     results = []
-    for v in variants(s, args):
-        best = train_variant(v, s, manifests, args, args.cache_dir / "runs")
+    chosen = variants(s, args)
+    if args.trained and len(chosen) != 1:
+        raise UsageError("--trained evaluates one model: give one --weights and --no-dense, or --no-sparta")
+    for v in chosen:
+        best = (
+            trained_run(args.trained)
+            if args.trained
+            else train_variant(v, s, manifests, args, args.cache_dir / "runs")
+        )
         model = load_model(best["dir"])
-        rows = _evaluate(model, v.model, test, TOP_N, args)
-        heldout = {k: _evaluate(model, v.model, r, (NATURAL,), args)[0] for k, r in held.items()}
+        rows = _evaluate(model, v.model, test, TOP_N, args, features["test"])
+        heldout = {k: _evaluate(model, v.model, r, (NATURAL,), args, features[k])[0] for k, r in held.items()}
         results.append(
             {
                 "variant": v.name,
@@ -287,168 +374,15 @@ def run(args: argparse.Namespace) -> int:
                 **best,
                 "rows": rows,
                 "heldout": heldout,
+                "ceilings": ceilings,
             }
         )
     meta = {
         "command": command_line("quality"),
         "hardware": hardware.describe(),
         "device": args.device,
-        "settings": s | {"kind": args.kind, "groups": list(groups)},
+        "settings": s | {"kind": args.kind, "groups": list(groups)} | _recipe(args),
         "seconds": round(time.perf_counter() - t0, 1),
         "pool": str(len(test)),
     }
-    return _write(results, meta, args)
-
-
-def merge_runs(paths: list[Path]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Several runs (say one per model, trained side by side) as one table; each keeps its settings."""
-    results: list[dict[str, Any]] = []
-    metas = []
-    for path in paths:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        metas.append(data["meta"])
-        s = data["meta"]["settings"]
-        init = "from scratch" if str(s["init"]).lower() == "none" else f"from {str(s['init']).split('/')[-1]}"
-        for res in data["results"]:
-            label = f"{res['variant']}, {init}{_recipe_notes(s['config'])}, <= {s['epochs']} ep"
-            results.append(res | {"variant": label, "settings": s, "command": data["meta"]["command"]})
-    meta = metas[0] | {
-        "command": " ; ".join(m["command"] for m in metas),
-        "seconds": round(max(m["seconds"] for m in metas), 1),
-        "runs": metas,
-    }
-    return results, meta
-
-
-# config keys that change a recipe without changing its variant name, as the merged table says them
-_NOTES = {
-    ("freeze_word_embeddings", True): "frozen word embeddings",
-    ("pooling", "mean"): "mean pooling",
-    ("similarity", "cosine"): "cosine",
-}
-
-
-def _recipe_notes(config: str) -> str:
-    """ ", frozen word embeddings" and the like for a JSON ``--config``; "" for a preset name."""
-    try:
-        values = json.loads(config)
-    except (TypeError, ValueError):
-        return ""
-    notes = [
-        text for (key, value), text in _NOTES.items() if isinstance(values, dict) and values.get(key) == value
-    ]
-    return "".join(f", {n}" for n in notes)
-
-
-def _write(results: list[dict[str, Any]], meta: dict[str, Any], args: argparse.Namespace) -> int:
-    text = markdown(results, meta)
-    print(text)  # noqa: T201 - the command's output
-    if not args.no_write:
-        args.out_dir.mkdir(parents=True, exist_ok=True)
-        (args.out_dir / "quality.md").write_text(text, encoding="utf-8")
-        (args.out_dir / "quality.json").write_text(
-            json.dumps({"meta": meta, "results": results}, indent=1), encoding="utf-8"
-        )
-        plot(results, meta, args.out_dir / "quality.png")
-        log.info("wrote %s/quality.{md,json,png}", args.out_dir)
-    return 0
-
-
-def _r1(row: dict[str, Any], pool: str) -> float:
-    return float(row["recall"][pool]["R@1"])
-
-
-def _data_line(s: dict[str, Any]) -> str:
-    groups = f" of groups {', '.join(s['groups'])}" if s.get("groups") else ""
-    return (
-        f"{s.get('kind', 'shapes')} scenes{groups}, {s['train']} train / {s['val']} val / {s['test']} test, "
-        f"{s['size']} px; "
-        f"config `{s['config']}`, init `{s['init']}`, up to {s['epochs']} epochs, batch {s['batch_size']}"
-    )
-
-
-def _fmt(row: dict[str, Any], key: str, spec: str) -> str:
-    return format(row[key], spec) if key in row else "-"
-
-
-def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
-    pool = meta["pool"]
-    runs = meta.get("runs", [meta])
-    lines = [
-        "# Retrieval quality vs index size",
-        "",
-        f"Command: `{meta['command']}`  ",
-        f"Machine: {meta['hardware']['cpu']}, {meta['hardware']['cores']} cores (shared); device "
-        f"{meta['device']}; total {meta['seconds']:.0f} s.  ",
-        *[f"Data: {_data_line(m['settings'])}.  " for m in runs],
-        "Each model's learning rate picked by validation R@1+R@5+R@10 (best epoch kept).",
-        "",
-        f"Recall in % on the {pool}-image test pool; terms/img = mean terms kept per image; postings/q = "
-        "postings an inverted index over these images reads per query; "
-        "natural = the positive terms capped like `vsparta index` (1000).",
-        "",
-        "| model | lr | best epoch | train s | top-n | terms/img | postings/q | R@1 | R@5 | R@10 | NDCG@25 |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for res in results:
-        for row in res["rows"]:
-            rec = row["recall"][pool]
-            lines.append(
-                f"| {res['variant']} | {res['lr']:g} | {res['best_epoch']} | {res['seconds']:.0f} | "
-                f"{row['top_n']} | {_fmt(row, 'terms_per_image', '.0f')} | "
-                f"{_fmt(row, 'postings_per_query', '.0f')} | "
-                f"{rec['R@1']:.1f} | {rec['R@5']:.1f} | {rec['R@10']:.1f} | {row['ndcg@25']:.3f} |"
-            )
-    held = [res for res in results if res.get("heldout")]
-    if held:
-        lines += [
-            "",
-            "Generalisation (natural sparsity; each split's own pool): *held-out words* = seen objects "
-            "named by an alias or category word no training caption uses; *held-out objects* = an object "
-            "no training image shows.",
-            "",
-            "| model | split | images | R@1 | R@5 | R@10 | NDCG@25 |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for res in held:
-            for split, row in res["heldout"].items():
-                rec = next(iter(row["recall"].values()))
-                images = next(iter(row["recall"]))
-                lines.append(
-                    f"| {res['variant']} | {split} | {images} | {rec['R@1']:.1f} | {rec['R@5']:.1f} | "
-                    f"{rec['R@10']:.1f} | {row['ndcg@25']:.3f} |"
-                )
-    lines += ["", "Learning-rate sweeps (validation R@1 at the best epoch):", ""]
-    for res in results:
-        sweep = ", ".join(f"{r['lr']:g}: {r['val'].get('R@1', float('nan')):.1f}" for r in res["sweep"])
-        lines.append(f"- {res['variant']}: {sweep}")
-    return "\n".join(lines) + "\n"
-
-
-def plot(results: list[dict[str, Any]], meta: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    pool = meta["pool"]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for res in results:
-        rows = [r for r in res["rows"] if "terms_per_image" in r]
-        if rows:
-            pts = sorted({(max(r["terms_per_image"], 1e-3), _r1(r, pool)) for r in rows})
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=res["variant"])
-            nat = [r for r in rows if r["top_n"] == "natural"]
-            if nat:
-                ax.annotate("natural", (nat[0]["terms_per_image"], _r1(nat[0], pool)), fontsize=8)
-        elif res["rows"]:
-            ax.axhline(_r1(res["rows"][0], pool), linestyle="--", color="gray", label=res["variant"])
-    ax.set_xscale("log")
-    ax.set_xlabel("terms per image (log)")
-    ax.set_ylabel(f"R@1 (%), {pool} test images")
-    ax.set_title("R@1 vs index size (top-n cut of φ)")
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return write(results, meta, args)

@@ -5,7 +5,7 @@
 # /data/images and /models/model are what the API serves: the demo volumes by default, or the
 # user's folders (VSPARTA_IMAGES, VSPARTA_MODEL, mounted read-only). /demo/images and /demo/model
 # are always the demo volumes. With the demo volumes it builds what `vsparta demo` builds (the
-# object scenes of four emoji subgroups, the demo model trained on CPU, the training and test scenes
+# object scenes of the whole catalog, the demo model trained on CPU, the training and test scenes
 # indexed), through `vsparta demo` itself with the volumes as its folders and Elasticsearch as its
 # index; with the user's model it indexes the user's folder.
 # Every step is resumable: a second `up` reuses the scenes and the model, and --resume skips

@@ -7,13 +7,9 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from vsparta.core.progress import quiet_library_bars
 from vsparta.model.resolve import existing_dir, existing_path, resolve_model_path
-
-if TYPE_CHECKING:
-    from vsparta.model.evaluate import EvalReport
 
 log = logging.getLogger(__name__)
 
@@ -45,32 +41,6 @@ def _query_weights(text: str) -> list[str]:
             f"query weights are a comma list of {', '.join(WEIGHTINGS.names())}, got {text!r}"
         )
     return list(dict.fromkeys(out))
-
-
-def format_table(report: EvalReport) -> str:
-    """A plain-text table: one row per model / top-n, recall on each image set, NDCG@25, ms/query."""
-    sets = list(report.rows[0]["recall"]) if report.rows else []
-    head = ["model", "top-n", "weights", "terms/img"]
-    for s in sets:
-        head += [f"R@1 ({s})", f"R@5 ({s})", f"R@10 ({s})"]
-    head += ["NDCG@25", "ms/query"]
-    lines = [head]
-    for row in report.rows:
-        cells = [
-            row["model"],
-            str(row["top_n"]),
-            row.get("query_weights", "-"),
-            f"{row['terms_per_image']:.0f}" if "terms_per_image" in row else "-",
-        ]
-        for s in sets:
-            cells += [f"{row['recall'][s][k]:.1f}" for k in ("R@1", "R@5", "R@10")]
-        cells += [f"{row['ndcg@25']:.3f}", f"{row['ms_per_query']:.3f}"]
-        lines.append(cells)
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    fmt = [" | ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)) for line in lines]
-    fmt.insert(1, "-+-".join("-" * w for w in widths))
-    title = f"text-to-image retrieval: {report.n_images} images, {report.n_queries} queries (recall in %)"
-    return "\n".join([title, *fmt])
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -128,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
     from vsparta.core.karpathy import load_records
     from vsparta.model.dense import DenseDualEncoder, load_model
     from vsparta.model.encode import resolve_device
+    from vsparta.model.eval_table import format_table
     from vsparta.model.evaluate import evaluate
     from vsparta.model.modeling import VisualSpartaModel
 

@@ -59,6 +59,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=5e-5,
         help="Adam learning rate (paper: 5e-5; ~1e-3 for from-scratch tiny models)",
     )
+    parser.add_argument(
+        "--pretrained-lr",
+        type=float,
+        help="rate of the parts copied from the --init text model (default: --lr); --lr then trains the "
+        "new parts (model/recipe.py)",
+    )
+    parser.add_argument(
+        "--stem-lr",
+        type=float,
+        help="rate of a pretrained vision stem that is fine-tuned (default: --pretrained-lr)",
+    )
+    parser.add_argument(
+        "--fine-tune-stem",
+        action="store_true",
+        help="train a pretrained vision stem too (default: frozen, its regions cached per image and view)",
+    )
+    parser.add_argument(
+        "--augment-views",
+        type=int,
+        default=1,
+        help="fixed views per training image: the image and N-1 zoomed, turned, recoloured ones "
+        "(default 1: none)",
+    )
+    parser.add_argument(
+        "--feature-cache",
+        help="folder of a frozen stem's cached regions (default: OUT/feature-cache; rebuilt when stale)",
+    )
     parser.add_argument("--warmup", type=float, default=0.1, help="fraction of steps with linear warm-up")
     parser.add_argument("--captions-per-image", type=int, default=5, help="captions used per image")
     parser.add_argument("--seed", type=int, default=0, help="same seed, same run")
@@ -105,7 +132,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The sparsity flags that were given, as config fields (absent ones keep the preset's value)."""
+    """The sparsity and stem flags that were given, as config fields (absent ones keep the preset's value)."""
     given = {
         "sparsity_weight": args.sparsity_weight,
         "sparsity_loss": args.sparsity_loss,
@@ -114,6 +141,7 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
         "sparsity_images": args.sparsity_images,
         "sparsity_vocab": args.sparsity_vocab,
         "phi_term_bias": True if args.term_bias else None,
+        "freeze_stem": False if getattr(args, "fine_tune_stem", False) else None,
     }
     return {k: v for k, v in given.items() if v is not None}
 
@@ -145,6 +173,10 @@ def run(args: argparse.Namespace) -> int:
         epochs=args.epochs,
         batch_size=args.batch_size,
         lr=args.lr,
+        pretrained_lr=args.pretrained_lr,
+        stem_lr=args.stem_lr,
+        augment_views=args.augment_views,
+        feature_cache=args.feature_cache,
         warmup=args.warmup,
         captions_per_image=args.captions_per_image,
         seed=args.seed,

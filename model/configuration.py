@@ -64,6 +64,31 @@ PRESETS: dict[str, dict[str, Any]] = {
         "stem_channels": [32, 64, 128],
         "region_feature_dim": 128,
     },
+    # the tiny transformer on EfficientNet-Lite0's ImageNet features (frozen, cached) at 224 px, the
+    # size its weights were trained at: the best CPU-sized recipe on the object scenes (docs/quality.md)
+    "lite0": {
+        "hidden_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "intermediate_size": 128,
+        "stem": "efficientnet_lite0",
+        "image_size": 224,
+        "grid_size": 7,
+        **_SPARSE_TINY,
+        "sparsity_weight": 5e-4,
+    },
+    # the same at 128 px: a third of the stem's work per picture, the demo's (fits its 5 minutes)
+    "lite0-128": {
+        "hidden_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 2,
+        "intermediate_size": 128,
+        "stem": "efficientnet_lite0",
+        "image_size": 128,
+        "grid_size": 4,
+        **_SPARSE_TINY,
+        "sparsity_weight": 5e-4,
+    },
     "base": {
         "hidden_size": 384,
         "num_hidden_layers": 6,

@@ -3,6 +3,10 @@
 A batch is a set of distinct images and all (up to ``captions_per_image``) of their captions:
 each caption is a query whose positive is its own image and whose negatives are the other images
 of the batch (paper Eq. 13). Distinct images per batch mean no false in-batch negatives.
+
+An image may come in several fixed views (``model.augment``); with a frozen stem its regions come
+from a feature cache (``model.feature_cache``) instead of pixels, through the same region path as
+precomputed detector regions (Eq. 4-5).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -19,9 +23,14 @@ from PIL import Image
 
 from vsparta.core.images import load_image
 from vsparta.core.manifest import ManifestRecord
+from vsparta.model.augment import Augmentation
 from vsparta.model.preprocess import ImagePreprocessor
 from vsparta.model.regions import RegionBatch, Regions, collate_regions, load_regions
+from vsparta.model.stems.base import box_locations
 from vsparta.model.stems.registry import stem_class
+
+if TYPE_CHECKING:
+    from vsparta.model.feature_cache import FeatureCache
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +77,11 @@ def pad_queries(token_lists: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[
 
 
 class ImageStore:
-    """Loads each record's image input once; keeps it in memory when the set is small enough."""
+    """Loads each record's image input once; keeps it in memory when the set is small enough.
+
+    ``augmentation``: the fixed views of each image (view 0 is the image itself); ``features``: a
+    frozen stem's cached regions of every image and view, read instead of pixels.
+    """
 
     def __init__(
         self,
@@ -76,10 +89,13 @@ class ImageStore:
         config: Any,
         tokenize: Callable[[str], list[int]],
         cache: bool | None = None,
+        augmentation: Augmentation | None = None,
     ) -> None:
         self.records = list(records)
         self.config = config
         self.tokenize = tokenize
+        self.augmentation = augmentation or Augmentation()
+        self.features: FeatureCache | None = None
         self.use_regions = not stem_class(config.stem).takes_pixels
         if self.use_regions:
             missing = [r.id for r in self.records if r.regions is None]
@@ -89,19 +105,23 @@ class ImageStore:
                 )
         self.preprocessor = ImagePreprocessor.from_config(config)
         self.cache = (len(self.records) <= 20000) if cache is None else cache
-        self._pixels: dict[int, np.ndarray] = {}
+        self._pixels: dict[tuple[int, int], np.ndarray] = {}  # uint8 [S, S, 3] per (image, view)
         self._regions: dict[int, Regions] = {}
 
     def __len__(self) -> int:
         return len(self.records)
 
-    def pixels(self, i: int) -> np.ndarray:
-        arr = self._pixels.get(i)
+    def pixels(self, i: int, view: int = 0, keep: bool | None = None) -> np.ndarray:
+        """The stem's input for view ``view`` of image ``i``: float32 ``[3, S, S]``. ``keep``: hold
+        the decoded picture for the next epoch (default: the store's ``cache``); a feature cache
+        being built reads each picture once and keeps nothing."""
+        arr = self._pixels.get((i, view))
         if arr is None:
-            arr = self.preprocessor(load_rgb(self.records[i].image))
-            if self.cache:
-                self._pixels[i] = arr
-        return arr
+            picture = self.augmentation.view(load_rgb(self.records[i].image), i, view)
+            arr = self.preprocessor.pixels(picture)
+            if self.cache if keep is None else keep:
+                self._pixels[(i, view)] = arr
+        return self.preprocessor.normalize(arr)
 
     def region(self, i: int) -> Regions:
         reg = self._regions.get(i)
@@ -113,7 +133,12 @@ class ImageStore:
                 self._regions[i] = reg
         return reg
 
-    def image_batch(self, indices: Sequence[int]) -> tuple[torch.Tensor | None, RegionBatch | None]:
+    def image_batch(
+        self, indices: Sequence[int], views: Sequence[int] | None = None
+    ) -> tuple[torch.Tensor | None, RegionBatch | None]:
+        """Pixels ``[B, 3, S, S]`` or regions of images ``indices`` (in ``views``; default view 0)."""
+        if self.features is not None:
+            return None, self._cached_regions(indices, views)
         if self.use_regions:
             regs = [self.region(i) for i in indices]
             return None, collate_regions(
@@ -123,13 +148,35 @@ class ImageStore:
                 max_regions=self.config.max_regions,
                 max_label_tokens=self.config.max_label_tokens,
             )
-        return torch.from_numpy(np.stack([self.pixels(i) for i in indices])), None
+        views = views if views is not None else [0] * len(indices)
+        return torch.from_numpy(
+            np.stack([self.pixels(i, v) for i, v in zip(indices, views, strict=True)])
+        ), None
+
+    def _cached_regions(self, indices: Sequence[int], views: Sequence[int] | None) -> RegionBatch:
+        """The cached stem output as a ``RegionBatch``: every grid cell a region, no labels."""
+        assert self.features is not None
+        feats = self.features.regions(indices, views)  # [B, n, d]
+        b, n = feats.shape[:2]
+        locs = box_locations(self.features.boxes).unsqueeze(0).expand(b, -1, -1)  # [B, n, 6]
+        no_labels = torch.zeros(b, 1, dtype=torch.long)
+        return RegionBatch(feats, locs, torch.ones(b, n, dtype=torch.bool), no_labels, no_labels.bool())
+
+    def pick_views(self, rng: np.random.Generator) -> np.ndarray:
+        """One view per image for an epoch (all 0 without augmentation); a feature cache may hold
+        more views than this run asks for, and only the first ones are read."""
+        return rng.integers(0, self.augmentation.views, size=len(self))
 
 
 def make_batch(
-    store: ImageStore, indices: Sequence[int], captions_per_image: int, rng: np.random.Generator
+    store: ImageStore,
+    indices: Sequence[int],
+    captions_per_image: int,
+    rng: np.random.Generator,
+    views: Sequence[int] | None = None,
 ) -> Batch:
-    """Images ``indices`` with up to ``captions_per_image`` of their captions each (chosen by ``rng``)."""
+    """Images ``indices`` (in ``views``) with up to ``captions_per_image`` of their captions each
+    (chosen by ``rng``)."""
     tokens: list[list[int]] = []
     targets: list[int] = []
     for pos, i in enumerate(indices):
@@ -140,7 +187,7 @@ def make_batch(
             tokens.append(store.tokenize(c))
             targets.append(pos)
     ids, mask = pad_queries(tokens)
-    pixels, regions = store.image_batch(indices)
+    pixels, regions = store.image_batch(indices, views)
     return Batch(ids, mask, torch.tensor(targets, dtype=torch.long), pixels, regions)
 
 

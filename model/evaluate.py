@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ from vsparta.core.progress import progress_bar
 from vsparta.model.data import ImageStore, pad_queries
 from vsparta.model.dense import DenseDualEncoder
 from vsparta.model.encode import autocast_for
+from vsparta.model.feature_cache import attach
 from vsparta.model.metrics import caption_relevance, ndcg_at_k, recall_at_k
 from vsparta.model.modeling import VisualSpartaModel
 from vsparta.model.topn import select_top_terms, to_csr
@@ -314,9 +316,12 @@ def evaluate(
     seed: int = 0,
     progress: bool = False,
     query_weights: Sequence[str] = (DEFAULT,),
+    feature_cache: str | Path | None = None,
 ) -> EvalReport:
     """All rows of the report: VisualSparta at each top-n (one row per ``query_weights``: names of
-    ``termindex.weightings.registry.WEIGHTINGS``), the dense baseline, random."""
+    ``termindex.weightings.registry.WEIGHTINGS``), the dense baseline, random. ``feature_cache``: a
+    folder where a model with a frozen stem keeps these images' regions (``model.feature_cache``;
+    built when missing or stale)."""
     for weighting in query_weights:
         WEIGHTINGS.check(weighting)  # before any image is encoded
     records = [r for r in records if r.captions]
@@ -340,6 +345,7 @@ def evaluate(
         qtok = model.query_tokenizer()
         queries = build_queries(records, qtok.tokenize)
         store = ImageStore(records, model.config, qtok.tokenize, cache=False)
+        attach(store, model, feature_cache, device, progress)
         t0 = time.perf_counter()
         images = encode_sparse(model, store, batch_size, device, amp, progress)
         log.info("VisualSparta: encoded %d images in %.1fs", n, time.perf_counter() - t0)
@@ -365,6 +371,7 @@ def evaluate(
         dtok = dense.query_tokenizer()
         queries = build_queries(records, dtok.tokenize)
         store = ImageStore(records, dense.config, dtok.tokenize, cache=False)
+        attach(store, dense, feature_cache, device, progress)
         vectors = encode_dense_images(dense, store, batch_size, device, amp, progress)
         q = encode_dense_queries(dense, queries, 256, device, amp)
         scores = q @ vectors.T

@@ -24,12 +24,15 @@ import torch.nn.functional as F
 from vsparta.core.karpathy import load_records
 from vsparta.core.manifest import ManifestRecord
 from vsparta.core.progress import progress_bar, quiet_library_bars
+from vsparta.model.augment import Augmentation
 from vsparta.model.config_parts import defaults
 from vsparta.model.configuration import PRESETS, VisualSpartaConfig, config_from_spec
 from vsparta.model.data import ImageStore, epoch_order, make_batch
 from vsparta.model.dense import MODEL_CLASSES, DenseConfig
 from vsparta.model.encode import autocast_for, resolve_device
+from vsparta.model.feature_cache import attach
 from vsparta.model.modeling import build_model
+from vsparta.model.recipe import freeze, parameter_groups, train_mode, warmup_then_decay
 from vsparta.model.sparsity import SparsityRegularizer
 from vsparta.model.text_init import text_model_dimensions
 from vsparta.model.tokenization import load_tokenizer
@@ -51,7 +54,11 @@ class TrainOptions:
     config: str = "tiny"
     epochs: int = 3
     batch_size: int = 32
-    lr: float = 5e-5
+    lr: float = 5e-5  # new parts (all of a model trained from scratch); model.recipe
+    pretrained_lr: float | None = None  # parts copied from a text model (None: lr)
+    stem_lr: float | None = None  # a pretrained stem that is fine-tuned (None: pretrained_lr)
+    augment_views: int = 1  # fixed views per training image (model.augment); 1 = no augmentation
+    feature_cache: str | None = None  # a frozen stem's region cache (default OUT/feature-cache)
     warmup: float = 0.1  # fraction of all steps with a linear warm-up
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0
@@ -119,15 +126,6 @@ def latest_checkpoint(out: Path) -> tuple[int, Path] | None:
     return max(found) if found else None
 
 
-def _lr_lambda(total: int, warmup_steps: int):
-    def f(step: int) -> float:
-        if warmup_steps and step < warmup_steps:
-            return (step + 1) / warmup_steps
-        return max(0.0, (total - step) / max(1, total - warmup_steps))
-
-    return f
-
-
 def _best_epoch(val: list[dict[str, float]]) -> int | None:
     """1-based epoch with the highest R@1+R@5+R@10 (the earliest on ties); None without validation."""
     if not val:
@@ -155,6 +153,9 @@ def train(opts: TrainOptions) -> TrainResult:
     """Train (or resume) and write ``checkpoint-epoch-N`` folders and ``final`` under ``opts.out``."""
     if opts.epochs < 1 or opts.batch_size < 2 or opts.lr <= 0 or opts.captions_per_image < 1:
         raise ValueError("need epochs >= 1, batch_size >= 2, lr > 0, captions_per_image >= 1")
+    if any(r is not None and r <= 0 for r in (opts.pretrained_lr, opts.stem_lr)):
+        raise ValueError("learning rates must be > 0")
+    augmentation = Augmentation(views=opts.augment_views, seed=opts.seed)
     t0 = time.perf_counter()
     out = Path(opts.out)
     device = resolve_device(opts.device)
@@ -181,20 +182,29 @@ def train(opts: TrainOptions) -> TrainResult:
     if model.config.freeze_word_embeddings:
         frozen = model.freeze_word_embeddings()
         log.info("word embeddings frozen: %d tensor(s) keep their initial values", frozen)
+    freeze(model)  # a frozen stem: its regions come from the feature cache (attach below)
     qtok = model.query_tokenizer()
 
     train_records = _records(opts.manifest, opts.image_root, "train", opts.max_images)
-    store = ImageStore(train_records, model.config, qtok.tokenize)
+    store = ImageStore(train_records, model.config, qtok.tokenize, augmentation=augmentation)
     val_store = None
     if opts.val:
         val_store = ImageStore(_records(opts.val, opts.image_root, "val", None), model.config, qtok.tokenize)
     out.mkdir(parents=True, exist_ok=True)  # only now: a bad config or manifest leaves no empty folder
+    caches = Path(opts.feature_cache) if opts.feature_cache else out / "feature-cache"
+    for name, s in (("train", store), ("val", val_store)):
+        if s is not None:
+            attach(s, model, caches / name, device=device, progress=opts.progress)
     steps_per_epoch = len(_batches(np.arange(len(store)), opts.batch_size))
     total_steps = steps_per_epoch * opts.epochs
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=opts.lr, weight_decay=opts.weight_decay)
+    groups = parameter_groups(model, opts.lr, opts.pretrained_lr, opts.stem_lr)
+    log.info(
+        "learning rates: %s",
+        ", ".join(f"{g['name']} {g['lr']:g} ({len(g['params'])} tensors)" for g in groups),
+    )
+    optimizer = torch.optim.AdamW(groups, lr=opts.lr, weight_decay=opts.weight_decay)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, _lr_lambda(total_steps, math.ceil(opts.warmup * total_steps))
+        optimizer, warmup_then_decay(total_steps, math.ceil(opts.warmup * total_steps))
     )
     scaler = torch.amp.GradScaler(
         "cuda", enabled=amp and device.type == "cuda" and not torch.cuda.is_bf16_supported()
@@ -221,9 +231,10 @@ def train(opts: TrainOptions) -> TrainResult:
 
     quiet_library_bars()  # checkpoint saves would draw "Writing model shards" bars into logs
     for epoch in range(start_epoch, opts.epochs):
-        model.train()
+        train_mode(model)
         order = epoch_order(len(store), opts.seed, epoch)
         rng = np.random.default_rng([opts.seed, epoch, 1])
+        views = store.pick_views(np.random.default_rng([opts.seed, epoch, 2]))
         batches = _batches(order, opts.batch_size)
         bar = progress_bar(
             batches, desc=f"epoch {epoch + 1}/{opts.epochs}", enabled=opts.progress, leave=False
@@ -232,23 +243,11 @@ def train(opts: TrainOptions) -> TrainResult:
         penalty_sum = torch.zeros((), device=device)  # summed on the device: no per-step host sync
         positive_sum = torch.zeros((), device=device)
         for idx in bar:
-            batch = make_batch(store, idx.tolist(), opts.captions_per_image, rng).to(device)
-            step = len(result.losses)
-            with autocast_for(device, amp):
-                if regularizer is None:
-                    scores = model(batch.query_ids, batch.query_mask, **batch.image_inputs())  # [Q, B]
-                else:
-                    h, h_mask = model.encode_images(**batch.image_inputs())
-                    scores = model.score(batch.query_ids, batch.query_mask, h, h_mask)
-            loss = F.cross_entropy(scores.float(), batch.targets)  # Eq. 13 with in-batch negatives
-            total = loss
-            if regularizer is not None:
-                k = regularizer.images or h.shape[0]
-                ids = regularizer.sample_ids(device)
-                penalty, positive = regularizer(model.vocab_phi(h[:k], h_mask[:k], ids=ids), step)
-                total = loss + penalty
-                penalty_sum += penalty.detach()
-                positive_sum += positive
+            batch = make_batch(store, idx.tolist(), opts.captions_per_image, rng, views[idx]).to(device)
+            loss, total, sparsity = step_losses(model, batch, regularizer, len(result.losses), device, amp)
+            if sparsity is not None:
+                penalty_sum += sparsity[0].detach()
+                positive_sum += sparsity[1]
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(total).backward()
             if opts.max_grad_norm:
@@ -277,7 +276,7 @@ def train(opts: TrainOptions) -> TrainResult:
             metrics = quick_recall(model, val_store, device=device, amp=amp)
             result.val.append(metrics)
             msg += " | val " + " ".join(f"{k} {v:.3f}" for k, v in metrics.items())
-            model.train()
+            train_mode(model)
             if opts.keep_best and _best_epoch(result.val) == len(result.val) and best != len(result.val):
                 model.save_pretrained(str(out / BEST))  # written before the checkpoint that records it
             best = _best_epoch(result.val)
@@ -316,6 +315,7 @@ def train(opts: TrainOptions) -> TrainResult:
                 "epoch_positive_terms": result.epoch_positive_terms,
                 "best_epoch": result.best_epoch,
                 "val": result.val,
+                "seconds": round(result.seconds, 1),  # of this call (a resumed run: since the resume)
                 "losses": result.losses,
             },
             indent=1,
@@ -323,6 +323,32 @@ def train(opts: TrainOptions) -> TrainResult:
         encoding="utf-8",
     )
     return result
+
+
+def step_losses(
+    model: Any,
+    batch: Any,
+    regularizer: SparsityRegularizer | None,
+    step: int,
+    device: torch.device,
+    amp: bool,
+) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor] | None]:
+    """One batch's ranking loss (Eq. 13, in-batch negatives), the loss to minimise, and the
+    sparsity penalty with the positive terms it counted (None without a regularizer)."""
+    with autocast_for(device, amp):
+        if regularizer is None:
+            scores = model(batch.query_ids, batch.query_mask, **batch.image_inputs())  # [Q, B]
+        else:
+            h, h_mask = model.encode_images(**batch.image_inputs())
+            scores = model.score(batch.query_ids, batch.query_mask, h, h_mask)
+    loss = F.cross_entropy(scores.float(), batch.targets)
+    if regularizer is None:
+        return loss, loss, None
+    k = regularizer.images or h.shape[0]
+    penalty, positive = regularizer(
+        model.vocab_phi(h[:k], h_mask[:k], ids=regularizer.sample_ids(device)), step
+    )
+    return loss, loss + penalty, (penalty, positive)
 
 
 def _save_checkpoint(

@@ -4,7 +4,10 @@ A scene's *kinds* are its distinct objects with their counts ("two dogs and a pi
 names every kind it mentions either by one of its names (CLDR name or an alias) or by a category
 word ("an animal next to some food"), with counts, sizes, cells, relations and the background, so
 the caption vocabulary is long-tailed. In the held-out splits one *focus* kind is always mentioned
-the way the split tests (a held-out word, or an object never seen in training).
+the way the split tests (a held-out word, or an object never seen in training). The shift split
+says the same things through templates no other split uses (``SHIFT_TEMPLATES``). Each caption's
+*mentions* (which objects it names, with their counts) go into the scene's metadata: the
+ambiguity ceiling (``scenes/object_ceiling.py``) reads them.
 """
 
 from __future__ import annotations
@@ -25,6 +28,16 @@ _OPENERS = ("", "", "a photo of ", "a picture of ", "an image with ", "there is 
 _LINKS = ("a", "an", "and", "in", "the", "on", "background", "there", "are", "some")
 _RELATIONS = ("left of", "right of", "above", "below", "next to")
 _POSITIONS = ("top", "bottom", "left", "right", "center", "middle")
+# the shift split's sentence frames: none of them occurs in another split ({} = the objects)
+# (no frame word names an object: "picture", "frame", "scene" and "look" do in the catalog)
+SHIFT_TEMPLATES = (
+    "{} can be seen here",
+    "this snapshot shows {}",
+    "a view containing {}",
+    "visible here: {}",
+    "somewhere in this image: {}",
+)
+SHIFT_RELATION = "{} placed {} {}"  # "a dog placed left of a pizza"
 
 
 def template_words() -> frozenset[str]:
@@ -81,9 +94,12 @@ def _subset(rng: np.random.Generator, kinds: Sequence[Kind]) -> list[Kind]:
     return keep or [kinds[int(rng.integers(len(kinds)))]]
 
 
+Caption = tuple[str, list[Kind]]  # the text and the kinds it names
+
+
 def _relation_caption(
-    rng: np.random.Generator, kinds: Sequence[Kind], vocab: Vocabulary, mode: str
-) -> str | None:
+    rng: np.random.Generator, kinds: Sequence[Kind], vocab: Vocabulary, mode: str, frame: str = "{} {} {}"
+) -> Caption | None:
     singles = [k for k in kinds if k.count == 1]
     pairs = [
         (a, b) for a in singles for b in singles if a is not b and (a.focus or b.focus or mode == "seen")
@@ -92,38 +108,58 @@ def _relation_caption(
     if not pairs:
         return None
     a, b, rel = pairs[int(rng.integers(len(pairs)))]
-    return f"{_mention(rng, a, vocab, mode)} {rel} {_mention(rng, b, vocab, mode)}"
+    return frame.format(_mention(rng, a, vocab, mode), rel, _mention(rng, b, vocab, mode)), [a, b]
 
 
 def _caption(
     rng: np.random.Generator, kinds: Sequence[Kind], vocab: Vocabulary, mode: str, texture: str
-) -> str:
+) -> Caption:
     template = int(rng.integers(5))
     if template == 0:
-        text = _relation_caption(rng, kinds, vocab, mode)
-        if text is not None:
-            return text
+        said = _relation_caption(rng, kinds, vocab, mode)
+        if said is not None:
+            return said
     chosen = _subset(rng, kinds)
     if template == 1 and len(chosen) == 1 and chosen[0].count == 1:
-        return f"{_mention(rng, chosen[0], vocab, mode)} in the {chosen[0].placed[0].position()}"
+        return f"{_mention(rng, chosen[0], vocab, mode)} in the {chosen[0].placed[0].position()}", chosen
     listed = _join([_mention(rng, k, vocab, mode) for k in chosen])
     if template == 2:
-        return f"{listed} on a {TEXTURE_WORDS[texture]} background"
+        # (a shift background, drawn under seen frames by bench/shift_parts.py, is named as it is)
+        return f"{listed} on a {TEXTURE_WORDS.get(texture, texture)} background", chosen
     opener = str(rng.choice(_OPENERS))
     if opener == "there is " and (len(chosen) > 1 or chosen[0].count > 1):
         opener = "there are "
-    return opener + listed
+    return opener + listed, chosen
+
+
+def _shift_caption(rng: np.random.Generator, kinds: Sequence[Kind], vocab: Vocabulary) -> Caption:
+    """The seen splits' names, counts and relations in the shift split's own frames."""
+    template = int(rng.integers(len(SHIFT_TEMPLATES) + 1))
+    if template == len(SHIFT_TEMPLATES):
+        said = _relation_caption(rng, kinds, vocab, "seen", SHIFT_RELATION)
+        if said is not None:
+            return said
+        template = int(rng.integers(len(SHIFT_TEMPLATES)))
+    chosen = _subset(rng, kinds)
+    listed = _join([_mention(rng, k, vocab, "seen") for k in chosen])
+    return SHIFT_TEMPLATES[template].format(listed), chosen
 
 
 def make_captions(
     rng: np.random.Generator, kinds: Sequence[Kind], vocab: Vocabulary, mode: str, texture: str
-) -> list[str]:
-    """Five distinct captions (fewer only if the scene cannot be said five ways)."""
+) -> tuple[list[str], list[list[dict[str, int | str]]]]:
+    """Five distinct captions (fewer only if the scene cannot be said five ways) and, per caption,
+    the objects it names with their counts. ``mode`` "shift": the seen words in the shift frames."""
     captions: list[str] = []
+    mentions: list[list[dict[str, int | str]]] = []
     for _ in range(CAPTIONS_PER_IMAGE * 8):
-        text = _caption(rng, kinds, vocab, mode, texture)
+        if mode == "shift":
+            text, named = _shift_caption(rng, kinds, vocab)
+        else:
+            text, named = _caption(rng, kinds, vocab, mode, texture)
         if text not in captions:
             captions.append(text)
+            mentions.append([{"name": k.obj.name, "count": k.count} for k in named])
         if len(captions) == CAPTIONS_PER_IMAGE:
             break
-    return captions
+    return captions, mentions

@@ -4,7 +4,8 @@ A scene is laid out on a 3 x 3 grid of cells (so at most ``MAX_OBJECTS`` objects
 is jittered inside its cell, scaled (small or large, +-15 %) and rotated (+-25 degrees), so large
 neighbours overlap and later objects partly hide earlier ones (the hidden share is recorded). The
 background is the shape scenes' textured, shaded one, so the two benchmarks differ only in what
-stands on it.
+stands on it. That is the ``SEEN`` style of every split but one; the shift split draws the same
+layouts in a style no training scene has (``scenes/object_shift.py``).
 """
 
 from __future__ import annotations
@@ -67,28 +68,52 @@ def relation(a: Placed, b: Placed) -> str | None:
     return None
 
 
+class Style:
+    """How objects and background are drawn: the training scenes' look (``SEEN``)."""
+
+    name = "seen"
+
+    def background(self, rng: np.random.Generator, size: int) -> tuple[np.ndarray, str, list[int]]:
+        """Pixels ``[S, S, 3]`` float32, the texture's name and the base colour."""
+        return draw_background(rng, size)
+
+    def side(self, rng: np.random.Generator, size_word: str, cell: float) -> float:
+        """An object's side in pixels, for a cell ``cell`` pixels wide."""
+        return cell * SIZES[size_word] * rng.uniform(0.85, 1.15)
+
+    def angle(self, rng: np.random.Generator) -> float:
+        return float(rng.uniform(-25, 25))
+
+    def decorate(self, canvas: Image.Image, picture: Image.Image, at: tuple[int, int], side: int) -> None:
+        """Anything drawn under an object before it is pasted (nothing here)."""
+
+
+SEEN = Style()
+
+
 def render_objects(
-    rng: np.random.Generator, placed: Sequence[Placed], chars: Sequence[str], size: int
+    rng: np.random.Generator, placed: Sequence[Placed], chars: Sequence[str], size: int, style: Style = SEEN
 ) -> tuple[Image.Image, dict[str, Any], list[dict[str, Any]]]:
     """Draw the objects in order; returns the image, background info and per-object boxes and the
     share of each object hidden by the ones drawn after it."""
-    pixels, texture, bg = draw_background(rng, size)
+    pixels, texture, bg = style.background(rng, size)
     canvas = Image.fromarray(np.clip(pixels + 0.5, 0, 255).astype(np.uint8), mode="RGB")
     cell = size / GRID
     owner = np.full((size, size), -1, dtype=np.int16)
     boxes: list[list[int]] = []
     areas: list[int] = []
     for k, (p, char) in enumerate(zip(placed, chars, strict=True)):
-        side = max(4, int(round(cell * SIZES[p.size] * rng.uniform(0.85, 1.15))))
+        side = max(4, int(round(style.side(rng, p.size, cell))))
         picture = glyph(char)
         scale = side / max(picture.size)
         picture = picture.resize(
             (max(1, round(picture.width * scale)), max(1, round(picture.height * scale))),
             Image.Resampling.LANCZOS,
-        ).rotate(float(rng.uniform(-25, 25)), resample=Image.Resampling.BICUBIC, expand=True)
+        ).rotate(style.angle(rng), resample=Image.Resampling.BICUBIC, expand=True)
         cx = (p.column + 0.5 + rng.uniform(-_JITTER, _JITTER)) * cell
         cy = (p.row + 0.5 + rng.uniform(-_JITTER, _JITTER)) * cell
         x0, y0 = int(round(cx - picture.width / 2)), int(round(cy - picture.height / 2))
+        style.decorate(canvas, picture, (x0, y0), side)
         canvas.paste(picture, (x0, y0), picture)
         alpha = np.zeros((size, size), dtype=bool)
         full = np.asarray(picture.getchannel("A")) > 127

@@ -3,8 +3,10 @@
 Splits: ``train``, ``val`` and ``test`` draw from the *seen* objects and never use a held-out word;
 ``heldout_words`` shows seen objects but every caption names one of them with a held-out word (an
 alias or category word no training caption uses); ``heldout_objects`` shows in every image an
-object that no other split contains. Scenes are drawn from generators seeded by (seed, split,
-image), so the same arguments give the same bytes and splits are independent.
+object that no other split contains; ``shift`` shows seen objects named by seen words, drawn and
+captioned in a style no other split has (``scenes/object_shift.py``). Scenes are drawn from
+generators seeded by (seed, split, image), so the same arguments give the same bytes and splits
+are independent.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ from vsparta.core.manifest import ManifestRecord, write_manifest
 from vsparta.core.progress import progress_bar
 from vsparta.scenes.emoji_catalog import EmojiObject, select
 from vsparta.scenes.object_captions import Kind, make_captions, template_words
-from vsparta.scenes.object_render import MAX_OBJECTS, MIN_IMAGE_SIZE, SIZES, Placed, render_objects
+from vsparta.scenes.object_render import MAX_OBJECTS, MIN_IMAGE_SIZE, SEEN, SIZES, Placed, render_objects
+from vsparta.scenes.object_shift import SHIFT, ShiftStyle
 from vsparta.scenes.object_words import Vocabulary, choose_vocabulary
 
 log = logging.getLogger(__name__)
 
-SPLITS = ("train", "val", "test", "heldout_words", "heldout_objects")
+SPLITS = ("train", "val", "test", "heldout_words", "heldout_objects", "shift")  # order fixes the seeds
 _MODES = {"heldout_words": "heldout_words", "heldout_objects": "heldout_objects"}
 MAX_KINDS = 3
 
@@ -92,18 +95,22 @@ def _records(
     vocab: Vocabulary,
     n_range: tuple[int, int],
     progress: bool,
+    shift: ShiftStyle,
 ) -> list[ManifestRecord]:
     folder = out / "images" / split
     folder.mkdir(parents=True, exist_ok=True)
-    mode = _MODES.get(split, "seen")
+    style = shift if split == "shift" else SEEN
+    mode = "shift" if split == "shift" and shift.templates else _MODES.get(split, "seen")
     records: list[ManifestRecord] = []
     for i in progress_bar(range(n), total=n, desc=f"scenes {split}", unit="img", enabled=progress and n > 0):
         rng = np.random.default_rng([seed, SPLITS.index(split), i])
         kinds = _scene(rng, objects, vocab, split, n_range)
         order = [(p, k.obj.char) for k in kinds for p in k.placed]
         rng.shuffle(order)  # draw order mixes kinds, so any of them may be the one partly hidden
-        image, background, drawn = render_objects(rng, [p for p, _ in order], [c for _, c in order], size)
-        captions = make_captions(rng, kinds, vocab, mode, background["texture"])
+        image, background, drawn = render_objects(
+            rng, [p for p, _ in order], [c for _, c in order], size, style
+        )
+        captions, mentions = make_captions(rng, kinds, vocab, mode, background["texture"])
         image_id = f"{split}-{i:05d}"
         path = folder / f"{image_id}.jpg"
         image.save(path, format="JPEG", quality=90)
@@ -123,6 +130,8 @@ def _records(
                 for (p, _), d in zip(order, drawn, strict=True)
             ],
             "focus": next((k.obj.name for k in kinds if k.focus), None),
+            "style": style.name,
+            "mentions": mentions,  # per caption: the objects it names, with counts
         }
         records.append(ManifestRecord(id=image_id, image=path, captions=captions, metadata=metadata))
     return records
@@ -149,11 +158,13 @@ def generate_object_scenes(
     held_object_share: float = 0.08,
     groups: tuple[str, ...] = (),
     progress: bool = True,
+    shift: ShiftStyle = SHIFT,
 ) -> dict[str, Path]:
     """Write ``out_dir/images/<split>/`` and ``out_dir/<split>.jsonl`` for each split in ``counts``
     (any of :data:`SPLITS`); returns split -> manifest path. Same arguments, same bytes. The shares
     are of the catalog's objects and of its alias/category words held out (0: none, as the demo).
-    ``groups`` restricts the catalog to those Unicode emoji groups/subgroups (empty: all)."""
+    ``groups`` restricts the catalog to those Unicode emoji groups/subgroups (empty: all); ``shift``
+    is how the shift split is drawn (by default every change at once, ``scenes.object_shift``)."""
     unknown = set(counts) - set(SPLITS)
     if unknown:
         raise ValueError(f"unknown split(s) {sorted(unknown)}; the object scenes have {list(SPLITS)}")
@@ -170,7 +181,7 @@ def generate_object_scenes(
     manifests: dict[str, Path] = {}
     for split, n in counts.items():
         records = _records(
-            out, split, n, image_size, seed, objects, vocab, (min_objects, max_objects), progress
+            out, split, n, image_size, seed, objects, vocab, (min_objects, max_objects), progress, shift
         )
         manifests[split] = write_manifest(out / f"{split}.jsonl", records)
         log.info("scenes: %s: %d images -> %s", split, len(records), manifests[split])

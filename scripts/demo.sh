@@ -12,4 +12,7 @@ bash scripts/install-system-deps.sh demo
 source scripts/venv.sh
 ensure_venv "model,service"
 
+# Threads waiting for work sleep instead of spinning: where other jobs share the cores, spinning
+# OpenMP threads made each training step ~7x slower (README, "Two commands").
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE}
 exec "$VENV/bin/vsparta" demo "$@"

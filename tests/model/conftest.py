@@ -24,6 +24,15 @@ TINY = {
     "region_feature_dim": 16,
     "max_position_embeddings": 64,
 }
+# A tiny transformer on EfficientNet-Lite0 with random weights (the real architecture, nothing loaded)
+LITE = {
+    **TINY,
+    "stem": "efficientnet_lite0",
+    "stem_weights": "none",
+    "image_size": 64,
+    "grid_size": 2,
+    "num_hidden_layers": 1,
+}
 
 
 def draw_scene(color: str, shape: str, side: str, size: int = 32) -> Image.Image:

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import TINY
+from conftest import LITE, TINY
 
 
 @pytest.mark.slow
@@ -51,20 +51,59 @@ def test_quality_bench_on_object_scenes_reports_held_out_splits_and_merges(tmp_p
     sparta, dense = tmp_path / "sparta", tmp_path / "dense"
     assert main([*common, "--weights", "3e-4", "--no-dense", "--out-dir", str(sparta)]) == 0
     assert main([*common, "--no-sparta", "--out-dir", str(dense)]) == 0
+    # a model trained before, evaluated again on the same pools (as on scenes drawn at another size)
+    trained = Path(json.loads((sparta / "quality.json").read_text())["results"][0]["dir"])
+    again = tmp_path / "again"
+    argv = [*common, "--weights", "3e-4", "--no-dense", "--trained", str(trained), "--out-dir", str(again)]
+    assert main(argv) == 0
+    first, second = (json.loads((d / "quality.json").read_text())["results"][0] for d in (sparta, again))
+
+    def recalls(res: dict) -> list:
+        return [(r["top_n"], r["recall"]) for r in res["rows"]] + [
+            r["recall"] for r in res["heldout"].values()
+        ]
+
+    assert recalls(second) == recalls(first)  # (the query timings differ)
+    assert second["seconds"] is not None and second["best_epoch"] == first["best_epoch"]
     merged = tmp_path / "merged"
     argv = ["bench", "quality", "--merge", str(sparta / "quality.json"), str(dense / "quality.json")]
     assert main([*argv, "--out-dir", str(merged)]) == 0
     data = json.loads((merged / "quality.json").read_text())
     assert [r["model"] for r in data["results"]] == ["visualsparta", "dense"]
     for res in data["results"]:
-        assert set(res["heldout"]) == {"heldout_words", "heldout_objects"}
+        assert set(res["heldout"]) == {"heldout_words", "heldout_objects", "shift"}
         assert all("10" in row["recall"] for row in res["heldout"].values())
+        assert set(res["ceilings"]) == {"test", "shift", "heldout_words", "heldout_objects"}
+        assert all(0 < c <= 100 for c in res["ceilings"].values())
     assert all(row["postings_per_query"] > 0 for row in data["results"][0]["rows"])
     md = (merged / "quality.md").read_text()
-    assert (
-        "| VisualSparta (flops 0.0003), from scratch, <= 1 ep | heldout_words | 10 |" in md
-        and "| dense, from scratch, <= 1 ep | heldout_objects | 10 |" in md
-    )
+    label = "patch stem at 32 px, 2 layers, from scratch, 32 px scenes, <= 1 ep"
+    assert f"| VisualSparta (flops 0.0003), {label} | heldout_words | 10 |" in md
+    assert f"| dense, {label} | heldout_objects | 10 |" in md and f"| dense, {label} | shift | 10 |" in md
+    lead = md.index("| model | lr | best epoch | train s | terms/img | test | shift |")
+    assert lead < md.index("| model | lr | best epoch | train s | top-n |")  # the summary comes first
+
+
+@pytest.mark.slow
+def test_quality_bench_shares_a_frozen_stems_caches_between_recipes(tmp_path: Path) -> None:
+    """Two recipes on the pretrained stem: the training regions, each view of them, and every
+    evaluation pool are computed once, into the run's feature folders."""
+    from vsparta.cli import main
+
+    common = ["bench", "quality", "--quick", "--kind", "objects", "--train", "24", "--val", "8"]
+    common += ["--test", "8", "--heldout", "8", "--size", "64", "--epochs", "1", "--batch-size", "8"]
+    config = json.dumps({**LITE, "stem_weights": None})  # ImageNet weights: the same stem for both
+    common += ["--config", config, "--threads", "1", "--cache-dir", str(tmp_path / "cache")]
+    common += ["--augment-views", "2", "--no-write", "--weights", "3e-4"]
+    assert main([*common, "--no-dense"]) == 0
+    (features,) = (tmp_path / "cache" / "features").iterdir()  # one stem: one folder for every pool
+    caches = sorted(p.parent.name for p in features.rglob("meta.json"))
+    assert caches == ["heldout_objects", "heldout_words", "shift", "test", "train", "val"]
+    built = {p: p.stat().st_mtime_ns for p in features.rglob("meta.json")}
+    assert main([*common, "--no-sparta"]) == 0  # the dense model on the same stem: nothing rebuilt
+    assert {p: p.stat().st_mtime_ns for p in features.rglob("meta.json")} == built
+    train_key = json.loads((features / "train" / "meta.json").read_text())["key"]
+    assert train_key["views"]["views"] == 2 and train_key["count"] == 24
 
 
 @pytest.mark.slow
@@ -113,7 +152,7 @@ def test_quality_bench_refuses_wrong_groups_in_one_sentence(
 
 
 def test_merged_rows_name_the_recipe_options_a_variant_name_does_not_show() -> None:
-    from vsparta.bench.quality import _recipe_notes
+    from vsparta.bench.quality_report import _recipe_notes
 
     frozen = json.dumps({"num_hidden_layers": 2, "freeze_word_embeddings": True})
     dense = json.dumps({"pooling": "mean", "similarity": "cosine"})

