@@ -35,7 +35,7 @@ from vsparta.model.errors import UsageError
 from vsparta.model.progress import quiet_library_bars
 from vsparta.model.resolve import ModelPathError, existing_path, resolve_model_path
 from vsparta.termindex import TermIndexError, registry
-from vsparta.termindex.errors import EngineUnavailable
+from vsparta.termindex.errors import EngineUnavailable, WrongBackend
 
 log = logging.getLogger(__name__)
 
@@ -297,6 +297,8 @@ def run(args: argparse.Namespace) -> int:
         quiet_library_bars()
     try:
         summary = run_index(config)
+    except WrongBackend as exc:  # hosts of two clusters, one node twice: the spec's mistake
+        raise UsageError(str(exc)) from exc
     except EngineUnavailable as exc:  # unreachable, or a server it refuses: exit 3, as `vsparta search`
         log.error("the index could not be written: %s", exc)
         return 3
