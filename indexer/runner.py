@@ -256,9 +256,10 @@ class IndexJob:
                 on_commit=bar.update,
             )
             with (
+                report.not_written(),  # documents the engine still refused: one line each
                 stop_on_signals(self.stop, caught),
                 target.bulk() if target is not None else contextlib.nullcontext(),
-                writing(writer),
+                writing(writer),  # raises the writer's error after the last commit
             ):
                 pending = self._pending(items, target, exporter, bar)
                 stream: Iterable[Decoded] = (
@@ -267,7 +268,6 @@ class IndexJob:
                     else decoder.iter_decoded(pending, self.stop)
                 )
                 self._encode_loop(stream, mapper, writer, report, bar)
-            writer.raise_if_failed()
             if index is not None and not caught and not self.stop.is_set():
                 note = index.finish_load()  # complete: force-merge, swap a new version in
                 if note:

@@ -59,6 +59,9 @@ MAX_K = 10_000
 _ALIAS_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 METADATA_FIELD = "metadata_json"
+# The load that wrote a document (its job id), while and after it runs: what the alias hides
+# from searches until that load ends (``elastic.leases.hide_steps``).
+LOAD_FIELD = "load"
 
 MAPPING: dict[str, Any] = {
     "dynamic": "strict",
@@ -69,6 +72,7 @@ MAPPING: dict[str, Any] = {
         "metadata": {"type": "object", "enabled": False},
         "image": {"type": "keyword", "index": False},
         METADATA_FIELD: {"type": "keyword", "index": False, "doc_values": False, "store": True},
+        LOAD_FIELD: {"type": "keyword", "doc_values": False},
     },
 }
 

@@ -35,9 +35,9 @@ LOAD_SETTINGS: dict[str, Any] = {
     "index.translog.flush_threshold_size": "1gb",
 }
 # How often a load's end tries to restore serving settings on an unavailable engine (backoff 0.5 s
-# doubling to 16 s: ~80 s in all, longer than a 3-node cluster took to elect a master and reassign
-# a lost node's shards here).
-RESTORE_TRIES = 10
+# doubling to 16 s: ~4 min in all, longer than a 3-node cluster took here to elect a new master
+# after its master was cut off: up to ~80 s, docs/cluster-faults.md).
+RESTORE_TRIES = 16
 LOAD_REFRESH_TIMEOUT_S = 600.0  # the refresh ending a load (or a force-merge) writes segments
 
 
@@ -53,7 +53,9 @@ class BulkLoading:
     _replicas: int
     _replicas_set: bool
     _lease_s: float
+    _watch: leases.LeaseWatch
     _load_depth: int
+    _load_job: str | None
     _loaded: int
     _merge_segments: int
     _reindex: Any
@@ -97,18 +99,22 @@ class BulkLoading:
         return {k: v for k, v in LOAD_SETTINGS.items() if not (keep and k == "index.number_of_replicas")}
 
     def recover_stale_loads(self) -> list[str]:
-        """Serving settings back on indices behind the alias left by a killed load (``leases``)."""
-        return self._run(leases.recover_steps(self.alias))
+        """Serving settings back on indices behind the alias left by a killed load (``leases``):
+        one whose beat this handle has seen stand still for a lease. Each call is a look; the
+        first look at a record only starts the watch."""
+        return self._run(leases.recover_steps(self.alias, self._watch))
 
     def _records(self, index: str) -> leases.Records:
-        return self._run(leases.read_steps(index)).get(index, {})
+        records = self._run(leases.read_steps(index)).get(index, {})
+        self._watch.see(index, records)  # every look at the records times their beats
+        return records
 
     def _write_records(self, index: str, records: leases.Records) -> None:
         self._run(leases.write_steps(index, records))
 
-    def _renew(self, records: Mapping[str, dict[str, Any]], job: str, now: float) -> None:
+    def _renew(self, records: Mapping[str, dict[str, Any]], job: str, beat: int) -> None:
         for index, record in records.items():
-            record["heartbeat"] = now
+            record["beat"] = beat
             self._write_records(index, self._records(index) | {job: record})
 
     @contextmanager
@@ -130,6 +136,9 @@ class BulkLoading:
             )
         job, blank = leases.new_record({}, self._lease_s)
         records: dict[str, dict[str, Any]] = {}
+        served = self._target == self.alias
+        if served:
+            self._ensure_current_mapping()  # the field the alias filter names
         for n in indices:
             # Another load of this index (running, or killed) saw the serving settings: keep those.
             earlier = [r["serving"] for r in self._records(n).values() if r.get("serving")]
@@ -138,9 +147,13 @@ class BulkLoading:
             if self._replicas_set:
                 serving["index.number_of_replicas"] = self._replicas
             records[n] = blank | {"serving": serving}
-            self._write_records(n, self._records(n) | {job: records[n]})  # before anything changes
+            mine = self._records(n) | {job: records[n]}
+            self._write_records(n, mine)  # before anything changes
+            if served:  # searches leave this load's documents out until it ends
+                self._run(leases.hide_steps(self.alias, n, mine))
             self._put_settings(n, self._load_settings())
-        heartbeat = leases.Heartbeat(lambda now: self._renew(records, job, now), self._lease_s).start()
+        heartbeat = leases.Heartbeat(lambda beat: self._renew(records, job, beat), self._lease_s).start()
+        self._load_job = job
         self._load_depth = 1
         try:
             yield self
@@ -148,6 +161,7 @@ class BulkLoading:
             # The load failed (e.g. a node lost): restore, retrying while the cluster recovers, but
             # never let a second failure hide the first; the lease covers what still fails.
             self._load_depth = 0
+            self._load_job = None
             heartbeat.stop()
             try:
                 self._end_load_retrying(records, job)
@@ -160,11 +174,12 @@ class BulkLoading:
                 )
             raise
         self._load_depth = 0
+        self._load_job = None
         heartbeat.stop()
         self._end_load_retrying(records, job)
 
     def _end_load_retrying(self, records: Mapping[str, dict[str, Any]], job: str) -> None:
-        """``_end_load``, tried again on an unavailable engine for up to ~80 s (a lost node's
+        """``_end_load``, tried again on an unavailable engine for up to ~4 min (a lost node's
         shards reassigned, a master elected); each try may reach any node of the host list."""
         for attempt in range(RESTORE_TRIES):
             try:
@@ -177,11 +192,26 @@ class BulkLoading:
                 log.info("restoring serving settings: %s; trying again in %gs", exc, pause)
                 time.sleep(pause)
 
+    def _living_others(self, index: str, job: str) -> leases.Records:
+        """The other loads of ``index`` still beating. One not watched for a lease yet is watched
+        until it is known (at most its lease: a load's end may wait that long, only then)."""
+        while True:
+            others = {k: r for k, r in self._records(index).items() if k != job}
+            verdicts = {k: self._watch.verdict(index, k, r) for k, r in others.items()}
+            if None not in verdicts.values():
+                return {k: r for k, r in others.items() if verdicts[k] is False}
+            wait = max(self._watch.wait_s(index, k, others[k]) for k, v in verdicts.items() if v is None)
+            log.info("%s: watching another load's beat for up to %.0fs before restoring", index, wait)
+            time.sleep(min(wait + 0.1, max(1.0, self._lease_s / 6)))
+
     def _end_load(self, records: Mapping[str, dict[str, Any]], job: str) -> None:
         """Serving settings back, then this load's record removed; while another load of the same
-        index still runs (a fresh lease), its end restores them instead."""
+        index still runs (its beat moves), its end restores them instead. Every shard refreshed,
+        then the load's documents shown in one alias update (``leases.hide_steps``)."""
+        still: dict[str, leases.Records] = {}
         for n, record in records.items():
-            others = {k: r for k, r in self._records(n).items() if k != job and not leases.is_stale(r)}
+            others = self._living_others(n, job)
+            still[n] = others
             if others:
                 self._write_records(n, others)
                 log.info("%s: serving settings left to the load still running (%s)", n, ", ".join(others))
@@ -191,6 +221,9 @@ class BulkLoading:
         # The first refresh after a load writes everything buffered since it began into segments:
         # 1M documents took over 10 s (the default timeout) on OpenSearch 3.x on a busy machine.
         self.refresh(timeout_s=LOAD_REFRESH_TIMEOUT_S)
+        if self._target == self.alias:
+            for n, others in still.items():
+                self._run(leases.hide_steps(self.alias, n, others))
 
     def finish_load(self) -> str:
         """After a complete load: force-merge to ``merge_segments`` per shard when this handle
