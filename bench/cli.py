@@ -1,5 +1,5 @@
 """``vsparta bench``: ``engines`` (engines vs peers vs the paper), ``topn``, ``quality``,
-``query-weights`` and ``indexing``.
+``query-weights``, ``indexing`` and ``soak`` (a local cluster under random faults).
 
 ``vsparta bench engines --quick`` finishes in minutes; ``vsparta bench engines`` is the full sweep
 (1K, 5K, 113K, 1M images). Both print the table and write ``docs/benchmarks.md``, ``.png``, ``.json``.
@@ -139,6 +139,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     importlib.import_module("vsparta.bench.query_weights").add_arguments(weights)
     load = sub.add_parser("embedded-load", help="embedded engine: merge policy write amplification")
     importlib.import_module("vsparta.bench.embedded_load").add_arguments(load)
+    soak = sub.add_parser("soak", help="a local 3-node cluster loaded and searched under random faults")
+    importlib.import_module("vsparta.bench.soak").add_arguments(soak)
     idx = sub.add_parser("indexing", help="indexing throughput (bench/indexing.py, by the indexer)")
     if importlib.util.find_spec("vsparta.bench.indexing") is not None:
         module = importlib.import_module("vsparta.bench.indexing")
@@ -148,10 +150,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     task = getattr(args, "bench_task", None)
-    if task not in {"engines", "topn", "quality", "query-weights", "indexing", "embedded-load"}:
+    if task not in {"engines", "topn", "quality", "query-weights", "indexing", "embedded-load", "soak"}:
         log.error(
             "choose a task: `vsparta bench engines [--quick]`, `topn`, `quality`, `query-weights`, "
-            "`indexing`, `embedded-load`"
+            "`indexing`, `embedded-load`, `soak`"
         )
         return 2
     if getattr(args, "model", None):  # the tokenizer of --term-docs and the service rows
@@ -161,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
             return int(importlib.import_module("vsparta.bench.indexing").run(args) or 0)
         if task == "embedded-load":
             return int(importlib.import_module("vsparta.bench.embedded_load").run(args) or 0)
-        if task in {"topn", "quality", "query-weights"}:
+        if task in {"topn", "quality", "query-weights", "soak"}:
             module = f"vsparta.bench.{task.replace('-', '_')}"
             return int(importlib.import_module(module).run(args) or 0)
         return _run_engines(args)

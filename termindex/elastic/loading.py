@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from vsparta.termindex.elastic import leases
 from vsparta.termindex.elastic.common import errors
@@ -24,6 +24,7 @@ from vsparta.termindex.errors import EngineUnavailable, IndexNotFound, TermIndex
 __all__ = ["LOAD_REFRESH_TIMEOUT_S", "LOAD_SETTINGS", "RESTORE_TRIES", "BulkLoading"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Settings a bulk load changes, and what they are during it. Restored afterwards to what they were
 # (None = the default); replicas to the serving count. The translog stays durable per request
@@ -179,18 +180,24 @@ class BulkLoading:
         self._end_load_retrying(records, job)
 
     def _end_load_retrying(self, records: Mapping[str, dict[str, Any]], job: str) -> None:
-        """``_end_load``, tried again on an unavailable engine for up to ~4 min (a lost node's
-        shards reassigned, a master elected); each try may reach any node of the host list."""
+        """``_end_load``, tried again on an unavailable engine (``_retrying``)."""
+        self._retrying(lambda: self._end_load(records, job), "restoring serving settings")
+
+    @staticmethod
+    def _retrying(step: Callable[[], T], what: str) -> T:
+        """``step``, tried again on an unavailable engine for up to ~4 min (a lost node's shards
+        reassigned, a master elected; a node cut off answers only with a timeout); each try may
+        reach any node of the host list."""
         for attempt in range(RESTORE_TRIES):
             try:
-                self._end_load(records, job)
-                return
+                return step()
             except EngineUnavailable as exc:
                 if attempt + 1 == RESTORE_TRIES:
                     raise
                 pause = min(16.0, 0.5 * 2**attempt)
-                log.info("restoring serving settings: %s; trying again in %gs", exc, pause)
+                log.info("%s: %s; trying again in %gs", what, exc, pause)
                 time.sleep(pause)
+        raise AssertionError("unreachable")
 
     def _living_others(self, index: str, job: str) -> leases.Records:
         """The other loads of ``index`` still beating. One not watched for a lease yet is watched
@@ -230,7 +237,7 @@ class BulkLoading:
         wrote at least half of the index, then (``new_version``) swap the alias to the new
         version. Returns a line for the job summary."""
         notes = []
-        total = self.count()
+        total = self._retrying(self.count, "counting the loaded index")
         if self._merge_segments and 2 * self._loaded >= total:
             notes.append(self.force_merge(self._merge_segments))
         elif self._merge_segments:  # a small top-up: merging the whole index would cost more than it saves
