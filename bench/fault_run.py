@@ -34,6 +34,7 @@ from vsparta.bench.fault_load import (
 log = logging.getLogger(__name__)
 
 Doc = Mapping[str, Any]
+RESUME_FOR_S = 900.0  # how long a load is resumed before the run gives up on it
 
 
 @dataclass
@@ -127,22 +128,25 @@ class FaultRun:
     def load(
         self, documents: int, seed: int, tag: str, on_start: Callable[[LoadJob], None] | None = None
     ) -> LoadOutcome:
-        """Load ``documents`` new documents, ``--resume`` until a run exits 0 (at most 8 runs);
-        ``on_start(job)`` is called once the first run has started."""
+        """Load ``documents`` new documents, ``--resume`` until a run exits 0 (for up to
+        ``RESUME_FOR_S``); ``on_start(job)`` is called once the first run has started."""
         docs = term_documents(documents, seed, tag)
         source = write_jsonl(self.work / f"{tag}.jsonl", docs)
         outcome = LoadOutcome(tag, documents)
         self._visible = 0
         t0 = time.monotonic()
-        for attempt in range(8):
-            job = LoadJob(source, self.spec, self.tokenizer, self.work / tag, resume=attempt > 0).start()
-            if on_start is not None and attempt == 0:
+        while not outcome.exits or outcome.exits[-1] != 0:
+            if outcome.exits:
+                if time.monotonic() - t0 > RESUME_FOR_S:
+                    raise RuntimeError(f"{tag} did not complete in {RESUME_FOR_S:.0f}s: {outcome}")
+                time.sleep(2)  # a cluster between states: the next run may start a moment later
+            resume = bool(outcome.exits)
+            job = LoadJob(source, self.spec, self.tokenizer, self.work / tag, resume=resume).start()
+            if on_start is not None and not outcome.exits:
                 on_start(job)
             code = job.wait()
             outcome.exits.append(code)
             self._note_state(docs, outcome, job)
-            if code == 0:
-                break
         outcome.seconds = time.monotonic() - t0
         self.current += docs
         self.loads.append(outcome)

@@ -378,7 +378,8 @@ def choose_track_total_hits(resp: Mapping[str, Any]) -> bool | None:
 def make_client(client_class: Any, location: str, client_kwargs: Mapping[str, Any]) -> Any:
     """A client over every node of the spec's host list. With several nodes a request that cannot
     reach one (connection refused, reset) goes on to the next at once, up to every node once; a
-    timeout is not retried (the caller's time bound holds) and one node keeps no retries at all."""
+    timeout is not retried unless ``retry_on_timeout`` says so (the service's time bound holds;
+    the synchronous engine, a batch job's, asks the next node) and one node keeps no retries."""
     urls = node_urls(location)
     return client_class(urls, **{**client_kwargs, "max_retries": len(urls) - 1})
 

@@ -121,7 +121,11 @@ class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
         self._bulk = BulkOptions(**bulk)
         if rest:
             raise ValueError(f"unknown {self.engine_label} options: {sorted(rest)}")
-        self._client = make_client(self.client_class, url, client_kwargs)
+        # A batch job may wait where the service may not: a node cut off from its cluster still
+        # accepts HTTP and holds a request until it times out, so this client asks the next node
+        # of the host list then (and marks the silent one dead for a while); the service's async
+        # reader keeps its time bound and does not.
+        self._client = make_client(self.client_class, url, client_kwargs | {"retry_on_timeout": True})
         self._owns_client = True
         self._sender = BulkSender(self._client, self._bulk, self.engine_label)
         self._replicas_set = replicas is not None
