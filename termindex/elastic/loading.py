@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from vsparta.termindex.elastic import leases
-from vsparta.termindex.elastic.common import errors
+from vsparta.termindex.elastic.common import check_shards, errors
 from vsparta.termindex.errors import EngineUnavailable, IndexNotFound, TermIndexError
 
 __all__ = ["LOAD_REFRESH_TIMEOUT_S", "LOAD_SETTINGS", "RESTORE_TRIES", "BulkLoading"]
@@ -271,7 +271,12 @@ class BulkLoading:
         return line
 
     def refresh(self, timeout_s: float | None = None) -> None:
-        """Make what was written searchable; ``timeout_s`` past the client's request timeout."""
+        """Make what was written searchable; ``timeout_s`` past the client's request timeout. Some
+        shards not refreshed (a master being elected, a node cut off: the engine answers 500 with
+        the shards that failed) is ``EngineUnavailable``: a load's end tries again."""
         extra = {} if timeout_s is None else {"request_timeout": timeout_s}
         with errors("refresh", engine=self.engine_label):
-            self._client.indices.refresh(index=self._target, **extra)
+            resp = self._client.indices.refresh(index=self._target, ignore=[500], **extra)
+        if isinstance(resp, Mapping) and "_shards" not in resp:  # a 500 that is not about shards
+            raise TermIndexError(f"{self.engine_label} error 500 (refresh): {resp}")
+        check_shards(resp, "refresh")
