@@ -1,5 +1,6 @@
-"""The soak's figures: ``docs/cluster-faults.json`` (the latest run of each engine line, merged) and
-``docs/cluster-faults.md`` (its tables: per engine line, per fault kind, per event)."""
+"""The soak's figures: ``docs/cluster-faults.json`` (every run, by engine line: a new run is added
+to the earlier ones) and ``docs/cluster-faults.md`` (its tables: per run and per engine line, per
+fault kind over all runs of a line, per event)."""
 
 from __future__ import annotations
 
@@ -44,8 +45,30 @@ def _totals(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def table(results: list[dict[str, Any]]) -> str:
-    """Markdown: one row per engine line, then one per (line, fault kind)."""
+def _all_runs(line: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The runs of one engine line as one: events, loads and answers added up."""
+    answers = {"answers": 0, "statuses": {}, "mismatched": 0}
+    index = {"lost": 0, "duplicated": 0, "wrong_weights": 0, "found": 0, "expected": 0}
+    for r in runs:
+        answers["answers"] += r["answers"]["answers"]
+        answers["mismatched"] += r["answers"]["mismatched"]
+        for code, n in r["answers"]["statuses"].items():
+            answers["statuses"][code] = answers["statuses"].get(code, 0) + n
+        for key in index:
+            index[key] += r["index"][key]
+    return {
+        "line": f"{line}, all {len(runs)} runs",
+        "minutes": round(sum(r["minutes"] for r in runs), 1),
+        "events": [e for r in runs for e in r["events"]],
+        "loads": [o for r in runs for o in r["loads"]],
+        "answers": answers,
+        "index": index,
+    }
+
+
+def table(results: list[dict[str, Any]], kinds_over: dict[str, list[dict[str, Any]]] | None = None) -> str:
+    """Markdown: one row per result, then one per (engine line, fault kind) over the runs of each
+    line in ``kinds_over`` (default: each result on its own)."""
     out = [
         "| engine line | minutes | events (cuts / kills / slow) | answers | 503 | 500 "
         "| not the oracle's top-k | loads (resumed runs) | acked docs lost "
@@ -68,7 +91,8 @@ def table(results: list[dict[str, Any]]) -> str:
         "| heal to green, s (median / max) | 503 per event (median / max) | 500 |",
         "|---|---|---|---|---|---|---|",
     ]
-    for r in results:
+    for line, runs in (kinds_over or {r["line"]: [r] for r in results}).items():
+        r = _all_runs(line, runs) if len(runs) > 1 else runs[0]
         for kind in KINDS:
             ev = [e for e in r["events"] if e["kind"] == kind]
             if ev:
@@ -96,27 +120,32 @@ def events_table(result: dict[str, Any]) -> str:
 
 
 def write(results: list[dict[str, Any]], out_dir: Path) -> None:
-    """Merge ``results`` into the JSON by engine line, and write the markdown from all of it."""
+    """Add ``results`` to the JSON's runs of their engine lines, and write the markdown from all."""
     path = out_dir / JSON_NAME
     merged = json.loads(path.read_text()) if path.exists() else {"lines": {}}
     stamp = {"command": command_line("soak"), "machine": describe()}
+    for line, runs in merged["lines"].items():
+        if isinstance(runs, dict):  # written when the file kept one run per line
+            merged["lines"][line] = [runs]
     for r in results:
-        merged["lines"][r["line"]] = r | stamp
+        merged["lines"].setdefault(r["line"], []).append(r | stamp)
     out_dir.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(merged, indent=2) + "\n")
-    lines = list(merged["lines"].values())
+    runs = [r for line_runs in merged["lines"].values() for r in line_runs]
+    totals = [_all_runs(line, rs) for line, rs in merged["lines"].items() if len(rs) > 1]
     md = [
         "# The cluster under partitions, slow links and kills: the soak",
         "",
         "Written by `vsparta bench soak` (`bench/soak.py`); how it breaks the cluster and what it "
-        "checks is in [cluster-faults-method.md](cluster-faults-method.md).",
+        "checks is in [cluster-faults-method.md](cluster-faults-method.md). Runs are added up per "
+        "engine line (the `all runs` rows; the fault table is over all runs of a line).",
         "",
-        table(lines),
+        table(runs + totals, merged["lines"]),
         "",
     ]
-    for r in lines:
+    for n, r in enumerate(runs, 1):
         md += [
-            f"## {r['line']}",
+            f"## Run {n}: {r['line']}",
             "",
             f"`{r['command']}`, {one_line(r['machine'])}; cluster start {r.get('cluster_start_s', '?')} s; "
             f"serving settings after: {r['settings_after']}.",

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from vsparta.termindex.elastic import leases
-from vsparta.termindex.elastic.common import check_shards, errors
+from vsparta.termindex.elastic.common import errors
 from vsparta.termindex.errors import EngineUnavailable, IndexNotFound, TermIndexError
 
 __all__ = ["LOAD_REFRESH_TIMEOUT_S", "LOAD_SETTINGS", "RESTORE_TRIES", "BulkLoading"]
@@ -130,29 +130,10 @@ class BulkLoading:
             finally:
                 self._load_depth -= 1
             return
-        indices = self._concrete()
-        with errors("read settings", engine=self.engine_label):
-            current = self._client.indices.get_settings(
-                index=",".join(indices), name=",".join(LOAD_SETTINGS), flat_settings=True
-            )
         job, blank = leases.new_record({}, self._lease_s)
-        records: dict[str, dict[str, Any]] = {}
-        served = self._target == self.alias
-        if served:
-            self._ensure_current_mapping()  # the field the alias filter names
-        for n in indices:
-            # Another load of this index (running, or killed) saw the serving settings: keep those.
-            earlier = [r["serving"] for r in self._records(n).values() if r.get("serving")]
-            saved = current.get(n, {}).get("settings", {})
-            serving = dict(earlier[0]) if earlier else self._serving_settings(saved)
-            if self._replicas_set:
-                serving["index.number_of_replicas"] = self._replicas
-            records[n] = blank | {"serving": serving}
-            mine = self._records(n) | {job: records[n]}
-            self._write_records(n, mine)  # before anything changes
-            if served:  # searches leave this load's documents out until it ends
-                self._run(leases.hide_steps(self.alias, n, mine))
-            self._put_settings(n, self._load_settings())
+        # Each step is idempotent, so a start during a master election (a record or a setting
+        # cannot be written until there is one) is tried again as a load's end is.
+        records = self._retrying(lambda: self._begin_load(job, blank), "starting the load")
         heartbeat = leases.Heartbeat(lambda beat: self._renew(records, job, beat), self._lease_s).start()
         self._load_job = job
         self._load_depth = 1
@@ -178,6 +159,33 @@ class BulkLoading:
         self._load_job = None
         heartbeat.stop()
         self._end_load_retrying(records, job)
+
+    def _begin_load(self, job: str, blank: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        """The load's record written, its documents hidden from searches, load settings on."""
+        indices = self._concrete()
+        with errors("read settings", engine=self.engine_label):
+            current = self._client.indices.get_settings(
+                index=",".join(indices), name=",".join(LOAD_SETTINGS), flat_settings=True
+            )
+        records: dict[str, dict[str, Any]] = {}
+        served = self._target == self.alias
+        if served:
+            self._ensure_current_mapping()  # the field the alias filter names
+        for n in indices:
+            # Another load of this index (running, or killed), or this one's try before, saw the
+            # serving settings: keep those.
+            earlier = [r["serving"] for r in self._records(n).values() if r.get("serving")]
+            saved = current.get(n, {}).get("settings", {})
+            serving = dict(earlier[0]) if earlier else self._serving_settings(saved)
+            if self._replicas_set:
+                serving["index.number_of_replicas"] = self._replicas
+            records[n] = dict(blank) | {"serving": serving}
+            mine = self._records(n) | {job: records[n]}
+            self._write_records(n, mine)  # before anything changes
+            if served:  # searches leave this load's documents out until it ends
+                self._run(leases.hide_steps(self.alias, n, mine))
+            self._put_settings(n, self._load_settings())
+        return records
 
     def _end_load_retrying(self, records: Mapping[str, dict[str, Any]], job: str) -> None:
         """``_end_load``, tried again on an unavailable engine (``_retrying``)."""
@@ -277,6 +285,10 @@ class BulkLoading:
         extra = {} if timeout_s is None else {"request_timeout": timeout_s}
         with errors("refresh", engine=self.engine_label):
             resp = self._client.indices.refresh(index=self._target, ignore=[500], **extra)
-        if isinstance(resp, Mapping) and "_shards" not in resp:  # a 500 that is not about shards
+        shards = resp.get("_shards") if isinstance(resp, Mapping) else None
+        if not isinstance(shards, Mapping):  # a 500 that is not about shards
             raise TermIndexError(f"{self.engine_label} error 500 (refresh): {resp}")
-        check_shards(resp, "refresh")
+        if int(shards.get("failed") or 0):  # (unassigned replicas count as neither failed nor done)
+            reasons = sorted({str((f.get("reason") or {}).get("type")) for f in shards.get("failures") or []})
+            what = f"{shards['failed']} of {shards.get('total')} shard copies not refreshed"
+            raise EngineUnavailable(f"{what}: {', '.join(reasons)}")
