@@ -1,5 +1,5 @@
 """``vsparta bench``: ``engines`` (engines vs peers vs the paper), ``topn``, ``quality``,
-``query-weights`` and ``indexing``.
+``query-weights``, ``indexing`` and ``soak`` (a local cluster under random faults).
 
 ``vsparta bench engines --quick`` finishes in minutes; ``vsparta bench engines`` is the full sweep
 (1K, 5K, 113K, 1M images). Both print the table and write ``docs/benchmarks.md``, ``.png``, ``.json``.
@@ -143,6 +143,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     importlib.import_module("vsparta.bench.no_match").add_arguments(no_match)
     load = sub.add_parser("embedded-load", help="embedded engine: merge policy write amplification")
     importlib.import_module("vsparta.bench.embedded_load").add_arguments(load)
+    soak = sub.add_parser("soak", help="a local 3-node cluster loaded and searched under random faults")
+    importlib.import_module("vsparta.bench.soak").add_arguments(soak)
     idx = sub.add_parser("indexing", help="indexing throughput (bench/indexing.py, by the indexer)")
     if importlib.util.find_spec("vsparta.bench.indexing") is not None:
         module = importlib.import_module("vsparta.bench.indexing")
@@ -152,11 +154,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     task = getattr(args, "bench_task", None)
-    modules = {"topn", "quality", "query-weights", "choices", "no-match"}  # vsparta.bench.<task>.run
+    modules = {"topn", "quality", "query-weights", "choices", "no-match", "soak"}  # vsparta.bench.<task>.run
     if task not in {"engines", "indexing", "embedded-load", *modules}:
         log.error(
             "choose a task: `vsparta bench engines [--quick]`, `topn`, `quality`, `query-weights`, "
-            "`choices`, `no-match`, `indexing`, `embedded-load`"
+            "`choices`, `no-match`, `indexing`, `embedded-load`, `soak`"
         )
         return 2
     if getattr(args, "model", None):  # the tokenizer of --term-docs and the service rows

@@ -35,7 +35,7 @@ from vsparta.indexer.runner import MODEL_TOP_N, IndexConfig, run_index
 from vsparta.model.config_parts import DEFAULT_TOP_N
 from vsparta.model.resolve import ModelPathError, existing_path, resolve_model_path
 from vsparta.termindex import TermIndexError, registry
-from vsparta.termindex.errors import EngineUnavailable
+from vsparta.termindex.errors import EngineUnavailable, WrongBackend
 from vsparta.termindex.plugin import BackendSpec
 
 log = logging.getLogger(__name__)
@@ -302,6 +302,8 @@ def run(args: argparse.Namespace) -> int:
         quiet_library_bars()
     try:
         summary = run_index(config)
+    except WrongBackend as exc:  # hosts of two clusters, one node twice: the spec's mistake
+        raise UsageError(str(exc)) from exc
     except EngineUnavailable as exc:  # unreachable, or a server it refuses: exit 3, as `vsparta search`
         log.error("the index could not be written: %s", exc)
         return 3

@@ -4,13 +4,16 @@ bad ones can be inspected or retried afterwards."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
 from vsparta.indexer.items import Failure
+from vsparta.termindex.errors import DocumentsNotWritten
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +37,17 @@ class FailureReport:
             record["message"] = failure.message
             self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
             self._fh.flush()
+
+    @contextlib.contextmanager
+    def not_written(self) -> Iterator[None]:
+        """Documents an engine still refused after its retries (a node lost, a shard moving): one
+        line each, reason ``not_written``, then the error goes on (``--resume`` writes them)."""
+        try:
+            yield
+        except DocumentsNotWritten as exc:
+            for doc_id, reason in exc.failed.items():
+                self.add(Failure(doc_id, doc_id, "not_written", reason))
+            raise
 
     @property
     def total(self) -> int:

@@ -114,10 +114,11 @@ class IndexJob:
                 commit_interval=cfg.commit_interval,
                 on_commit=bar.update,
             )
-            with stop_on_signals(self.stop, caught), contextlib.ExitStack() as bulk:
+            # report.not_written: documents an engine still refused, one line each
+            with report.not_written(), stop_on_signals(self.stop, caught), contextlib.ExitStack() as bulk:
                 for sink in sinks:
                     bulk.enter_context(sink.bulk())
-                with writing(writer):
+                with writing(writer):  # raises the writer's error after the last commit
                     pending = self._pending(items, sinks, bar)
                     stream: Iterable[Decoded] = (
                         (Decoded(it) for it in pending)
@@ -125,7 +126,6 @@ class IndexJob:
                         else decoder.iter_decoded(pending, self.stop)
                     )
                     self._encode_loop(stream, mapper, writer, report, bar)
-            writer.raise_if_failed()
             if not caught and not self.stop.is_set():
                 for sink in sinks:  # complete: force-merge, swap a new version in
                     note = sink.finish()

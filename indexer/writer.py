@@ -175,12 +175,14 @@ class DocumentWriter(threading.Thread):
 
 @contextlib.contextmanager
 def writing(writer: DocumentWriter) -> Iterator[DocumentWriter]:
-    """Start the writer; on exit always drain and join it so queued batches are never lost."""
+    """Start the writer; on exit always drain and join it so queued batches are never lost, then
+    raise what the writer failed on (the last commit's error shows only after the drain)."""
     writer.start()
     try:
         yield writer
     finally:
         writer.finish()
+    writer.raise_if_failed()
 
 
 def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A Docker Engine and the base images the stack builds on, on a machine with no registry.
 #
-#   bash scripts/docker.sh start|stop|status|base-images|debian-image|env
+#   bash scripts/docker.sh start|stop|status|base-images|debian-image|node-images|env
 #
 # start        starts dockerd when none answers: its own data root, exec root and socket state
 #              under VSPARTA_DOCKER_HOME, `--iptables=false --ip6tables=false --bridge=none`
@@ -19,6 +19,8 @@
 #                vsparta-local/opensearch:2.19.6     the same with OpenSearch's Maven Central
 #                                                    artifacts (opensearchproject/opensearch:2.19.x)
 # debian-image only the first of those (a fresh Debian: tests/docker/test_demo_fresh_machine.py)
+# node-images  only the Debian, Elasticsearch and OpenSearch images (a compose cluster without the
+#              service or the indexer: tests/docker/test_compose_cluster_faults.py)
 # env          prints the variables that make docker-compose build and run on those images
 #              (`eval "$(bash scripts/docker.sh env)"`).
 #
@@ -182,6 +184,13 @@ cmd_base_images() {
   build_from torch "$REPO/docker" "$TORCH_IMAGE" \
     "$(echo "$py $(inputs_hash "$REPO/docker/base/torch.Dockerfile")" | sha256sum | cut -c1-16)" \
     --build-arg "BASE_IMAGE=$PYTHON_IMAGE"
+  cmd_node_images
+}
+
+cmd_node_images() {
+  answers || die "no Docker Engine answers: bash scripts/docker.sh start"
+  mkdir -p "$DHOME"
+  build_debian
   build_node elasticsearch "$ES_VERSION" "$ES_IMAGE" ES_VERSION
   build_node opensearch "$OS_VERSION" "$OS_IMAGE" OS_VERSION
 }
@@ -239,9 +248,10 @@ stop) cmd_stop ;;
 status) cmd_status ;;
 base-images) cmd_base_images ;;
 debian-image) cmd_debian_image ;;
+node-images) cmd_node_images ;;
 env) cmd_env ;;
 *)
-  echo "usage: $0 start|stop|status|base-images|debian-image|env" >&2
+  echo "usage: $0 start|stop|status|base-images|debian-image|node-images|env" >&2
   exit 2
   ;;
 esac

@@ -3,8 +3,8 @@
 # (docs/architecture.md section 4): one node (the default) or a cluster of N nodes of the same
 # distribution on one machine.
 #
-#   bash scripts/elasticsearch.sh start|stop|status|logs [N]|restart|pids|spec|fetch [--nodes N] [--base-port P]
-#        [--distribution elasticsearch|opensearch] [--version V]
+#   bash scripts/elasticsearch.sh start|stop|status|logs [N]|restart|pids|nodes|users|spec|fetch [--nodes N]
+#        [--base-port P] [--address A] [--distribution elasticsearch|opensearch] [--version V]
 #
 # scripts/opensearch.sh is this script with --distribution opensearch.
 # spec: the node list for a backend spec, e.g. `--backend "$(bash scripts/elasticsearch.sh spec --nodes 3)/vsparta"`.
@@ -17,6 +17,14 @@
 # `status`, `logs` cover every node; `pids` prints "port pid" per node (tests kill nodes by pid).
 # --base-port P (or VSPARTA_ES_PORT): the first HTTP port (default 9200), so a test cluster can run
 # beside the shared node on 9200/9300.
+# --address A (or VSPARTA_ES_ADDRESS): the loopback address of the first node (default: every node
+# on 127.0.0.1); node i binds A+i (last octet), HTTP and transport, so netfilter rules can cut
+# node pairs apart by address (every 127.x.y.z is loopback, and a node bound to loopback skips the
+# bootstrap checks). Linux gives a connection to any 127.x address the source 127.0.0.1 unless the
+# socket binds one, and the nodes do not bind theirs: so with --address each node also runs as its
+# own user (vsparta-es-A-B-C-D), whose connections a rule can match by owner (bench/fault_net.py
+# rewrites their source to the node's address). `nodes` prints "port address user pid" per node;
+# `users` creates the nodes' users (before a rule may name them) and prints "address user".
 #
 # Elastic publishes no Debian/PyPI package, but Maven Central holds its own artifacts: the 7.17
 # integ-test-zip (server + transport module) and the mapper-extras jar (rank_feature/rank_features),
@@ -28,7 +36,8 @@
 # OpenSearch's integ-test-zip carries no security plugin: the node runs without security.
 #
 # Environment (all optional):
-#   VSPARTA_ES_PORT      HTTP port on 127.0.0.1 (default 9200); the first node's with --nodes
+#   VSPARTA_ES_PORT      HTTP port (default 9200); the first node's with --nodes
+#   VSPARTA_ES_ADDRESS   the first node's loopback address (default 127.0.0.1; --address)
 #   VSPARTA_ES_NODES     nodes to run (default 1)
 #   VSPARTA_ES_HOME      work dir: unpacked distribution, config, data, logs, pid file
 #                        (default <repo>/.es; /var/tmp/vsparta-elasticsearch when the node's user
@@ -62,7 +71,10 @@ HEAP=${VSPARTA_ES_HEAP:-512m}
 TIMEOUT=${VSPARTA_ES_TIMEOUT:-180}
 CACHE=${VSPARTA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vsparta/elasticsearch}
 ES_USER=${VSPARTA_ES_USER:-vsparta-es}
-URL="http://127.0.0.1:${PORT}"
+ADDRESS=${VSPARTA_ES_ADDRESS:-127.0.0.1}
+NODE_USER=$ES_USER
+NODE_ADDRESS=$ADDRESS
+URL="http://${ADDRESS}:${PORT}"
 # Pinned so the fetch does not depend on whatever plugin version Maven would pick.
 MVN_DEP_PLUGIN=org.apache.maven.plugins:maven-dependency-plugin:3.6.1
 
@@ -77,7 +89,7 @@ is_root() { [ "$(id -u)" = 0 ]; }
 # Run a command as the node's user (root may not run Elasticsearch; it refuses).
 as_es() {
   if is_root; then
-    runuser -u "$ES_USER" -- "$@"
+    runuser -u "$NODE_USER" -- "$@"
   else
     "$@"
   fi
@@ -85,10 +97,23 @@ as_es() {
 
 ensure_user() {
   is_root || return 0
-  if ! id -u "$ES_USER" >/dev/null 2>&1; then
-    log "creating system user $ES_USER"
-    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$ES_USER"
+  if ! id -u "$NODE_USER" >/dev/null 2>&1; then
+    log "creating system user $NODE_USER"
+    useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin "$NODE_USER" ||
+      id -u "$NODE_USER" >/dev/null 2>&1 # another start made it at the same moment
   fi
+}
+
+# The loopback address of node $1: the first address with $1 added to its last octet (without
+# --address every node shares 127.0.0.1, as before).
+node_address() {
+  local a b c d
+  if [ "$ADDRESS" = 127.0.0.1 ]; then
+    echo 127.0.0.1
+    return
+  fi
+  IFS=. read -r a b c d <<<"$ADDRESS"
+  echo "$a.$b.$c.$((d + $1))"
 }
 
 # True when any user may traverse every directory down to $1 (the node's user is "other").
@@ -127,7 +152,10 @@ pick_home() {
 select_node() {
   local i=$1
   PORT=$((BASE_PORT + i))
-  URL="http://127.0.0.1:${PORT}"
+  NODE_ADDRESS=$(node_address "$i")
+  URL="http://${NODE_ADDRESS}:${PORT}"
+  NODE_USER=$ES_USER
+  [ "$ADDRESS" = 127.0.0.1 ] || NODE_USER=$ES_USER-${NODE_ADDRESS//./-}
   if [ "$NODES" = 1 ]; then
     NODE=$NODE_ROOT/node-$PORT
   else
@@ -289,7 +317,7 @@ discovery_config() {
   fi
   local seeds="" names="" i
   for i in $(seq 0 $((NODES - 1))); do
-    seeds+="${seeds:+, }\"127.0.0.1:$(transport_port "$i")\""
+    seeds+="${seeds:+, }\"$(node_address "$i"):$(transport_port "$i")\""
     names+="${names:+, }vsparta-$((BASE_PORT + i))"
   done
   printf 'cluster.name: vsparta-cluster-%s\ntransport.port: %s\n' "$BASE_PORT" "$((PORT + 100))"
@@ -336,7 +364,7 @@ write_config() {
 node.name: vsparta-$PORT
 path.data: $NODE/data
 path.logs: $NODE/logs
-network.host: 127.0.0.1
+network.host: $NODE_ADDRESS
 http.port: $PORT
 $(discovery_config)
 $(security_config)
@@ -346,7 +374,7 @@ action.destructive_requires_name: true
 EOF
   jvm_options >"$NODE/config/jvm.options"
   if is_root; then
-    chown -R "$ES_USER:" "$NODE"
+    chown -R "$NODE_USER:" "$NODE"
     [ "$NODES" = 1 ] || chmod a+rx "$(dirname "$NODE")"
   fi
 }
@@ -427,11 +455,11 @@ cmd_start() {
     log "already running at $URL"
     return 0
   fi
-  ensure_user
   pick_home
   local i
   for i in $(seq 0 $((NODES - 1))); do
     select_node "$i"
+    ensure_user
     start_node
   done
   wait_green
@@ -478,11 +506,11 @@ wait_green() {
   fi
 }
 
-# http://127.0.0.1:P,127.0.0.1:P+1,... : every node of the cluster, for a multi-host backend spec.
+# http://A:P,A+1:P+1,... : every node of the cluster, for a multi-host backend spec.
 cluster_spec() {
   local i hosts=""
   for i in $(seq 0 $((NODES - 1))); do
-    hosts+="${hosts:+,}127.0.0.1:$((BASE_PORT + i))"
+    hosts+="${hosts:+,}$(node_address "$i"):$((BASE_PORT + i))"
   done
   echo "http://$hosts"
 }
@@ -576,6 +604,27 @@ cmd_pids() {
   done
 }
 
+cmd_nodes() {
+  pick_home
+  local i pid
+  for i in $(seq 0 $((NODES - 1))); do
+    select_node "$i"
+    pid=-
+    pid_alive && pid=$(cat "$PIDFILE")
+    echo "$PORT $NODE_ADDRESS $NODE_USER $pid"
+  done
+}
+
+cmd_users() {
+  pick_home
+  local i
+  for i in $(seq 0 $((NODES - 1))); do
+    select_node "$i"
+    ensure_user
+    echo "$NODE_ADDRESS $NODE_USER"
+  done
+}
+
 cmd_logs() {
   pick_home
   local i
@@ -586,8 +635,8 @@ cmd_logs() {
 }
 
 usage() {
-  echo "usage: $0 start|stop|restart|status|logs [N]|pids|spec|fetch [--nodes N] [--base-port P]" \
-    "[--distribution elasticsearch|opensearch] [--version V]" >&2
+  echo "usage: $0 start|stop|restart|status|logs [N]|pids|nodes|users|spec|fetch [--nodes N] [--base-port P]" \
+    "[--address A] [--distribution elasticsearch|opensearch] [--version V]" >&2
   exit 2
 }
 
@@ -650,6 +699,11 @@ while [ $# -gt 0 ]; do
     BASE_PORT=$2
     shift 2
     ;;
+  --address)
+    [ $# -ge 2 ] || usage
+    ADDRESS=$2
+    shift 2
+    ;;
   [0-9]*)
     LOG_LINES=$1
     shift
@@ -660,8 +714,12 @@ done
 [[ $NODES =~ ^[1-9][0-9]?$ ]] || die "--nodes must be a number from 1 to 99, got '$NODES'"
 [[ $BASE_PORT =~ ^[0-9]+$ ]] && [ "$BASE_PORT" -ge 1024 ] && [ $((BASE_PORT + 100 + NODES)) -le 65535 ] ||
   die "--base-port must be a port from 1024 to $((65435 - NODES)), got '$BASE_PORT'"
+[[ $ADDRESS =~ ^127\.([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})$ ]] &&
+  [ "${BASH_REMATCH[1]}" -le 255 ] && [ "${BASH_REMATCH[2]}" -le 255 ] &&
+  [ $((BASH_REMATCH[3] + NODES - 1)) -le 254 ] && [ "${BASH_REMATCH[3]}" -ge 1 ] ||
+  die "--address must be a loopback address 127.x.y.z with room for $NODES node(s) (z + $NODES - 1 <= 254), got '$ADDRESS'"
 PORT=$BASE_PORT
-URL="http://127.0.0.1:${PORT}"
+URL="http://${ADDRESS}:${PORT}"
 set_distribution
 
 case "$COMMAND" in
@@ -674,6 +732,8 @@ restart)
 status) cmd_status ;;
 logs) cmd_logs "$LOG_LINES" ;;
 pids) cmd_pids ;;
+nodes) cmd_nodes ;;
+users) cmd_users ;;
 spec) cluster_spec ;;
 fetch)
   fetch "$GROUP.distribution.integ-test-zip:$DISTRIBUTION:$VERSION:zip" "$DISTRIBUTION-$VERSION.zip"

@@ -12,7 +12,10 @@
 #                                               /usr/bin/chromium), the Docker Engine (docker.io;
 #                                               scripts/docker.sh starts it) with docker-compose for the
 #                                               compose tests, and debootstrap for the local base images
-#                                               (no container registry is reachable here)
+#                                               (no container registry is reachable here), iptables
+#                                               (the partition tests and the soak cut a local cluster's
+#                                               nodes apart; bench/fault_net.py) and faketime (a load
+#                                               whose clock is hours off, test_elastic_leases.py)
 set -euo pipefail
 what=${1:-test}
 case "$what" in
@@ -33,6 +36,8 @@ if [ "$what" = test ]; then
   command -v docker-compose >/dev/null 2>&1 || docker compose version >/dev/null 2>&1 || missing+=(docker-compose)
   command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
   command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+  command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+  command -v faketime >/dev/null 2>&1 || missing+=(faketime)
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then

@@ -29,3 +29,20 @@ class InvalidDocument(InvalidInput):
 
 class DocumentNotFound(TermIndexError, KeyError):
     """No document with that id (HTTP 404)."""
+
+
+class DocumentsNotWritten(EngineUnavailable):
+    """Some documents of a write were still refused after the engine's retries for reasons that
+    pass (a node lost or cut off, a shard moving, a node busy). ``failed`` names each one with its
+    reason, so a job can report them per document; writing them again (``--resume``) succeeds
+    once the cluster settles."""
+
+    def __init__(self, message: str, failed: dict[str, str]) -> None:
+        super().__init__(message)
+        self.failed = failed
+
+
+class WrongBackend(TermIndexError):
+    """The backend spec names servers that cannot hold one index: the same node twice, or nodes
+    of different clusters. A mistake in the spec (the CLI exits 2), not an outage: retrying
+    will not help."""

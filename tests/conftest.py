@@ -52,14 +52,26 @@ def _cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
+LONG_FAULT_DESELECTED = pytest.StashKey[int]()
+LONG_FAULTS_ENV = "VSPARTA_FAULT_SCENARIOS"
+
+
+def _deselect(config: pytest.Config, items: list[pytest.Item], marker: str) -> int:
+    chosen = [item for item in items if item.get_closest_marker(marker) is not None]
+    if chosen:
+        config.hook.pytest_deselected(items=chosen)
+        items[:] = [item for item in items if item.get_closest_marker(marker) is None]
+    return len(chosen)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Without CUDA, deselect ``gpu`` tests (torch is only imported when some were collected)."""
-    gpu = [item for item in items if item.get_closest_marker("gpu") is not None]
-    if not gpu or _cuda_available():
-        return
-    config.hook.pytest_deselected(items=gpu)
-    items[:] = [item for item in items if item.get_closest_marker("gpu") is None]
-    config.stash[GPU_DESELECTED] = len(gpu)
+    """Without CUDA, deselect ``gpu`` tests (torch is only imported when some were collected);
+    unless ``VSPARTA_FAULT_SCENARIOS=all``, deselect ``long_fault`` tests (the fault scenarios
+    beyond the share CI has time for; docs/cluster-faults-method.md)."""
+    if os.environ.get(LONG_FAULTS_ENV) != "all":
+        config.stash[LONG_FAULT_DESELECTED] = _deselect(config, items, "long_fault")
+    if any(item.get_closest_marker("gpu") is not None for item in items) and not _cuda_available():
+        config.stash[GPU_DESELECTED] = _deselect(config, items, "gpu")
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
@@ -67,6 +79,12 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if n:
         terminalreporter.write_line(
             f"gpu: {n} test(s) deselected, not run: no CUDA device here (scripts/gpu-check.sh runs them)"
+        )
+    n = config.stash.get(LONG_FAULT_DESELECTED, 0)
+    if n:
+        terminalreporter.write_line(
+            f"long_fault: {n} test(s) deselected, not run: fault scenarios beyond CI's time "
+            f"({LONG_FAULTS_ENV}=all runs them; `vsparta bench soak` covers every kind)"
         )
 
 

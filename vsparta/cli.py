@@ -114,7 +114,9 @@ def user_error_message(exc: BaseException, command: str = "") -> str | None:
     if isinstance(exc, FileNotFoundError | NotADirectoryError | IsADirectoryError):
         return str(exc)
     termindex_errors = sys.modules.get("vsparta.termindex.errors")
-    if termindex_errors is not None and isinstance(exc, termindex_errors.IndexNotFound):
+    if termindex_errors is not None and isinstance(
+        exc, termindex_errors.IndexNotFound | termindex_errors.WrongBackend
+    ):
         return str(exc)
     return None
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from vsparta.termindex.base import TermDocument
 from vsparta.termindex.elastic.common import (
+    LOAD_FIELD,
     MAX_FEATURE_VALUE,
     METADATA_FIELD,
     MIN_FEATURE_VALUE,
@@ -49,6 +50,66 @@ except ImportError:  # pragma: no cover - orjson ships with the elasticsearch ex
 Action = tuple[str, bytes]
 # Per-item answers worth another try: rejected (busy) or the shard has no primary (a node lost).
 RETRY_ITEM_STATUSES = {429, 503}
+# Item errors that mean "try again" whatever their status (several answer 500): a node busy, lost,
+# cut off or restarting, or a shard being moved or promoted. The same action succeeds once the
+# cluster settles; a partitioned master's load failed on node_not_connected_exception before.
+TRANSIENT_ITEM_ERRORS = frozenset(
+    {
+        "es_rejected_execution_exception",
+        "opensearch_rejected_execution_exception",
+        "circuit_breaking_exception",
+        "node_not_connected_exception",
+        "node_disconnected_exception",
+        "node_closed_exception",
+        "connect_transport_exception",
+        "send_request_transport_exception",
+        "receive_timeout_transport_exception",
+        "no_shard_available_action_exception",
+        "unavailable_shards_exception",
+        "primary_missing_action_exception",
+        "shard_not_in_primary_mode_exception",
+        "retry_on_primary_exception",
+        "shard_not_found_exception",
+        "index_shard_closed_exception",
+        "illegal_index_shard_state_exception",
+        "cluster_block_exception",
+        "master_not_discovered_exception",
+        "cluster_manager_not_discovered_exception",
+        "not_master_exception",
+        "process_cluster_event_timeout_exception",
+        "failed_to_commit_cluster_state_exception",
+    }
+)
+
+
+def error_types(error: Any) -> list[str]:
+    """The types of a bulk item's error and of every error it was caused by, outermost first."""
+    found = []
+    while isinstance(error, Mapping) and len(found) < 10:
+        found.append(str(error.get("type", "")))
+        error = error.get("caused_by")
+    return found
+
+
+def is_transient(item: Mapping[str, Any]) -> bool:
+    """A failed bulk item worth sending again (``RETRY_ITEM_STATUSES``, ``TRANSIENT_ITEM_ERRORS``)."""
+    status = int(item.get("status", 500))
+    if 200 <= status < 300:
+        return False
+    types = error_types(item.get("error"))
+    return status in RETRY_ITEM_STATUSES or any(t in TRANSIENT_ITEM_ERRORS for t in types)
+
+
+def item_reason(item: Mapping[str, Any]) -> str:
+    """One line for a failed item: status, error type and reason (the innermost cause too)."""
+    err = item.get("error")
+    if not isinstance(err, Mapping):
+        return f"status {item.get('status')}: {err}"
+    text = f"status {item.get('status')}, {err.get('type')}: {err.get('reason')}"
+    types = error_types(err)
+    if len(types) > 1:
+        text += f" (caused by {types[-1]})"
+    return text
 
 
 @dataclass(frozen=True)
@@ -57,7 +118,9 @@ class BulkOptions:
 
     chunk_size: int = 500  # documents per request at most
     max_chunk_bytes: int = 8 * 1024 * 1024  # bytes per request at most (one document may exceed it)
-    max_retries: int = 5
+    # 8 retries back off 0.5, 1, 2, ... 30 s: ~90 s in all, longer than a 3-node cluster here took to
+    # elect a new master after its master was cut off and to promote the replicas of its primaries.
+    max_retries: int = 8
     initial_backoff: float = 0.5
     max_backoff: float = 30.0
     bulk_timeout: float = 120.0
@@ -84,8 +147,12 @@ def _action_line(op: str, target: str, doc_id: str) -> bytes:
     return _dumps({op: {"_index": target, "_id": doc_id}}) + b"\n"
 
 
-def _index_action(target: str, doc_id: str, terms: bytes, metadata: Mapping[str, Any]) -> bytes:
-    """One index action: the fields of ``doc_source``, with ``terms`` already as text."""
+def _index_action(
+    target: str, doc_id: str, terms: bytes, metadata: Mapping[str, Any], load: str | None = None
+) -> bytes:
+    """One index action: the fields of ``doc_source``, with ``terms`` already as text; ``load``
+    tags a document written by a running load (searches do not see it until the load ends:
+    ``elastic.leases.hide_steps``)."""
     meta = dict(metadata)
     rest: dict[str, Any] = {
         "metadata": meta,
@@ -93,11 +160,13 @@ def _index_action(target: str, doc_id: str, terms: bytes, metadata: Mapping[str,
     }
     if isinstance(meta.get("image"), str):
         rest["image"] = meta["image"]
+    if load is not None:
+        rest[LOAD_FIELD] = load
     head = b'{"doc_id":' + _dumps(doc_id) + b',"terms":{' + terms + b"},"
     return _action_line("index", target, doc_id) + head + _dumps(rest)[1:] + b"\n"
 
 
-def doc_actions(docs: Iterable[TermDocument], target: str) -> Iterator[Action]:
+def doc_actions(docs: Iterable[TermDocument], target: str, load: str | None = None) -> Iterator[Action]:
     """Index actions for documents (validated as ``doc_source`` says), stored exactly as
     ``array_actions`` stores the same terms."""
     for doc in docs:
@@ -105,7 +174,7 @@ def doc_actions(docs: Iterable[TermDocument], target: str) -> Iterator[Action]:
         ids = np.fromiter((int(t) for t in source["terms"]), dtype=np.int64)
         weights = np.fromiter(source["terms"].values(), dtype=np.float32)
         (terms,) = terms_texts(np.array([0, len(ids)]), ids, weights)
-        yield doc.id, _index_action(target, source["doc_id"], terms, source["metadata"])
+        yield doc.id, _index_action(target, source["doc_id"], terms, source["metadata"], load)
 
 
 def delete_actions(ids: Iterable[str], target: str) -> Iterator[Action]:
@@ -145,6 +214,7 @@ def array_actions(
     term_ids: Any,
     weights: Any,
     metadata: Sequence[Mapping[str, Any]] | None = None,
+    load: str | None = None,
 ) -> Iterator[Action]:
     """Index actions for CSR arrays: document i is ``term_ids/weights[indptr[i]:indptr[i+1]]``.
 
@@ -160,7 +230,10 @@ def array_actions(
         doc_id = check_es_id(raw_id)
         if repeated[i]:
             raise InvalidDocument(f"document {doc_id!r} lists a term id twice")
-        yield doc_id, _index_action(target, doc_id, texts[i], metadata[i] if metadata is not None else {})
+        yield (
+            doc_id,
+            _index_action(target, doc_id, texts[i], metadata[i] if metadata is not None else {}, load),
+        )
 
 
 def chunks(actions: Iterable[Action], options: BulkOptions) -> Iterator[list[Action]]:
@@ -181,9 +254,10 @@ class BulkSender:
     """Sends chunks of actions on up to ``connections`` threads; returns one result per action.
 
     A result is the bulk item (``_id``, ``status``, ``result``, ``error``) plus ``_ok``. 429s
-    (whole request or single items), items whose shard is unavailable (503) and lost connections
-    are retried with exponential backoff, only the failed items again; what still fails after
-    ``max_retries`` retries is returned as failed (the caller raises ``EngineUnavailable``).
+    (whole request or single items), lost connections and items whose error means "try again"
+    (``is_transient``: a shard unavailable, a node not connected, a node busy) are retried with
+    exponential backoff, only the failed items again; what still fails after ``max_retries``
+    retries is returned as failed (the caller raises ``DocumentsNotWritten``, naming each one).
     """
 
     FILTER = "errors,items.*._id,items.*.status,items.*.result,items.*.error"
@@ -256,14 +330,15 @@ class BulkSender:
             again = []
             for i, item in zip(todo, items, strict=True):
                 status = int(item.get("status", 500))
-                if status in RETRY_ITEM_STATUSES and attempt < opts.max_retries:
+                if attempt < opts.max_retries and is_transient(item):
                     again.append(i)
+                    last = item
                 else:
-                    final[i] = item | {"_ok": 200 <= status < 300}
+                    final[i] = item | {"_ok": 200 <= status < 300, "_tries": attempt + 1}
             if not again:
                 break
             todo = again
-            self._pause(attempt, what, f"{len(again)} documents rejected or their shard unavailable")
+            self._pause(attempt, what, f"{len(again)} documents not written yet ({item_reason(last)})")
         return [final[i] | {"_id": final[i].get("_id", chunk[i][0])} for i in range(len(chunk))]
 
     def call(self, fn: Callable[[], Any], what: str) -> Any:

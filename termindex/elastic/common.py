@@ -59,6 +59,9 @@ MAX_K = 10_000
 _ALIAS_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 METADATA_FIELD = "metadata_json"
+# The load that wrote a document (its job id), while and after it runs: what the alias hides
+# from searches until that load ends (``elastic.leases.hide_steps``).
+LOAD_FIELD = "load"
 
 MAPPING: dict[str, Any] = {
     "dynamic": "strict",
@@ -69,6 +72,7 @@ MAPPING: dict[str, Any] = {
         "metadata": {"type": "object", "enabled": False},
         "image": {"type": "keyword", "index": False},
         METADATA_FIELD: {"type": "keyword", "index": False, "doc_values": False, "store": True},
+        LOAD_FIELD: {"type": "keyword", "doc_values": False},
     },
 }
 
@@ -385,7 +389,8 @@ def choose_track_total_hits(resp: Mapping[str, Any]) -> bool | None:
 def make_client(client_class: Any, location: str, client_kwargs: Mapping[str, Any]) -> Any:
     """A client over every node of the spec's host list. With several nodes a request that cannot
     reach one (connection refused, reset) goes on to the next at once, up to every node once; a
-    timeout is not retried (the caller's time bound holds) and one node keeps no retries at all."""
+    timeout is not retried unless ``retry_on_timeout`` says so (the service's time bound holds;
+    the synchronous engine, a batch job's, asks the next node) and one node keeps no retries."""
     urls = node_urls(location)
     return client_class(urls, **{**client_kwargs, "max_retries": len(urls) - 1})
 

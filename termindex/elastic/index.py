@@ -32,8 +32,11 @@ from vsparta.termindex.elastic.bulk import (
     chunks,
     delete_actions,
     doc_actions,
+    is_transient,
+    item_reason,
 )
 from vsparta.termindex.elastic.common import (
+    LOAD_FIELD,
     MAPPING,
     METADATA_FIELD,
     check_es_id,
@@ -49,7 +52,7 @@ from vsparta.termindex.elastic.reads import ReadSteps, Steps, run_sync
 from vsparta.termindex.elastic.transport import CheckedClient
 from vsparta.termindex.elastic.versions import IndexVersion, Reindex, VersionedAlias
 from vsparta.termindex.errors import (
-    EngineUnavailable,
+    DocumentsNotWritten,
     InvalidDocument,
     TermIndexError,
 )
@@ -107,6 +110,7 @@ class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
         keep_replicas = rest.pop("keep_replicas", None)
         self._keep_replicas = None if keep_replicas is None else bool(keep_replicas)
         self._lease_s = leases.lease_seconds(rest.pop("load_lease_s", None))
+        self._watch = leases.LeaseWatch()  # how long this handle has seen other loads' beats stand still
         self._track_total_hits = pop_track_total_hits(rest)
         self._statistics = StatisticsCache()
         if (shards is not None and int(shards) < 1) or (replicas is not None and int(replicas) < 0):
@@ -117,7 +121,11 @@ class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
         self._bulk = BulkOptions(**bulk)
         if rest:
             raise ValueError(f"unknown {self.engine_label} options: {sorted(rest)}")
-        self._client = make_client(self.client_class, url, client_kwargs)
+        # A batch job may wait where the service may not: a node cut off from its cluster still
+        # accepts HTTP and holds a request until it times out, so this client asks the next node
+        # of the host list then (and marks the silent one dead for a while); the service's async
+        # reader keeps its time bound and does not.
+        self._client = make_client(self.client_class, url, client_kwargs | {"retry_on_timeout": True})
         self._owns_client = True
         self._sender = BulkSender(self._client, self._bulk, self.engine_label)
         self._replicas_set = replicas is not None
@@ -125,6 +133,7 @@ class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
         self._target = self.alias
         self._fresh = False  # this handle created the index: empty, nobody searches it yet
         self._load_depth = 0
+        self._load_job: str | None = None  # the running load's job id: its documents carry it
         self._loaded = 0  # documents written through this handle (what finish_load judges)
         self._reindex: Reindex | None = None
         self._mapping_checked: str | None = None  # target whose mapping has our current fields
@@ -160,6 +169,7 @@ class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
         view._target = target
         view._owns_client = False
         view._load_depth = 0
+        view._load_job = None
         view._loaded = 0
         view._reindex = None
         return view
@@ -170,11 +180,11 @@ class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
         return self._target
 
     def _ensure_current_mapping(self) -> None:
-        """Add fields that newer versions of this engine write (``metadata_json``) to an index
-        created by an older one; adding a field to a mapping is allowed and idempotent."""
+        """Add fields that newer versions of this engine write (``metadata_json``, ``load``) to an
+        index created by an older one; adding a field to a mapping is allowed and idempotent."""
         if self._mapping_checked == self._target:
             return
-        body = {"properties": {METADATA_FIELD: MAPPING["properties"][METADATA_FIELD]}}
+        body = {"properties": {f: MAPPING["properties"][f] for f in (METADATA_FIELD, LOAD_FIELD)}}
         put = self._client.indices.put_mapping
         self._sender.call(lambda: put(index=self._target, body=body), "update mapping")
         self._mapping_checked = self._target
@@ -190,14 +200,17 @@ class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
         if not failed:
             return
         first = failed[0]
-        err = first.get("error") or {}
-        reason = f"{err.get('type')}: {err.get('reason')}" if isinstance(err, Mapping) else str(err)
         message = (
             f"{len(failed)} of {len(results)} documents failed ({what}); "
-            f"first: id {first.get('_id')!r}, {reason}"
+            f"first: id {first.get('_id')!r}, {item_reason(first)}"
         )
-        if any(r.get("status") in (429, 503) for r in failed):
-            raise EngineUnavailable(message + " (still rejected after retries)")
+        if all(is_transient(r) for r in failed):
+            retries = int(first.get("_tries", 1)) - 1
+            raise DocumentsNotWritten(
+                f"{message} (still refused after {retries} retries; writing them again once the "
+                "cluster settles succeeds: --resume)",
+                {str(r.get("_id")): item_reason(r) for r in failed},
+            )
         if all(r.get("status") == 400 for r in failed):
             raise InvalidDocument(message)
         raise TermIndexError(message)
@@ -211,7 +224,8 @@ class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
 
     def upsert(self, docs: Iterable[TermDocument], refresh: bool = True) -> int:
         """Index (insert or replace by id) in bulk; visible after return unless inside ``bulk_load``."""
-        return self._written(self._write(doc_actions(docs, self._target), "upsert", set()), refresh)
+        actions = doc_actions(docs, self._target, self._load_job)
+        return self._written(self._write(actions, "upsert", set()), refresh)
 
     def upsert_arrays(
         self,
@@ -223,7 +237,7 @@ class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
         refresh: bool = True,
     ) -> int:
         """``upsert`` from CSR arrays, with no Python object per term (see ``elastic.bulk``)."""
-        actions = array_actions(self._target, ids, indptr, term_ids, weights, metadata)
+        actions = array_actions(self._target, ids, indptr, term_ids, weights, metadata, self._load_job)
         return self._written(self._write(actions, "upsert", set()), refresh)
 
     def delete(self, ids: Iterable[str], refresh: bool = True) -> int:

@@ -57,6 +57,7 @@ class AsyncElasticsearchIndex(ReadSteps, AsyncReader):
             raise ValueError(f"unknown {self.engine_label} options: {sorted(rest)}")
         self._client = make_client(self.client_class, url, client_kwargs)
         self._recovered_at = -float("inf")
+        self._watch = leases.LeaseWatch()
 
     async def _run(self, steps: Steps[T]) -> T:
         try:
@@ -100,11 +101,13 @@ class AsyncElasticsearchIndex(ReadSteps, AsyncReader):
             log.info("could not check the index for killed loads yet: %s", exc)
 
     async def recover_stale_loads(self, every_s: float = leases.DEFAULT_LEASE_S / 2) -> list[str]:
-        """Serving settings back on indices left by a killed load (``elastic.leases``); asks at most
-        once per ``every_s`` (the service calls it at start and on each readiness check)."""
-        if time.monotonic() - self._recovered_at < every_s:
+        """Serving settings back on indices left by a killed load (``elastic.leases``: one whose beat
+        this reader has seen stand still for a lease); asks at most once per ``every_s``, or sooner
+        once a watched beat has stood still for its lease (the service calls it at start and on
+        each readiness check)."""
+        if time.monotonic() - self._recovered_at < every_s and not self._watch.due():
             return []
-        restored = await self._run(leases.recover_steps(self.alias))
+        restored = await self._run(leases.recover_steps(self.alias, self._watch))
         self._recovered_at = time.monotonic()
         return restored
 

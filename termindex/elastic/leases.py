@@ -2,20 +2,35 @@
 it changed and that it is still running, so an index left in load settings heals itself.
 
 A load (``ElasticsearchIndex.bulk_load``) writes a record under ``_meta.vsparta_loads.<job>``
-before it turns refresh off: the settings to put back, who loads (host, pid) and a heartbeat it
-renews every ``lease_s / 6`` seconds from a thread. A load that ends (completed or failed) puts
+before it turns refresh off: the settings to put back, who loads (host, pid) and a beat, a counter
+it raises every ``lease_s / 6`` seconds from a thread. A load that ends (completed or failed) puts
 the settings back and removes its record. A load killed with SIGKILL (or a machine lost) leaves
-the record, whose heartbeat stops: once it is older than its ``lease_s`` any opener (a later
-``ElasticsearchIndex``, the service at start and on its readiness checks) puts the recorded
-settings back and removes the record, in one log line. A fresh record means a load still running:
-it is left alone.
+the record, whose beat stops: an observer that has watched the beat stand still for longer than
+the record's ``lease_s`` (a ``LeaseWatch``: the service on its readiness checks, a later load while
+it runs and at its end, any handle's ``recover_stale_loads`` called again after a lease) puts the
+recorded settings back and removes the record, in one log line. A beat seen moving means a load
+still running: it is left alone.
+
+What a running load writes stays out of searches until it ends, even where the cluster refreshes
+a shard copy on its own: a copy recovered after a node came back (or a replica promoted, or a
+node restarted) opens a new searcher with everything written so far, so with refresh off alone
+searches answered from the old state on some copies and from part of the load on others (the
+soak saw it: ``bench/soak.py``). Each document a load writes carries its job id (``load``), and
+while the load runs the alias filters them out (``hide_steps``); its end refreshes every shard and
+then, in one alias update, shows them: a search sees the index as the load found it, or as it
+left it, never a mix.
+
+One clock decides: the observer's own monotonic clock, timing how long it has seen a beat stand
+still. No wall-clock time written by one machine is compared with another machine's (loader and
+opener clocks hours apart once restored a running load's settings at once, or kept a dead load's
+for hours). The price: a process that has watched a record for less than a lease cannot tell yet
+(an opener that looks once restores nothing; the next observation after a lease does).
 
 Why ``_meta``: it lives and dies with the index (no second index to keep in step, nothing left
 behind when a version is deleted), every node answers it from the cluster state, and changing it
 is allowed on any index. ``_meta`` is replaced as a whole by each write, so records are read,
 changed and written back; concurrent loads of one index (``--num-shards``) may overwrite each
-other's record for a moment, which the next heartbeat puts back. Staleness compares the writer's
-clock (the heartbeat) with the opener's: machines more than ``lease_s`` apart would misjudge.
+other's record for a moment, which the next beat puts back.
 
 ``VSPARTA_LOAD_LEASE_S`` sets the lease of loads started in that environment (default 60 s).
 """
@@ -28,9 +43,11 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from vsparta.termindex.elastic.common import LOAD_FIELD
 from vsparta.termindex.elastic.reads import Call, Steps
 
 log = logging.getLogger(__name__)
@@ -55,31 +72,98 @@ def lease_seconds(value: Any = None) -> float:
 
 
 def new_record(serving: Mapping[str, Any], lease_s: float) -> tuple[str, dict[str, Any]]:
-    """(job id, record) of a load about to change ``serving``'s settings."""
+    """(job id, record) of a load about to change ``serving``'s settings. ``started`` is the loader's
+    wall clock, for people reading the record; no decision reads it."""
     job = uuid.uuid4().hex[:12]
     record = {
         "serving": dict(serving),
         "host": socket.gethostname(),
         "pid": os.getpid(),
         "started": round(time.time(), 3),
-        "heartbeat": round(time.time(), 3),
+        "beat": 0,
         "lease_s": lease_s,
     }
     return job, record
 
 
-def is_stale(record: Mapping[str, Any], now: float | None = None) -> bool:
-    now = time.time() if now is None else now
+def _marker(record: Mapping[str, Any]) -> Any:
+    """What moves while a load lives: its beat (a record of older code: its heartbeat time)."""
+    return record.get("beat", record.get("heartbeat"))
+
+
+def _lease(record: Mapping[str, Any]) -> float | None:
     try:
-        return now - float(record["heartbeat"]) > float(record["lease_s"])
+        lease = float(record["lease_s"])
     except (KeyError, TypeError, ValueError):
-        return True  # a record this code cannot read holds nothing up
+        return None
+    return lease if lease > 0 else None
 
 
-def describe(job: str, record: Mapping[str, Any], now: float | None = None) -> str:
-    now = time.time() if now is None else now
-    age = now - float(record.get("heartbeat") or now)
-    return f"load {job} (host {record.get('host')}, pid {record.get('pid')}, last heartbeat {age:.0f}s ago)"
+@dataclass
+class _Sight:
+    marker: Any
+    since: float  # when this process first saw the marker at this value (its monotonic clock)
+    moved: bool  # seen at another value before: the load was alive then
+    lease: float
+
+
+class LeaseWatch:
+    """What this process has seen of each load's beat, timed on its own monotonic clock: a load
+    is dead once its beat has stood still here for longer than its lease."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._seen: dict[tuple[str, str], _Sight] = {}
+        self._lock = threading.Lock()  # the heartbeat thread and the handle's own calls both look
+
+    def see(self, index: str, records: Records) -> None:
+        """Note each record's beat now; records gone from the index are forgotten."""
+        now = self._clock()
+        with self._lock:
+            for key in [k for k in self._seen if k[0] == index and k[1] not in records]:
+                del self._seen[key]
+            for job, record in records.items():
+                sight = self._seen.get((index, job))
+                marker, lease = _marker(record), _lease(record) or 0.0
+                if sight is None or sight.marker != marker:
+                    self._seen[(index, job)] = _Sight(marker, now, sight is not None, lease)
+
+    def standing(self, index: str, job: str) -> float:
+        """Seconds this process has seen the job's beat stand still (0 if never seen)."""
+        with self._lock:
+            sight = self._seen.get((index, job))
+            return 0.0 if sight is None else self._clock() - sight.since
+
+    def verdict(self, index: str, job: str, record: Mapping[str, Any]) -> bool | None:
+        """True: dead (its beat stood still here for longer than its lease, or a record nobody can
+        read); False: alive (its beat moved within its lease); None: not known yet."""
+        lease = _lease(record)
+        if lease is None:
+            return True  # a record this code cannot read holds nothing up
+        with self._lock:
+            sight = self._seen.get((index, job))
+        if sight is None:
+            return None
+        if self._clock() - sight.since > lease:
+            return True
+        return False if sight.moved else None
+
+    def wait_s(self, index: str, job: str, record: Mapping[str, Any]) -> float:
+        """How long until ``verdict`` can say dead, if the beat keeps standing still."""
+        return max(0.0, (_lease(record) or 0.0) - self.standing(index, job))
+
+    def due(self) -> bool:
+        """Some record's beat has stood still here for its lease: a look now can judge it dead."""
+        now = self._clock()
+        with self._lock:
+            return any(now - s.since > s.lease for s in self._seen.values())
+
+
+def describe(job: str, record: Mapping[str, Any], standing_s: float) -> str:
+    return (
+        f"load {job} (host {record.get('host')}, pid {record.get('pid')}, its beat at "
+        f"{_marker(record)} for {standing_s:.0f}s)"
+    )
 
 
 def settings_text(serving: Mapping[str, Any]) -> str:
@@ -107,35 +191,52 @@ def settings_steps(index: str, serving: Mapping[str, Any]) -> Steps[None]:
     yield Call("update settings", "indices.put_settings", {"index": index, "body": dict(serving)})
 
 
-def recover_steps(alias: str) -> Steps[list[str]]:
-    """Put back the serving settings of every index behind ``alias`` whose load records are all
-    stale (their loads were killed); returns the indices restored. A fresh record: left alone."""
+def hide_steps(alias: str, index: str, jobs: Iterable[str]) -> Steps[None]:
+    """The alias over ``index`` with a filter leaving out the documents of ``jobs`` (running
+    loads), or with none; one alias update, which replaces the alias's previous filter."""
+    hidden = sorted(set(jobs))
+    add: dict[str, Any] = {"index": index, "alias": alias}
+    if hidden:
+        add["filter"] = {"bool": {"must_not": [{"terms": {LOAD_FIELD: hidden}}]}}
+    body = {"actions": [{"add": add}]}
+    yield Call(
+        "hide running loads" if hidden else "show loaded documents", "indices.update_aliases", {"body": body}
+    )
+
+
+def recover_steps(alias: str, watch: LeaseWatch) -> Steps[list[str]]:
+    """Put back the serving settings of every index behind ``alias`` whose loads ``watch`` has
+    seen dead (their beats stood still for a lease); returns the indices restored. A load seen
+    beating, or not watched long enough yet, is left alone."""
     restored = []
     for index, records in (yield from read_steps(alias)).items():
-        now = time.time()
-        if not records or not all(is_stale(r, now) for r in records.values()):
+        watch.see(index, records)
+        if not records or not all(watch.verdict(index, j, r) for j, r in records.items()):
             continue
         job, record = min(records.items(), key=lambda kv: float(kv[1].get("started") or 0))
+        standing = watch.standing(index, job)
         serving = record.get("serving") or {}
         yield from settings_steps(index, serving)
         yield from write_steps(index, {})
         yield Call("refresh", "indices.refresh", {"index": index})
+        yield from hide_steps(alias, index, [])
         log.warning(
             "restored serving settings of %s (%s) left by %s that stopped without ending",
             index,
             settings_text(serving),
-            describe(job, record, now),
+            describe(job, record, standing),
         )
         restored.append(index)
     return restored
 
 
 class Heartbeat:
-    """Renews a load's records from a thread until ``stop``; a failed renewal is tried again at
-    the next beat (the lease is six beats long)."""
+    """Raises a load's beat from a thread until ``stop`` (``renew(beat)`` writes it); a failed
+    renewal is tried again at the next beat (the lease is six beats long)."""
 
-    def __init__(self, renew: Callable[[float], None], lease_s: float) -> None:
+    def __init__(self, renew: Callable[[int], None], lease_s: float) -> None:
         self._renew = renew
+        self._beat = 0
         self._every = max(0.2, lease_s / 6)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="vsparta-load-lease", daemon=True)
@@ -146,8 +247,9 @@ class Heartbeat:
 
     def _run(self) -> None:
         while not self._stop.wait(self._every):
+            self._beat += 1  # a failed write skips a number: only movement matters
             try:
-                self._renew(round(time.time(), 3))
+                self._renew(self._beat)
             except Exception as exc:  # the engine may be busy or a node lost: next beat
                 log.debug("load lease not renewed: %s", exc)
 

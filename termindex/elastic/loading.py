@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from vsparta.termindex.elastic import leases
 from vsparta.termindex.elastic.common import errors
@@ -24,6 +24,7 @@ from vsparta.termindex.errors import EngineUnavailable, IndexNotFound, TermIndex
 __all__ = ["LOAD_REFRESH_TIMEOUT_S", "LOAD_SETTINGS", "RESTORE_TRIES", "BulkLoading"]
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # Settings a bulk load changes, and what they are during it. Restored afterwards to what they were
 # (None = the default); replicas to the serving count. The translog stays durable per request
@@ -35,9 +36,9 @@ LOAD_SETTINGS: dict[str, Any] = {
     "index.translog.flush_threshold_size": "1gb",
 }
 # How often a load's end tries to restore serving settings on an unavailable engine (backoff 0.5 s
-# doubling to 16 s: ~80 s in all, longer than a 3-node cluster took to elect a master and reassign
-# a lost node's shards here).
-RESTORE_TRIES = 10
+# doubling to 16 s: ~4 min in all, longer than a 3-node cluster took here to elect a new master
+# after its master was cut off: up to ~80 s, docs/cluster-faults.md).
+RESTORE_TRIES = 16
 LOAD_REFRESH_TIMEOUT_S = 600.0  # the refresh ending a load (or a force-merge) writes segments
 
 
@@ -53,7 +54,9 @@ class BulkLoading:
     _replicas: int
     _replicas_set: bool
     _lease_s: float
+    _watch: leases.LeaseWatch
     _load_depth: int
+    _load_job: str | None
     _loaded: int
     _merge_segments: int
     _reindex: Any
@@ -97,18 +100,22 @@ class BulkLoading:
         return {k: v for k, v in LOAD_SETTINGS.items() if not (keep and k == "index.number_of_replicas")}
 
     def recover_stale_loads(self) -> list[str]:
-        """Serving settings back on indices behind the alias left by a killed load (``leases``)."""
-        return self._run(leases.recover_steps(self.alias))
+        """Serving settings back on indices behind the alias left by a killed load (``leases``):
+        one whose beat this handle has seen stand still for a lease. Each call is a look; the
+        first look at a record only starts the watch."""
+        return self._run(leases.recover_steps(self.alias, self._watch))
 
     def _records(self, index: str) -> leases.Records:
-        return self._run(leases.read_steps(index)).get(index, {})
+        records = self._run(leases.read_steps(index)).get(index, {})
+        self._watch.see(index, records)  # every look at the records times their beats
+        return records
 
     def _write_records(self, index: str, records: leases.Records) -> None:
         self._run(leases.write_steps(index, records))
 
-    def _renew(self, records: Mapping[str, dict[str, Any]], job: str, now: float) -> None:
+    def _renew(self, records: Mapping[str, dict[str, Any]], job: str, beat: int) -> None:
         for index, record in records.items():
-            record["heartbeat"] = now
+            record["beat"] = beat
             self._write_records(index, self._records(index) | {job: record})
 
     @contextmanager
@@ -123,24 +130,12 @@ class BulkLoading:
             finally:
                 self._load_depth -= 1
             return
-        indices = self._concrete()
-        with errors("read settings", engine=self.engine_label):
-            current = self._client.indices.get_settings(
-                index=",".join(indices), name=",".join(LOAD_SETTINGS), flat_settings=True
-            )
         job, blank = leases.new_record({}, self._lease_s)
-        records: dict[str, dict[str, Any]] = {}
-        for n in indices:
-            # Another load of this index (running, or killed) saw the serving settings: keep those.
-            earlier = [r["serving"] for r in self._records(n).values() if r.get("serving")]
-            saved = current.get(n, {}).get("settings", {})
-            serving = dict(earlier[0]) if earlier else self._serving_settings(saved)
-            if self._replicas_set:
-                serving["index.number_of_replicas"] = self._replicas
-            records[n] = blank | {"serving": serving}
-            self._write_records(n, self._records(n) | {job: records[n]})  # before anything changes
-            self._put_settings(n, self._load_settings())
-        heartbeat = leases.Heartbeat(lambda now: self._renew(records, job, now), self._lease_s).start()
+        # Each step is idempotent, so a start during a master election (a record or a setting
+        # cannot be written until there is one) is tried again as a load's end is.
+        records = self._retrying(lambda: self._begin_load(job, blank), "starting the load")
+        heartbeat = leases.Heartbeat(lambda beat: self._renew(records, job, beat), self._lease_s).start()
+        self._load_job = job
         self._load_depth = 1
         try:
             yield self
@@ -148,6 +143,7 @@ class BulkLoading:
             # The load failed (e.g. a node lost): restore, retrying while the cluster recovers, but
             # never let a second failure hide the first; the lease covers what still fails.
             self._load_depth = 0
+            self._load_job = None
             heartbeat.stop()
             try:
                 self._end_load_retrying(records, job)
@@ -160,28 +156,77 @@ class BulkLoading:
                 )
             raise
         self._load_depth = 0
+        self._load_job = None
         heartbeat.stop()
         self._end_load_retrying(records, job)
 
+    def _begin_load(self, job: str, blank: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+        """The load's record written, its documents hidden from searches, load settings on."""
+        indices = self._concrete()
+        with errors("read settings", engine=self.engine_label):
+            current = self._client.indices.get_settings(
+                index=",".join(indices), name=",".join(LOAD_SETTINGS), flat_settings=True
+            )
+        records: dict[str, dict[str, Any]] = {}
+        served = self._target == self.alias
+        if served:
+            self._ensure_current_mapping()  # the field the alias filter names
+        for n in indices:
+            # Another load of this index (running, or killed), or this one's try before, saw the
+            # serving settings: keep those.
+            earlier = [r["serving"] for r in self._records(n).values() if r.get("serving")]
+            saved = current.get(n, {}).get("settings", {})
+            serving = dict(earlier[0]) if earlier else self._serving_settings(saved)
+            if self._replicas_set:
+                serving["index.number_of_replicas"] = self._replicas
+            records[n] = dict(blank) | {"serving": serving}
+            mine = self._records(n) | {job: records[n]}
+            self._write_records(n, mine)  # before anything changes
+            if served:  # searches leave this load's documents out until it ends
+                self._run(leases.hide_steps(self.alias, n, mine))
+            self._put_settings(n, self._load_settings())
+        return records
+
     def _end_load_retrying(self, records: Mapping[str, dict[str, Any]], job: str) -> None:
-        """``_end_load``, tried again on an unavailable engine for up to ~80 s (a lost node's
-        shards reassigned, a master elected); each try may reach any node of the host list."""
+        """``_end_load``, tried again on an unavailable engine (``_retrying``)."""
+        self._retrying(lambda: self._end_load(records, job), "restoring serving settings")
+
+    @staticmethod
+    def _retrying(step: Callable[[], T], what: str) -> T:
+        """``step``, tried again on an unavailable engine for up to ~4 min (a lost node's shards
+        reassigned, a master elected; a node cut off answers only with a timeout); each try may
+        reach any node of the host list."""
         for attempt in range(RESTORE_TRIES):
             try:
-                self._end_load(records, job)
-                return
+                return step()
             except EngineUnavailable as exc:
                 if attempt + 1 == RESTORE_TRIES:
                     raise
                 pause = min(16.0, 0.5 * 2**attempt)
-                log.info("restoring serving settings: %s; trying again in %gs", exc, pause)
+                log.info("%s: %s; trying again in %gs", what, exc, pause)
                 time.sleep(pause)
+        raise AssertionError("unreachable")
+
+    def _living_others(self, index: str, job: str) -> leases.Records:
+        """The other loads of ``index`` still beating. One not watched for a lease yet is watched
+        until it is known (at most its lease: a load's end may wait that long, only then)."""
+        while True:
+            others = {k: r for k, r in self._records(index).items() if k != job}
+            verdicts = {k: self._watch.verdict(index, k, r) for k, r in others.items()}
+            if None not in verdicts.values():
+                return {k: r for k, r in others.items() if verdicts[k] is False}
+            wait = max(self._watch.wait_s(index, k, others[k]) for k, v in verdicts.items() if v is None)
+            log.info("%s: watching another load's beat for up to %.0fs before restoring", index, wait)
+            time.sleep(min(wait + 0.1, max(1.0, self._lease_s / 6)))
 
     def _end_load(self, records: Mapping[str, dict[str, Any]], job: str) -> None:
         """Serving settings back, then this load's record removed; while another load of the same
-        index still runs (a fresh lease), its end restores them instead."""
+        index still runs (its beat moves), its end restores them instead. Every shard refreshed,
+        then the load's documents shown in one alias update (``leases.hide_steps``)."""
+        still: dict[str, leases.Records] = {}
         for n, record in records.items():
-            others = {k: r for k, r in self._records(n).items() if k != job and not leases.is_stale(r)}
+            others = self._living_others(n, job)
+            still[n] = others
             if others:
                 self._write_records(n, others)
                 log.info("%s: serving settings left to the load still running (%s)", n, ", ".join(others))
@@ -191,13 +236,16 @@ class BulkLoading:
         # The first refresh after a load writes everything buffered since it began into segments:
         # 1M documents took over 10 s (the default timeout) on OpenSearch 3.x on a busy machine.
         self.refresh(timeout_s=LOAD_REFRESH_TIMEOUT_S)
+        if self._target == self.alias:
+            for n, others in still.items():
+                self._run(leases.hide_steps(self.alias, n, others))
 
     def finish_load(self) -> str:
         """After a complete load: force-merge to ``merge_segments`` per shard when this handle
         wrote at least half of the index, then (``new_version``) swap the alias to the new
         version. Returns a line for the job summary."""
         notes = []
-        total = self.count()
+        total = self._retrying(self.count, "counting the loaded index")
         if self._merge_segments and 2 * self._loaded >= total:
             notes.append(self.force_merge(self._merge_segments))
         elif self._merge_segments:  # a small top-up: merging the whole index would cost more than it saves
@@ -231,7 +279,16 @@ class BulkLoading:
         return line
 
     def refresh(self, timeout_s: float | None = None) -> None:
-        """Make what was written searchable; ``timeout_s`` past the client's request timeout."""
+        """Make what was written searchable; ``timeout_s`` past the client's request timeout. Some
+        shards not refreshed (a master being elected, a node cut off: the engine answers 500 with
+        the shards that failed) is ``EngineUnavailable``: a load's end tries again."""
         extra = {} if timeout_s is None else {"request_timeout": timeout_s}
         with errors("refresh", engine=self.engine_label):
-            self._client.indices.refresh(index=self._target, **extra)
+            resp = self._client.indices.refresh(index=self._target, ignore=[500], **extra)
+        shards = resp.get("_shards") if isinstance(resp, Mapping) else None
+        if not isinstance(shards, Mapping):  # a 500 that is not about shards
+            raise TermIndexError(f"{self.engine_label} error 500 (refresh): {resp}")
+        if int(shards.get("failed") or 0):  # (unassigned replicas count as neither failed nor done)
+            reasons = sorted({str((f.get("reason") or {}).get("type")) for f in shards.get("failures") or []})
+            what = f"{shards['failed']} of {shards.get('total')} shard copies not refreshed"
+            raise EngineUnavailable(f"{what}: {', '.join(reasons)}")

@@ -9,7 +9,10 @@ One home for the rule, run once per client when it first connects (the product c
   versions and the client pairing that major needs;
 - every node must have the ``mapper-extras`` module, which holds ``rank_features`` and the
   ``rank_feature`` query (Elasticsearch's integ-test-zip 8.x ships without it): else one sentence,
-  instead of a mapping error at create time or a query error at the first search.
+  instead of a mapping error at create time or a query error at the first search;
+- the hosts of a spec's host list must be distinct nodes of one cluster (``check_one_cluster``):
+  nodes of two clusters would each hold their own copy of the index, and a client spreading
+  requests over them would write half the documents into each.
 """
 
 from __future__ import annotations
@@ -21,12 +24,15 @@ from typing import Any
 
 from elasticsearch.exceptions import UnsupportedProductError
 
+from vsparta.termindex.errors import WrongBackend
+
 __all__ = [
     "MODULES_PATH",
     "TESTED",
     "NotOpenSearch",
     "UnsupportedServer",
     "check_modules",
+    "check_one_cluster",
     "check_product",
     "identify_headless",
     "refuse_unknown",
@@ -45,8 +51,12 @@ _PAIRING: dict[tuple[str, int], str] = {
     ("elasticsearch", 9): "elasticsearch-py 7.17 is not compatible with it; it needs elasticsearch-py 9",
 }
 MODULE = "mapper-extras"
-# Module and plugin names and the version of every node: a few hundred bytes, once per client.
-MODULES_PATH = "/_nodes/plugins?filter_path=nodes.*.version,nodes.*.modules.name,nodes.*.plugins.name"
+# Module and plugin names and the version of every node: a few hundred bytes, once per client. A
+# node cut off from the one asked would hold the answer for as long as the client waits (every new
+# client failed during a partition): each node gets 3 s, and the nodes that answer decide.
+MODULES_PATH = (
+    "/_nodes/plugins?filter_path=nodes.*.version,nodes.*.modules.name,nodes.*.plugins.name&timeout=3s"
+)
 _warned: set[tuple[str, str]] = set()
 
 
@@ -152,3 +162,34 @@ def check_modules(server: str, nodes: Answer) -> None:
             f"node(s) lack the {MODULE} module, which provides rank_features fields and "
             "rank_feature queries"
         )
+
+
+def _cluster_of(info: Any) -> tuple[str, str] | None:
+    """(cluster uuid, cluster name) from a ``GET /`` answer; None for a node that has not joined a
+    cluster yet (uuid ``_na_``) or an answer without one."""
+    if not isinstance(info, Mapping):
+        return None
+    uuid = str(info.get("cluster_uuid") or "")
+    if not uuid or uuid == "_na_":
+        return None
+    return uuid, str(info.get("cluster_name", "?"))
+
+
+def check_one_cluster(roots: Mapping[str, Any]) -> None:
+    """Refuse a host list whose nodes (``roots``: host URL -> its ``GET /`` answer) belong to
+    different clusters, in one sentence. (One node reached under two names, e.g. through a proxy,
+    is allowed: it is one cluster.)"""
+    first: tuple[str, tuple[str, str]] | None = None
+    for host, info in roots.items():
+        found = _cluster_of(info)
+        if found is None:
+            continue
+        if first is None:
+            first = (host, found)
+        elif found[0] != first[1][0]:
+            (other, (uuid, name)) = first
+            raise WrongBackend(
+                f"the backend's hosts belong to different clusters (cluster UUIDs differ): {other} is in "
+                f"cluster {name!r} ({uuid}), {host} in cluster {found[1]!r} ({found[0]}); "
+                "list the nodes of one cluster"
+            )

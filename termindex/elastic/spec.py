@@ -24,6 +24,7 @@ def http_spec_parser(engine: str, label: str) -> Callable[[str], BackendSpec]:
         if not sep or transport not in ("http", "https") or not host or not name or "/" in name:
             raise ValueError(f"{label} spec must be {scheme}://HOST:PORT/INDEX, got {spec!r}")
         nodes = [_node_url(transport, h, spec, scheme, label) for h in host.split(",")]
+        _refuse_repeats(nodes, spec, label)
         return BackendSpec(engine, ",".join(nodes), name)
 
     return parse
@@ -46,6 +47,24 @@ def _node_url(transport: str, host: str, spec: str, scheme: str, label: str) -> 
             f"{scheme}://HOST:PORT,HOST:PORT/INDEX"
         )
     return url
+
+
+def _refuse_repeats(nodes: list[str], spec: str, label: str) -> None:
+    """A node named twice (``es01:9200,ES01:9200``) is a typo: two entries would count one node
+    twice when a client spreads requests or skips a dead node. (Nodes of two clusters are found on
+    connect: ``servers.check_one_cluster``.)"""
+    from urllib.parse import urlsplit
+
+    seen: set[tuple[str, int]] = set()
+    for url in nodes:
+        parts = urlsplit(url)
+        key = ((parts.hostname or "").lower(), parts.port or DEFAULT_PORTS[parts.scheme])
+        if key in seen:
+            raise ValueError(f"{label} spec {spec!r} lists {key[0]}:{key[1]} twice: name each node once")
+        seen.add(key)
+
+
+DEFAULT_PORTS = {"http": 9200, "https": 443}  # the client's port for a host given without one
 
 
 def node_urls(location: str) -> list[str]:

@@ -43,9 +43,31 @@ Request = tuple[Any, str]  # (connection, path)
 
 def _check(product: str, connections: Iterable[Any]) -> Generator[Request, servers.Answer, bool | None]:
     """The check as steps (as ``reads``): yields (connection, path) of each GET, is sent its answer
-    or has its error thrown in. Returns the verdict, or None when no connection answered."""
+    or has its error thrown in. Returns the verdict, or None when no connection answered. With
+    several nodes, every other node that answers ``GET /`` too must be another node of the same
+    cluster (``servers.check_one_cluster``)."""
+    conns = list(dict.fromkeys(connections))  # the pool's connections are also its seeds
+    roots: dict[Any, Any] = {}
+    verdict = yield from _check_product(product, conns, roots)
+    if verdict is not True or len(conns) < 2:
+        return verdict
+    for conn in conns:
+        if conn in roots:
+            continue
+        try:
+            roots[conn] = (yield conn, "/")[1]
+        except (TransportError, SerializationError):
+            continue  # a node down or not answering: the others decide
+    servers.check_one_cluster({getattr(c, "host", str(c)): info for c, info in roots.items()})
+    return verdict
+
+
+def _check_product(
+    product: str, conns: list[Any], roots: dict[Any, Any]
+) -> Generator[Request, servers.Answer, bool | None]:
+    """Product and modules, from the first connection that answers; its ``GET /`` goes to ``roots``."""
     error: Exception | None = None
-    for conn in connections:
+    for conn in conns:
         root: servers.Answer | None = None
         try:
             root = yield conn, "/"
@@ -58,6 +80,8 @@ def _check(product: str, connections: Iterable[Any]) -> Generator[Request, serve
         except SerializationError:
             servers.refuse_unknown()  # answered, but not JSON: a web server, not a search server
         server = servers.check_product(product, *root) if root is not None else None
+        if root is not None:
+            roots[conn] = root[1]
         try:
             nodes = yield conn, servers.MODULES_PATH
         except (AuthenticationException, AuthorizationException):

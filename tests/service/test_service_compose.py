@@ -40,23 +40,34 @@ def default_of(value: str) -> str:
 
 
 def es_services(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Every Elasticsearch container of the file (single node and cluster nodes), by its image."""
+    """Every Elasticsearch node of the file (single node and cluster nodes), by its image (the
+    cluster's namespace holder runs the same image with another entrypoint: not a node)."""
     return {
         name: s
         for name, s in compose["services"].items()
         if default_of(s.get("image", "")).startswith("docker.elastic.co/elasticsearch/")
+        and "entrypoint" not in s
     }
 
 
 def backend_services(compose: dict[str, Any], api: str) -> dict[str, dict[str, Any]]:
-    """The compose services an API's VSPARTA_BACKEND names (every node of its host list), each
-    reachable on 9200."""
-    spec = parse_spec(default_of(compose["services"][api]["environment"]["VSPARTA_BACKEND"]))
+    """The compose services an API's VSPARTA_BACKEND names (every node of its host list): a
+    service reached by name on 9200, or a node sharing the API's network namespace reached on
+    127.0.0.1 at its own ``http.port``."""
+    service = compose["services"][api]
+    spec = parse_spec(default_of(service["environment"]["VSPARTA_BACKEND"]))
     found = {}
     for node in spec.location.split(","):
         url = urlsplit(node)
-        assert url.port == 9200, url
-        found[url.hostname or ""] = compose["services"][url.hostname or ""]
+        if url.hostname in compose["services"]:
+            assert url.port == 9200, url
+            found[url.hostname or ""] = compose["services"][url.hostname or ""]
+            continue
+        assert url.hostname == "127.0.0.1" and service.get("network_mode"), url  # a shared namespace
+        (name,) = [n for n, s in es_services(compose).items()
+                   if s.get("network_mode") == service["network_mode"]
+                   and int(s["environment"].get("http.port", 9200)) == url.port]  # fmt: skip
+        found[name] = compose["services"][name]
     return found
 
 
@@ -118,17 +129,28 @@ def test_every_elasticsearch_runs_the_tested_version_keeps_data_and_is_healthche
 
 
 def test_cluster_profile_nodes_discover_each_other_and_bootstrap_together(compose: dict[str, Any]) -> None:
-    """Every cluster node seeds from all nodes and bootstraps from the same list of node names;
-    the single node stays a single node outside the profile, so plain `up` is unchanged."""
+    """The cluster's nodes share one network namespace (cluster-net's, which publishes the ports)
+    with their transport on loopback (no production bootstrap checks), each on its own ports;
+    every node seeds from all of them and bootstraps from the same list of node names; the single
+    node stays a single node outside the profile, so plain `up` is unchanged."""
     nodes = {n: s for n, s in es_services(compose).items() if "cluster" in s.get("profiles", [])}
     assert len(nodes) == 3
     names = {s["environment"]["node.name"] for s in nodes.values()}
-    assert names == set(nodes)  # node names are the service (host) names
+    assert names == set(nodes)  # node names are the service names
+    transports = {f"127.0.0.1:{s['environment']['transport.port']}" for s in nodes.values()}
+    http = {s["environment"]["http.port"] for s in nodes.values()}
+    assert len(transports) == len(http) == 3
     for es in nodes.values():
         env = es["environment"]
-        assert set(env["discovery.seed_hosts"].split(",")) == set(nodes)
+        assert es["network_mode"] == "service:cluster-net" and env["transport.host"] == "127.0.0.1"
+        assert set(env["discovery.seed_hosts"].split(",")) == transports
         assert set(env["cluster.initial_master_nodes"].split(",")) == names
         assert "discovery.type" not in env
+        assert f"127.0.0.1:{env['http.port']}/" in " ".join(es["healthcheck"]["test"])  # its own port
+    holder = compose["services"]["cluster-net"]
+    assert holder["profiles"] == ["cluster"] and "ports" in holder
+    published = {str(p).rsplit(":", 1)[1] for p in holder["ports"]}
+    assert http <= published  # every node's HTTP port reaches the host
     assert len({s["environment"]["cluster.name"] for s in nodes.values()}) == 1
     single = compose["services"]["elasticsearch"]
     assert "profiles" not in single and single["environment"]["discovery.type"] == "single-node"
@@ -252,7 +274,7 @@ def test_docker_compose_config_validates_offline(need_service: Callable[[bool, s
         )
         assert proc.returncode == 0, proc.stderr
         resolved = yaml.safe_load(proc.stdout)
-        extra = {"index": {"indexer"}, "cluster": {"es01", "es02", "es03", "api-cluster"}}
+        extra = {"index": {"indexer"}, "cluster": {"cluster-net", "es01", "es02", "es03", "api-cluster"}}
         expected = {"elasticsearch", "api"} | (extra[profile[1]] if profile else set())
         assert expected <= set(resolved["services"])
         for name, services in extra.items():  # profiled services stay out of a plain `up`

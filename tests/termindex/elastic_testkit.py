@@ -1,5 +1,6 @@
-"""Helpers for the Elasticsearch engine tests: unique index names, random corpora, and a real
-HTTP proxy in front of the node that injects 429s and dropped or refused connections.
+"""Helpers for the Elasticsearch engine tests: unique index names, random corpora, a real HTTP
+proxy in front of the node that injects 429s and dropped or refused connections, and the local
+3-node clusters that tests kill nodes of and cut apart (``FaultCluster``).
 
 The proxy is a real server on 127.0.0.1 (no mocking of the client): the client library goes
 through its whole transport, retry and error path exactly as it would against a sick cluster.
@@ -16,12 +17,15 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urlsplit
 
 import numpy as np
 
+from vsparta.bench.fault_cluster import LocalCluster
+from vsparta.bench.fault_net import NetFaults
 from vsparta.termindex import open_index
 from vsparta.termindex.base import Hit, TermDocument
 from vsparta.termindex.elastic.index import ElasticsearchIndex
@@ -180,6 +184,23 @@ def tokenizer_folder(parent: Path, words: list[str]) -> Path:
     out.mkdir()
     tok.save(str(out / "tokenizer.json"))
     return out
+
+
+@dataclass
+class FaultCluster:
+    """A local 3-node cluster (``bench.fault_cluster``) behind this session's netfilter chains."""
+
+    cluster: LocalCluster
+    faults: NetFaults
+
+    def server(self) -> SearchServer:
+        """Every node as one multi-host server: what clients are given, so any node may fail."""
+        return SearchServer(self.cluster.engine, f"http://{self.cluster.hosts()}")
+
+    def healthy(self) -> None:
+        """Every fault healed, every node up, green: how each test finds (and leaves) the cluster."""
+        self.faults.heal()
+        self.cluster.start()
 
 
 def free_port() -> int:

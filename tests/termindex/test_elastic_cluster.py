@@ -22,151 +22,66 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
-import signal
-import socket
 import subprocess
-import tempfile
 import threading
 import time
-import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from elastic_testkit import SearchServer, open_on, tokenizer_folder, unique_name
+from elastic_testkit import FaultCluster, SearchServer, open_on, tokenizer_folder, unique_name
 
+from vsparta.bench.fault_load import TOKEN_ID, WORDS, term_documents
 from vsparta.termindex.base import TermDocument
 from vsparta.termindex.oracle import round_like_elasticsearch
 
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.slow]
 log = logging.getLogger(__name__)
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "elasticsearch.sh"
 NODES = 3
-WORDS = [f"w{i}" for i in range(300)]
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-# Distribution -> the script's flags and the engine that opens its indices.
-DISTRIBUTIONS = {
-    "elasticsearch-7.17": ([], "elasticsearch"),
-    "opensearch-2.19": (["--distribution", "opensearch", "--version", "2"], "opensearch"),
-}
-
-
-def free_base_port() -> int:
-    """A base port P with P..P+2 (HTTP) and P+100..P+102 (transport) free, away from 9200/9300;
-    VSPARTA_TEST_CLUSTER_PORT picks it (a machine where each user has a port range)."""
-    if os.environ.get("VSPARTA_TEST_CLUSTER_PORT"):
-        return int(os.environ["VSPARTA_TEST_CLUSTER_PORT"])
-    rng = np.random.default_rng()
-    for _ in range(200):
-        base = int(rng.integers(20000, 40000))
-        if all(_port_free(base + i) and _port_free(base + 100 + i) for i in range(NODES)):
-            return base
-    raise RuntimeError("no free block of ports for a test cluster")
 
 
 @dataclass
 class Cluster:
-    base: int
-    env: dict[str, str]
-    flags: list[str] = field(default_factory=list)
-    engine: str = "elasticsearch"
-    back_to_green_s: list[float] = field(default_factory=list)
+    """The session's 3-node cluster of one engine line (``fault_cluster``), as these tests use it."""
 
-    def url(self, i: int = 0) -> str:
-        return f"http://127.0.0.1:{self.base + i}"
+    fc: FaultCluster
 
     def server(self) -> SearchServer:
-        """Every node as one multi-host server: what clients are given, so any node may die."""
-        hosts = ",".join(f"127.0.0.1:{self.base + i}" for i in range(NODES))
-        return SearchServer(self.engine, f"http://{hosts}")
+        return self.fc.server()
 
-    def script(self, *args: str, timeout: float = 420) -> subprocess.CompletedProcess[str]:
-        argv = ["bash", str(SCRIPT), *args, *self.flags, "--nodes", str(NODES), "--base-port", str(self.base)]
-        return subprocess.run(
-            argv, env=os.environ | self.env, capture_output=True, text=True, timeout=timeout
-        )
+    def script(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return self.fc.cluster.script(*args)
 
     def kill(self, i: int) -> None:
-        """SIGKILL node ``i`` (by the pid the script recorded) and wait until it is gone."""
-        pids = dict(line.split() for line in self.script("pids").stdout.splitlines())
-        pid = int(pids[str(self.base + i)])
-        os.kill(pid, signal.SIGKILL)
-        for _ in range(100):
-            try:
-                state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-            except OSError:
-                break
-            if state in ("Z", "X"):
-                break
-            time.sleep(0.1)
-        log.info("killed node %d (pid %d)", i, pid)
+        self.fc.cluster.kill(i)
 
     def restart(self) -> float:
         """Start the missing node through the script (which waits for green); seconds taken."""
-        t0 = time.monotonic()
-        res = self.script("start")
-        assert res.returncode == 0, res.stderr
-        took = time.monotonic() - t0
-        self.back_to_green_s.append(took)
+        took = self.fc.cluster.start()
         log.info("node back and cluster green after %.1fs", took)
         return took
 
     def primary_holder(self, index: str) -> int:
-        """A node other than node 0 (the one clients talk to) that holds a primary of ``index``."""
-        url = f"{self.url()}/_cat/shards/{index}*?format=json&h=prirep,node,state"
-        with urllib.request.urlopen(url, timeout=10) as r:
-            shards = json.load(r)
-        log.info("shards of %s: %s", index, shards)
-        for i in range(1, NODES):
-            if any(s["prirep"] == "p" and s["node"] == f"vsparta-{self.base + i}" for s in shards):
-                return i
-        raise AssertionError(f"every primary of {index} is on node 0: {shards}")
+        """A node other than node 0 (the first of every client's host list) holding a primary."""
+        held = self.fc.cluster.primaries(f"{index}*")
+        log.info("primaries of %s per node: %s", index, held)
+        others = [n for n in held if n != 0]
+        assert others, f"every primary of {index} is on node 0: {held}"
+        return others[0]
 
     def health(self, wait_for: str | None = None) -> dict:
         """The cluster's health; ``wait_for="green"`` waits up to 2 minutes for that status."""
-        query = f"?wait_for_status={wait_for}&timeout=120s" if wait_for else ""
-        with urllib.request.urlopen(f"{self.url()}/_cluster/health{query}", timeout=130) as r:
-            return json.load(r)
+        return self.fc.cluster.health(0, wait_for=wait_for)
 
 
-@pytest.fixture(scope="module", params=list(DISTRIBUTIONS))
-def cluster(request: pytest.FixtureRequest, es_url: str) -> Iterator[Cluster]:
-    """Three nodes beside the shared node: own ports, own work dir, small heaps."""
-    flags, engine = DISTRIBUTIONS[request.param]
-    for name in ("elasticsearch", "elasticsearch.trace"):  # every request (and body) otherwise
-        logging.getLogger(name).setLevel(logging.WARNING)
-    home = Path(tempfile.mkdtemp(prefix="vsparta-es-cluster-", dir="/var/tmp"))
-    home.chmod(0o755)  # the node's own user must reach it
-    c = Cluster(
-        free_base_port(),
-        {"VSPARTA_ES_HOME": str(home), "VSPARTA_ES_HEAP": "384m", "VSPARTA_ES_TIMEOUT": "400"},
-        flags,
-        engine,
-    )
-    try:
-        res = c.script("start")
-        assert res.returncode == 0, res.stderr
-        assert c.health()["number_of_nodes"] == NODES
-        yield c
-    finally:
-        c.script("stop", timeout=120)
-        shutil.rmtree(home, ignore_errors=True)
+@pytest.fixture
+def cluster(fault_cluster: FaultCluster) -> Cluster:
+    """Healed and whole (a test before may have failed with a node down), green."""
+    fault_cluster.healthy()
+    return Cluster(fault_cluster)
 
 
 def test_the_script_runs_a_real_cluster(cluster: Cluster) -> None:
@@ -178,17 +93,6 @@ def test_the_script_runs_a_real_cluster(cluster: Cluster) -> None:
     assert len(pids) == 2 * NODES and all(p.isdigit() for p in pids)
     again = cluster.script("start")  # idempotent: nothing is started twice
     assert again.returncode == 0 and again.stderr.count("already running") == NODES
-
-
-def _term_documents(n: int, seed: int) -> list[dict]:
-    rng = np.random.default_rng(seed)
-    docs = []
-    for i in range(n):
-        words = rng.choice(len(WORDS), size=int(rng.integers(20, 60)), replace=False)
-        weights = np.exp(rng.normal(-0.5, 1.0, size=len(words))).astype(np.float32)
-        terms = {WORDS[w]: float(x) for w, x in zip(words, weights, strict=True)}
-        docs.append({"id": f"doc-{i:05d}", "terms": terms, "metadata": {"i": i}})
-    return docs
 
 
 class SearchStream:
@@ -266,9 +170,9 @@ def test_losing_a_node_mid_load_and_mid_search_loses_nothing(
     from vsparta.service.settings import ServiceSettings
 
     tokenizer = tokenizer_folder(tmp_path, WORDS)
-    token_id = {w: i + 5 for i, w in enumerate(WORDS)}
+    token_id = TOKEN_ID
     # The searched index: loaded and served (replicas restored, force-merged) before the kill.
-    served = _term_documents(1500, seed=2)
+    served = term_documents(1500, 2, "doc")
     served_name = unique_name("stream")
     with open_on(cluster.server(), served_name, create=True) as index:
         with index.bulk_load():
@@ -284,7 +188,7 @@ def test_losing_a_node_mid_load_and_mid_search_loses_nothing(
         backend=cluster.server().spec(served_name), model_path=tokenizer, engine_timeout_s=3, retry_after_s=2
     )
     # The loaded index: an indexing job (the CLI's code path) writes it while the node dies.
-    docs = _term_documents(4000, seed=1)
+    docs = term_documents(4000, 1, "doc")
     export = tmp_path / "docs.jsonl"
     export.write_text("".join(json.dumps(d) + "\n" for d in docs))
     loaded_name = unique_name("nodeloss")
@@ -370,9 +274,9 @@ def test_a_load_into_the_served_index_keeps_it_answering_when_a_node_dies(
     from vsparta.service.settings import ServiceSettings
 
     tokenizer = tokenizer_folder(tmp_path, WORDS)
-    token_id = {w: i + 5 for i, w in enumerate(WORDS)}
+    token_id = TOKEN_ID
     name = unique_name("liveload")
-    served = _term_documents(1500, seed=2)
+    served = term_documents(1500, 2, "doc")
     with open_on(cluster.server(), name, create=True) as index:
         with index.bulk_load():
             index.upsert(
@@ -380,7 +284,7 @@ def test_a_load_into_the_served_index_keeps_it_answering_when_a_node_dies(
             )
         index.finish_load()
     cluster.health(wait_for="green")
-    more = [{**d, "id": f"more-{d['id']}"} for d in _term_documents(4000, seed=5)]
+    more = [{**d, "id": f"more-{d['id']}"} for d in term_documents(4000, 5, "doc")]
     export = tmp_path / "more.jsonl"
     export.write_text("".join(json.dumps(d) + "\n" for d in more))
     rng = np.random.default_rng(4)

@@ -1,8 +1,9 @@
 """A backend spec names several nodes; a client reaches the index while any of them answers.
 
 ``http://es01:9200,es02:9200,es03:9200/vsparta``: every request that cannot connect to one node
-goes on to the next at once. A malformed host list is refused in one sentence (the spec's
-parser, so `vsparta index`, `vsparta serve` and the service settings all say the same).
+goes on to the next at once. A malformed host list, or one naming a node twice, is refused in one
+sentence (the spec's parser, so `vsparta index`, `vsparta serve` and the service settings all say
+the same). Hosts of two clusters: tests/termindex/test_elastic_partitions.py.
 """
 
 from __future__ import annotations
@@ -100,3 +101,34 @@ def test_a_node_lost_while_the_client_runs_is_skipped(es_url: str) -> None:
         finally:
             index.drop()
             index.close()
+
+
+@pytest.mark.elasticsearch
+@pytest.mark.parametrize("command", [["index", "INPUT", "--fake-encoder"], ["search", "red"], ["serve"]])
+def test_a_node_listed_twice_is_refused_before_anything_is_written(
+    es_url: str, command: list[str], capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    """The real node named twice: one sentence, exit 2, a settings error for the service, and no
+    index created."""
+    import urllib.error
+    import urllib.request
+
+    from PIL import Image
+    from pydantic import ValidationError
+
+    from vsparta.service.settings import ServiceSettings
+
+    Image.new("RGB", (8, 8)).save(tmp_path / "a.png")
+    host = es_url.removeprefix("http://")
+    name = f"twice-{uuid.uuid4().hex[:8]}"
+    spec = f"http://{host},{host}/{name}"
+    command = [str(tmp_path) if c == "INPUT" else c for c in command]
+    assert main([*command, "--backend", spec]) == 2
+    said = capsys.readouterr().err + caplog.text
+    assert f"lists {host} twice" in said and "Traceback" not in said
+    with pytest.raises(ValidationError, match="twice"):
+        ServiceSettings(backend=spec, model_path=tmp_path)
+    with pytest.raises(urllib.error.HTTPError) as missing:
+        urllib.request.urlopen(f"{es_url}/{name}", timeout=5)
+    assert missing.value.code == 404

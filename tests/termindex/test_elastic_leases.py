@@ -1,10 +1,12 @@
 """Serving settings come back after a failed or killed load (``termindex/elastic/leases.py``).
 
-A real ``vsparta index`` process is SIGKILLed mid-load against a real node: while its lease is
-fresh nobody touches the index (the heartbeat keeps it fresh past the lease), and once it has run
-out the next opener (the engine opened by a later command, or the service at start) puts the
-serving settings back in one log line. A load that fails restores them itself, retrying through
-a cluster that answers 503 for a while, over a host list whose first node is down.
+A real ``vsparta index`` process is SIGKILLed mid-load against a real node: while its beat moves
+nobody touches the index (an opener watching it for longer than the lease leaves it alone), and
+once an observer has seen the beat stand still for a lease (a handle looking again, the service
+on its readiness checks) it puts the serving settings back in one log line. One clock decides,
+the observer's: a load whose machine's clock is hours off (``faketime``) is judged the same way.
+A load that fails restores them itself, retrying through a cluster that answers 503 for a while,
+over a host list whose first node is down.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -68,54 +71,87 @@ def served(es_url: str) -> Iterator[ElasticsearchIndex]:
         index.close()
 
 
-def _killed_load(es_url: str, index: ElasticsearchIndex, tmp_path: Path) -> None:
-    """Start ``vsparta index`` into ``index``, check that openers leave a running load alone (also
-    after more than a lease, thanks to the heartbeat), then SIGKILL it."""
+def _killed_load(
+    es_url: str, index: ElasticsearchIndex, tmp_path: Path, clock: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Start ``vsparta index`` into ``index`` (under ``clock``, e.g. faketime), check that an
+    opener watching it for longer than a lease leaves the running load alone (its beat moves),
+    then SIGKILL it; returns its record."""
     export = _export(tmp_path / "docs.jsonl", 40_000)
     tokenizer = tokenizer_folder(tmp_path, WORDS)
-    argv = [sys.executable, "-m", "vsparta.cli", "index", str(export), "--tokenizer", str(tokenizer),
+    argv = [*clock, sys.executable, "-m", "vsparta.cli", "index", str(export), "--tokenizer", str(tokenizer),
             "--backend", f"{es_url}/{index.alias}", "--workers", "0", "--no-progress"]  # fmt: skip
-    env = os.environ | {"VSPARTA_LOAD_LEASE_S": str(LEASE_S)}
-    job = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env = os.environ | {"VSPARTA_LOAD_LEASE_S": str(LEASE_S), "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+    job = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     try:
         deadline = time.monotonic() + 120
         while not _state(index)[1]:  # the load's record is written before anything changes
             assert job.poll() is None, f"the job ended before loading: {job.communicate()[0][-2000:]}"
             assert time.monotonic() < deadline, "the load never started"
             time.sleep(0.1)
-        time.sleep(2 * LEASE_S)  # longer than the lease: only the heartbeat keeps it fresh
-        with ElasticsearchIndex(es_url, index.alias) as opener:
-            settings, records = _state(opener)
+        with ElasticsearchIndex(es_url, index.alias) as watcher:  # its first look starts the watch
+            time.sleep(2 * LEASE_S)  # longer than the lease: only the moving beat keeps it alive
+            assert watcher.recover_stale_loads() == []
+            settings, records = _state(watcher)
         assert job.poll() is None, "the load ended before it was killed: nothing was tested"
         assert settings["index.refresh_interval"] == "-1" and len(records) == 1, (settings, records)
         (record,) = records.values()
-        assert record["pid"] == job.pid and record["lease_s"] == LEASE_S
+        assert record["pid"] == job.pid or clock  # (faketime runs the job in a child)
+        assert record["lease_s"] == LEASE_S and record["beat"] >= 2
     finally:
-        job.send_signal(signal.SIGKILL)
+        os.killpg(job.pid, signal.SIGKILL)  # the job and, under faketime, its child
         job.communicate()
-    with ElasticsearchIndex(es_url, index.alias) as opener:  # killed, but the lease has not run out
-        settings, records = _state(opener)
-    assert settings["index.refresh_interval"] == "-1" and records, "restored while the lease was fresh"
     time.sleep(LEASE_S + 0.5)
+    with ElasticsearchIndex(es_url, index.alias) as opener:  # killed a lease ago, but seen only now
+        settings, records = _state(opener)
+        assert opener.recover_stale_loads() == []
+    assert settings["index.refresh_interval"] == "-1" and records, "restored on a first look"
+    return record
+
+
+def _restored_after_watching(es_url: str, alias: str) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """An opener that looks, waits a lease and looks again: (settings, records, count) after."""
+    with ElasticsearchIndex(es_url, alias) as opener:
+        time.sleep(LEASE_S + 0.5)
+        assert opener.recover_stale_loads() != []
+        after, records = _state(opener)
+        return after, records, opener.count()
 
 
 @pytest.mark.slow
-def test_a_killed_load_is_restored_by_the_next_opener(
+def test_a_killed_load_is_restored_once_its_beat_stood_still_for_a_lease(
     es_url: str, served: ElasticsearchIndex, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     before, _ = _state(served)
     _killed_load(es_url, served, tmp_path)
     caplog.set_level(logging.WARNING, logger="vsparta.termindex.elastic.leases")
-    with ElasticsearchIndex(es_url, served.alias) as opener:
-        after, records = _state(opener)
-        assert opener.count() > 50  # refreshed: what the killed job wrote is searchable
+    after, records, count = _restored_after_watching(es_url, served.alias)
+    assert count > 50  # refreshed and shown: what the killed job wrote is searchable
     assert after == before and records == {}
     lines = [r.getMessage() for r in caplog.records if "restored serving settings" in r.getMessage()]
     assert len(lines) == 1 and "refresh_interval default" in lines[0] and "that stopped" in lines[0], lines
+    assert "its beat at" in lines[0]
 
 
 @pytest.mark.slow
-def test_a_killed_load_is_restored_by_the_service_at_start(
+def test_a_load_whose_clock_is_hours_off_is_judged_by_its_beat_alone(
+    es_url: str, served: ElasticsearchIndex, tmp_path: Path, require: Any
+) -> None:
+    """The loader's wall clock two hours behind (libfaketime): compared with the opener's clock it
+    would have looked dead at once, mid-load. Its beat moves, so it is left alone; killed, it is
+    restored a lease after its beat stopped, as any other."""
+    require(shutil.which("faketime") is not None, "faketime", "run `bash scripts/install-system-deps.sh`")
+    before, _ = _state(served)
+    record = _killed_load(es_url, served, tmp_path, clock=("faketime", "-f", "-2h"))
+    assert record["started"] < time.time() - 3600  # the loader's clock really was hours off
+    after, records, count = _restored_after_watching(es_url, served.alias)
+    assert after == before and records == {} and count >= 50
+
+
+@pytest.mark.slow
+def test_a_killed_load_is_restored_by_the_service_a_lease_after_it_started(
     es_url: str, served: ElasticsearchIndex, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     from fastapi.testclient import TestClient
@@ -127,8 +163,11 @@ def test_a_killed_load_is_restored_by_the_service_at_start(
     _killed_load(es_url, served, tmp_path)
     settings = ServiceSettings(backend=f"{es_url}/{served.alias}", model_path=tmp_path / "model")
     caplog.set_level(logging.WARNING, logger="vsparta.termindex.elastic.leases")
-    with TestClient(create_app(settings)) as client:
+    with TestClient(create_app(settings)) as client:  # its start looks once
         assert client.get("/ready").status_code == 200
+        assert _state(served)[1], "restored on the service's first look"
+        time.sleep(LEASE_S + 0.5)
+        assert client.get("/ready").status_code == 200  # a readiness check a lease later restores
     after, records = _state(served)
     assert after == before and records == {}
     assert sum("restored serving settings" in r.getMessage() for r in caplog.records) == 1
