@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping
@@ -89,6 +90,19 @@ class Hit:
     score: float
     metadata: Mapping[str, Any] = field(default_factory=dict)
     contributions: Mapping[int, tuple[float, float]] | None = None
+
+
+MAX_K = 10_000  # the most hits one search returns, every engine (Elasticsearch's max_result_window)
+
+
+def validate_k(k: Any) -> int:
+    """Check a search's ``k``: an integer in [1, ``MAX_K``] (a NumPy integer too); raises
+    ``InvalidQuery``."""
+    if type(k) is int and 1 <= k <= MAX_K:  # the common case, without the slower checks below
+        return k
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= k <= MAX_K:
+        raise InvalidQuery(f"k must be an integer in [1, {MAX_K}], got {k!r}")
+    return int(k)
 
 
 def validate_id(doc_id: Any) -> str:

@@ -34,9 +34,9 @@ from vsparta.termindex.elastic.common import (
     check_es_id,
     doc_source,
     metadata_json,
-    translate,
 )
 from vsparta.termindex.elastic.text import rows_repeating_a_term, terms_texts
+from vsparta.termindex.elastic.translate import translate
 from vsparta.termindex.errors import EngineUnavailable, InvalidDocument
 
 log = logging.getLogger(__name__)

@@ -1,5 +1,6 @@
-"""What the sync and async Elasticsearch engines share: mapping, request bodies, response parsing,
-error translation. Pure functions, no I/O, so both clients build and read exactly the same JSON.
+"""What the sync and async Elasticsearch engines share: mapping, request bodies, response parsing
+(the client's errors are translated in ``elastic.translate``). Pure functions, no I/O, so both
+clients build and read exactly the same JSON.
 
 Layout of one document (``_id`` = document id, so a repeated load overwrites):
 
@@ -23,8 +24,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -34,18 +34,12 @@ from vsparta.termindex.base import (
     TermDocument,
     validate_document_weights,
     validate_id,
+    validate_k,
     validate_weights,
 )
 from vsparta.termindex.elastic.spec import node_urls
 from vsparta.termindex.elastic.text import round_like_elasticsearch
-from vsparta.termindex.errors import (
-    DocumentNotFound,
-    EngineUnavailable,
-    IndexNotFound,
-    InvalidDocument,
-    InvalidQuery,
-    TermIndexError,
-)
+from vsparta.termindex.errors import EngineUnavailable, InvalidDocument
 from vsparta.termindex.saturation import engine_clause, saturate
 
 # Lucene's FeatureField takes positive *normal* float32 values only.
@@ -55,7 +49,6 @@ MAX_FEATURE_VALUE = 3.4028234e38
 # base.MAX_ID_LENGTH (characters) for non-ASCII ids.
 MAX_ID_BYTES = 512
 # index.max_result_window: deeper pages need search_after, which top-k search never does.
-MAX_K = 10_000
 _ALIAS_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 METADATA_FIELD = "metadata_json"
@@ -150,12 +143,6 @@ def index_body(shards: int, replicas: int, codec: str = "default") -> dict[str, 
     }
 
 
-def check_k(k: Any) -> int:
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-        raise InvalidQuery(f"k must be an integer in [1, {MAX_K}], got {k!r}")
-    return k
-
-
 def search_body(
     query: Mapping[int, float], k: int, explain: bool, track_total_hits: bool = True
 ) -> dict[str, Any]:
@@ -173,7 +160,7 @@ def search_body(
     (slow, per-hit) explain API.
     """
     q = validate_weights(query, what="query")
-    k = check_k(k)
+    k = validate_k(k)
     clauses = [engine_clause(f"terms.{t}", b) for t, b in sorted(q.items())]
     return {
         "size": k,
@@ -252,76 +239,6 @@ def parse_doc(resp: Mapping[str, Any]) -> TermDocument:
     values = round_like_elasticsearch(np.fromiter(raw.values(), dtype=np.float64, count=len(raw)))
     terms = dict(zip((int(t) for t in raw), values.tolist(), strict=True))
     return TermDocument(id=resp["_id"], weights=terms, metadata=src.get("metadata") or {})
-
-
-def _error_type(exc: Any) -> str:
-    info = getattr(exc, "info", None)
-    if isinstance(info, Mapping):
-        err = info.get("error")
-        if isinstance(err, Mapping):
-            return str(err.get("type", ""))
-    return ""
-
-
-def _reason(exc: Any) -> str:
-    info = getattr(exc, "info", None)
-    if isinstance(info, Mapping) and isinstance(info.get("error"), Mapping):
-        err = info["error"]
-        root = err.get("root_cause") or [err]
-        first = root[0] if root and isinstance(root[0], Mapping) else err
-        caused = err.get("caused_by")
-        reason = f"{first.get('type')}: {first.get('reason')}"
-        if isinstance(caused, Mapping) and caused.get("reason") != first.get("reason"):
-            reason += f" ({caused.get('reason')})"
-        return reason
-    return str(getattr(exc, "error", "") or exc)
-
-
-def translate(exc: Exception, what: str, *, engine: str, doc_id: str | None = None) -> TermIndexError:
-    """Map a client exception to ``vsparta.termindex.errors``; callers ``raise translate(e) from e``.
-    ``engine`` (the index class's ``engine_label``) names the server in the message: OpenSearch
-    speaks through the same client and its exceptions."""
-    from elasticsearch import exceptions as es
-
-    if isinstance(exc, TermIndexError):
-        return exc
-    if isinstance(exc, es.UnsupportedProductError):  # answers HTTP, but not as the spec's engine
-        if type(exc) is not es.UnsupportedProductError:  # a subclass (opensearch.client) says it all
-            return EngineUnavailable(f"{exc} ({what})")
-        return EngineUnavailable(
-            f"the backend is not an Elasticsearch 7.x server ({what}): {exc}; check the backend URL "
-            "(OpenSearch takes opensearch+http://HOST:PORT/NAME)"
-        )
-    if isinstance(exc, es.ConnectionTimeout):
-        return EngineUnavailable(f"{engine} timed out ({what}): {exc}")
-    if isinstance(exc, es.ConnectionError):  # includes SSL errors and refused connections
-        return EngineUnavailable(f"{engine} is not reachable ({what}): {getattr(exc, 'info', exc)}")
-    if isinstance(exc, es.TransportError):
-        status = exc.status_code
-        etype = _error_type(exc)
-        if status == 404 and etype == "index_not_found_exception":
-            return IndexNotFound(f"index or alias not found ({what}): {_reason(exc)}")
-        if status == 404 and doc_id is not None:
-            return DocumentNotFound(doc_id)
-        if status == 404:
-            return IndexNotFound(f"not found ({what}): {_reason(exc)}")
-        if status == 400:
-            return InvalidQuery(f"{engine} rejected the request ({what}): {_reason(exc)}")
-        if status in (429, 502, 503, 504):
-            return EngineUnavailable(f"{engine} is overloaded or unavailable ({what}): {_reason(exc)}")
-        return TermIndexError(f"{engine} error {status} ({what}): {_reason(exc)}")
-    return TermIndexError(f"unexpected error talking to {engine} ({what}): {exc!r}")
-
-
-@contextmanager
-def errors(what: str, *, engine: str, doc_id: str | None = None) -> Iterator[None]:
-    """Translate client errors inside the block (works around ``await`` too)."""
-    from elasticsearch import exceptions as es
-
-    try:
-        yield
-    except (es.ElasticsearchException, OSError) as exc:
-        raise translate(exc, what, engine=engine, doc_id=doc_id) from exc
 
 
 def json_serializer() -> Any:

@@ -41,7 +41,6 @@ from vsparta.termindex.elastic.common import (
     METADATA_FIELD,
     check_es_id,
     client_options,
-    errors,
     make_client,
     pop_track_total_hits,
     validate_alias,
@@ -49,6 +48,7 @@ from vsparta.termindex.elastic.common import (
 from vsparta.termindex.elastic.index_async import AsyncElasticsearchIndex
 from vsparta.termindex.elastic.loading import BulkLoading
 from vsparta.termindex.elastic.reads import ReadSteps, Steps, run_sync
+from vsparta.termindex.elastic.translate import errors
 from vsparta.termindex.elastic.transport import CheckedClient
 from vsparta.termindex.elastic.versions import IndexVersion, Reindex, VersionedAlias
 from vsparta.termindex.errors import (

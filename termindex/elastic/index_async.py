@@ -15,12 +15,12 @@ from vsparta.termindex.base import Hit, TermDocument, TermStatistics
 from vsparta.termindex.elastic import leases
 from vsparta.termindex.elastic.common import (
     client_options,
-    errors,
     make_client,
     pop_track_total_hits,
     validate_alias,
 )
 from vsparta.termindex.elastic.reads import ReadSteps, Steps, run_async
+from vsparta.termindex.elastic.translate import errors
 from vsparta.termindex.elastic.transport import AsyncCheckedClient
 from vsparta.termindex.elastic.versions import missing_index
 from vsparta.termindex.errors import IndexNotFound, TermIndexError

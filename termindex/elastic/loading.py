@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from vsparta.termindex.elastic import leases
-from vsparta.termindex.elastic.common import errors
+from vsparta.termindex.elastic.translate import errors
 from vsparta.termindex.errors import EngineUnavailable, IndexNotFound, TermIndexError
 
 __all__ = ["LOAD_REFRESH_TIMEOUT_S", "LOAD_SETTINGS", "RESTORE_TRIES", "BulkLoading"]

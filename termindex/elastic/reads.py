@@ -3,7 +3,7 @@
 Each read (count, get, search, similar, ping) is written once, as a generator of ``Call``s: it
 builds a request, yields it, and parses the answer it is sent back. Only the transport differs:
 ``run_sync`` calls the client, ``run_async`` awaits it; both translate client errors the same way
-(``common.errors``). An engine that speaks the same protocol (OpenSearch) reuses this as is.
+(``translate.errors``). An engine that speaks the same protocol (OpenSearch) reuses this as is.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from vsparta.termindex.base import Hit, TermDocument, TermStatistics, similar_qu
 from vsparta.termindex.elastic.common import (
     check_es_id,
     choose_track_total_hits,
-    errors,
     fill_metadata,
     mget_metadata_body,
     parse_doc,
@@ -27,6 +26,7 @@ from vsparta.termindex.elastic.common import (
     without_metadata,
 )
 from vsparta.termindex.elastic.statistics import parse_statistics, statistics_body
+from vsparta.termindex.elastic.translate import errors
 from vsparta.termindex.errors import DocumentNotFound, InvalidQuery, TermIndexError
 from vsparta.termindex.idf import StatisticsCache
 

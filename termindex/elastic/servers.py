@@ -62,7 +62,7 @@ _warned: set[tuple[str, str]] = set()
 
 class UnsupportedServer(UnsupportedProductError):  # type: ignore[misc]
     """The server cannot serve this project's indices; the message is the whole sentence
-    (``elastic.common.translate`` passes a subclass's message on as it is)."""
+    (``elastic.translate.translate`` passes a subclass's message on as it is)."""
 
 
 class NotOpenSearch(UnsupportedServer):

@@ -18,7 +18,8 @@ from typing import Any
 from elasticsearch import exceptions as es_errors
 
 from vsparta.termindex.base import TermDocument
-from vsparta.termindex.elastic.common import errors, index_body
+from vsparta.termindex.elastic.common import index_body
+from vsparta.termindex.elastic.translate import errors
 from vsparta.termindex.errors import IndexNotFound, InvalidQuery, TermIndexError
 
 __all__ = ["IndexVersion", "Reindex", "VersionedAlias"]

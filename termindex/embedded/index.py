@@ -42,6 +42,7 @@ from vsparta.termindex.base import (
     TermIndex,
     TermStatistics,
     validate_id,
+    validate_k,
     validate_weights,
 )
 from vsparta.termindex.embedded.batches import Batch, batch_from_arrays, batch_from_documents
@@ -61,7 +62,6 @@ from vsparta.termindex.errors import DocumentNotFound, IndexNotFound, InvalidQue
 
 log = logging.getLogger(__name__)
 
-MAX_K = 10_000  # like Elasticsearch's index.max_result_window
 DEFAULT_BLOCK_SIZE = 65_536
 
 
@@ -81,14 +81,6 @@ class _Snapshot:
 def _stat_key(manifest_path: str) -> tuple[int, int, int]:
     st = os.stat(manifest_path)
     return (st.st_ino, st.st_mtime_ns, st.st_size)
-
-
-def _check_k(k: Any) -> int:
-    if type(k) is int and 1 <= k <= MAX_K:  # the common case, without the slower checks below
-        return k
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or not 1 <= k <= MAX_K:
-        raise InvalidQuery(f"k must be an integer in [1, {MAX_K}], got {k!r}")
-    return int(k)
 
 
 class EmbeddedIndex(TermIndex):
@@ -238,7 +230,7 @@ class EmbeddedIndex(TermIndex):
                 yield seg.document(local)
 
     def search(self, query: Mapping[int, float], k: int = 10, explain: bool = False) -> list[Hit]:
-        k = _check_k(k)
+        k = validate_k(k)
         q = validate_weights(query, what="query")
         snap = self._snapshot()
         vocab = snap.manifest.get("vocab_size")

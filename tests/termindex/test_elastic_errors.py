@@ -11,8 +11,9 @@ from elastic_testkit import FaultProxy, free_port, fresh_index, unique_name
 
 from vsparta.termindex import open_index
 from vsparta.termindex.base import TermDocument
-from vsparta.termindex.elastic.common import MAX_ID_BYTES, errors
+from vsparta.termindex.elastic.common import MAX_ID_BYTES
 from vsparta.termindex.elastic.index import ElasticsearchIndex
+from vsparta.termindex.elastic.translate import errors
 from vsparta.termindex.errors import (
     EngineUnavailable,
     IndexNotFound,
