@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vsparta.termindex.base import TermDocument
+from vsparta.termindex.base import TermDocument, TermIndex
 
 ID_WIDTH = 7
 
@@ -73,6 +73,20 @@ class Corpus:
     def row(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         a, b = int(self.indptr[i]), int(self.indptr[i + 1])
         return self.indices[a:b], self.weights[a:b]
+
+    def arrays(self, start: int, stop: int) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """Rows [start, stop) as ``TermIndex.upsert_arrays`` takes them (ids, indptr from 0, term ids,
+        weights)."""
+        a, b = int(self.indptr[start]), int(self.indptr[stop])
+        ids = [self.id_of(i) for i in range(start, stop)]
+        indptr = np.asarray(self.indptr[start : stop + 1]) - a
+        return ids, indptr, np.asarray(self.indices[a:b]), np.asarray(self.weights[a:b])
+
+    def upsert_into(self, index: TermIndex, chunk: int) -> None:
+        """Every row through ``index.upsert_arrays`` (the indexer's path, no object per term),
+        ``chunk`` images per call."""
+        for start, stop in self.chunks(chunk):
+            index.upsert_arrays(*self.arrays(start, stop))
 
     def chunks(self, size: int = 1000) -> Iterator[tuple[int, int]]:
         """Row ranges [start, stop) of at most ``size`` images, for streaming loaders."""

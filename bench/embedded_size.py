@@ -32,12 +32,7 @@ def measure(profile: Path, n_docs: int, cache_dir: Path, work_dir: Path) -> dict
     shutil.rmtree(root, ignore_errors=True)
     start = time.perf_counter()
     with EmbeddedIndex(root, create=True) as index, index.bulk_load():
-        for a, b in corpus.chunks(SLICE):
-            lo, hi = int(corpus.indptr[a]), int(corpus.indptr[b])
-            ids = [corpus.id_of(i) for i in range(a, b)]
-            index.upsert_arrays(
-                ids, corpus.indptr[a : b + 1] - lo, corpus.indices[lo:hi], corpus.weights[lo:hi]
-            )
+        corpus.upsert_into(index, SLICE)
     with EmbeddedIndex(root) as index:
         stats = index.stats()
     return {

@@ -78,15 +78,7 @@ def load_once(name: str, spec: str, corpus: Corpus, hot_after_s: float = 5.0) ->
         probe = threading.Thread(target=sample, daemon=True)
         probe.start()
         with index.bulk_load():
-            for start in range(0, corpus.n_docs, SLICE):
-                stop = min(start + SLICE, corpus.n_docs)
-                a, b = int(corpus.indptr[start]), int(corpus.indptr[stop])
-                index.upsert_arrays(
-                    [corpus.id_of(i) for i in range(start, stop)],
-                    corpus.indptr[start : stop + 1] - a,
-                    corpus.indices[a:b],
-                    corpus.weights[a:b],
-                )
+            corpus.upsert_into(index, SLICE)
         load_s = time.perf_counter() - t0
         probe.join(timeout=30)
         stats = get(f"{url}/{alias}/_stats/segments,merge,indexing,store")["_all"]["primaries"]

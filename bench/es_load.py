@@ -48,11 +48,7 @@ def load(index: TermIndex, corpus: Corpus) -> str:
     arrays = type(index).upsert_arrays is not TermIndex.upsert_arrays
     with index.bulk_load():
         if arrays:
-            for start, stop in corpus.chunks(ARRAY_SLICE):
-                a, b = int(corpus.indptr[start]), int(corpus.indptr[stop])
-                ids = [corpus.id_of(i) for i in range(start, stop)]
-                indptr = corpus.indptr[start : stop + 1] - a
-                index.upsert_arrays(ids, indptr, corpus.indices[a:b], corpus.weights[a:b])
+            corpus.upsert_into(index, ARRAY_SLICE)
             return "upsert_arrays"
         with ThreadPoolExecutor(2) as pool:
             list(pool.map(lambda c: index.upsert(corpus.term_documents(*c)), corpus.chunks(CHUNK)))

@@ -110,15 +110,7 @@ def build_layouts(url: str, index: Any, corpus: Corpus) -> tuple[dict[str, str],
     merged): as loaded, force-merged, force-merged with preload. Returns them and the load time."""
     t0 = time.perf_counter()
     with index.bulk_load():
-        for start in range(0, corpus.n_docs, 10_000):
-            stop = min(start + 10_000, corpus.n_docs)
-            a, b = int(corpus.indptr[start]), int(corpus.indptr[stop])
-            index.upsert_arrays(
-                [corpus.id_of(i) for i in range(start, stop)],
-                corpus.indptr[start : stop + 1] - a,
-                corpus.indices[a:b],
-                corpus.weights[a:b],
-            )
+        corpus.upsert_into(index, 10_000)
     load_s = time.perf_counter() - t0
     assert index.count() == corpus.n_docs
     (concrete,) = index._concrete()

@@ -11,8 +11,6 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-import numpy as np
-
 from vsparta.bench.corpus import Corpus
 from vsparta.bench.engines.base import Adapter, Skip, dir_bytes
 from vsparta.termindex import open_index
@@ -47,14 +45,7 @@ class EmbeddedAdapter(Adapter):
         self.path = workdir / "embedded"
         self.index = open_index(f"embedded:{self.path}", create=True, vocab_size=corpus.vocab_size)
         if hasattr(self.index, "upsert_arrays"):  # the bulk path the indexer uses: no per-term objects
-            for start, stop in corpus.chunks(ARRAY_CHUNK):
-                a, b = int(corpus.indptr[start]), int(corpus.indptr[stop])
-                self.index.upsert_arrays(
-                    [corpus.id_of(i) for i in range(start, stop)],
-                    np.asarray(corpus.indptr[start : stop + 1]) - a,
-                    np.asarray(corpus.indices[a:b]),
-                    np.asarray(corpus.weights[a:b]),
-                )
+            corpus.upsert_into(self.index, ARRAY_CHUNK)
         else:
             _load(self.index, corpus)
         if hasattr(self.index, "compact"):
@@ -109,14 +100,7 @@ class ElasticsearchAdapter(Adapter):
         with self.index.bulk_load():
             # Arrays straight to bulk bodies; the engine keeps several requests in flight (one
             # shard indexes each request on one write thread) while it builds the next ones.
-            for start, stop in corpus.chunks(10 * LOAD_CHUNK):
-                a, b = int(corpus.indptr[start]), int(corpus.indptr[stop])
-                self.index.upsert_arrays(
-                    [corpus.id_of(i) for i in range(start, stop)],
-                    corpus.indptr[start : stop + 1] - a,
-                    corpus.indices[a:b],
-                    corpus.weights[a:b],
-                )
+            corpus.upsert_into(self.index, 10 * LOAD_CHUNK)
         es_request(f"{self.url}/{self.alias}/_refresh", "POST")
         load_s = time.perf_counter() - t0
         if self.index.count() != corpus.n_docs:

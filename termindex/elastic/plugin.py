@@ -1,6 +1,6 @@
 """Elasticsearch's registration (``termindex.registry.PLUGINS``), and the parts an engine that
-speaks the same protocol (OpenSearch) reuses: ``http_spec_parser``, ``INDEX_OPTIONS``,
-``client_errors``.
+speaks the same protocol (OpenSearch) reuses: ``protocol_engine`` (the parser, options and client
+errors of ``http_spec_parser``, ``INDEX_OPTIONS``, ``client_errors``).
 
 Specs: ``http(s)://HOST:PORT/NAME`` or, explicitly, ``elasticsearch+http(s)://HOST:PORT/NAME``.
 """
@@ -62,30 +62,46 @@ def client_errors(module: str, *names: str) -> Callable[[], tuple[type[BaseExcep
     return load
 
 
-def open_index(spec: BackendSpec, create: bool = False, **options: Any) -> TermIndex:
+def protocol_engine(
+    *, name: str, label: str, example: str, schemes: tuple[str, ...], classes: Callable[[], tuple[type, type]]
+) -> Engine:
+    """The registration of an engine that speaks Elasticsearch's protocol through its client:
+    ``classes`` imports, when first opened, its synchronous index and its async reader."""
+
+    def open_index(spec: BackendSpec, create: bool = False, **options: Any) -> TermIndex:
+        return classes()[0](spec.location, spec.name, create=create, **options)
+
+    def open_async(spec: BackendSpec, request_timeout: float) -> AsyncReader:
+        return classes()[1](spec.location, spec.name, request_timeout=request_timeout)
+
+    return Engine(
+        name=name,
+        label=label,
+        example=example,
+        schemes=schemes,
+        parse=http_spec_parser(name, label),
+        open=open_index,
+        open_async=open_async,
+        versions=True,
+        index_options=INDEX_OPTIONS,
+        client_loggers=("elasticsearch",),
+        unreachable=client_errors("elasticsearch.exceptions", "ConnectionError"),
+        wrong_server=client_errors("elasticsearch.exceptions", "UnsupportedProductError"),
+        install_hint="pip install 'vsparta[service]'",
+    )
+
+
+def _classes() -> tuple[type, type]:
     from vsparta.termindex.elastic.index import ElasticsearchIndex
-
-    return ElasticsearchIndex(spec.location, spec.name, create=create, **options)
-
-
-def open_async(spec: BackendSpec, request_timeout: float) -> AsyncReader:
     from vsparta.termindex.elastic.index_async import AsyncElasticsearchIndex
 
-    return AsyncElasticsearchIndex(spec.location, spec.name, request_timeout=request_timeout)
+    return ElasticsearchIndex, AsyncElasticsearchIndex
 
 
-ENGINE = Engine(
+ENGINE = protocol_engine(
     name="elasticsearch",
     label="Elasticsearch",
     example="http://HOST:PORT/INDEX",
     schemes=("http", "https", "elasticsearch+http", "elasticsearch+https"),
-    parse=http_spec_parser("elasticsearch", "Elasticsearch"),
-    open=open_index,
-    open_async=open_async,
-    versions=True,
-    index_options=INDEX_OPTIONS,
-    client_loggers=("elasticsearch",),
-    unreachable=client_errors("elasticsearch.exceptions", "ConnectionError"),
-    wrong_server=client_errors("elasticsearch.exceptions", "UnsupportedProductError"),
-    install_hint="pip install 'vsparta[service]'",
+    classes=_classes,
 )
