@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import logging
 import os
 from pathlib import Path
@@ -36,6 +35,23 @@ FULL = {
     "build_budget": 1200.0,
     "query_budget": 60.0,
     "engine_budgets": {"elasticsearch": 4000.0, "opensearch-2.19": 4000.0, "opensearch-3.x": 4000.0},
+}
+
+
+# `vsparta bench TASK`: the module that adds its options and runs it (add_arguments, run), and its
+# help line; `engines` is this module's own.
+TASKS = {
+    "topn": ("vsparta.bench.topn", "latency and ranking change vs top-n terms per image (Table 3)"),
+    "quality": ("vsparta.bench.quality", "R@1 vs terms per image, VisualSparta vs dense"),
+    "query-weights": (
+        "vsparta.bench.query_weights",
+        "trained models' recall, counts vs IDF query weights",
+    ),
+    "choices": ("vsparta.bench.choices", "each registered query weighting and reranker on a real index"),
+    "no-match": ("vsparta.bench.no_match", "the match rule: no-match answers vs recall, on a real index"),
+    "embedded-load": ("vsparta.bench.embedded_load", "embedded engine: merge policy write amplification"),
+    "soak": ("vsparta.bench.soak", "a local 3-node cluster loaded and searched under random faults"),
+    "indexing": ("vsparta.bench.indexing", "indexing throughput (bench/indexing.py, by the indexer)"),
 }
 
 
@@ -131,46 +147,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --term-docs or --corpus model-shaped (and --model): a manifest whose captions are "
         "the queries",
     )
-    topn = sub.add_parser("topn", help="latency and ranking change vs top-n terms per image (Table 3)")
-    importlib.import_module("vsparta.bench.topn").add_arguments(topn)
-    quality = sub.add_parser("quality", help="R@1 vs terms per image, VisualSparta vs dense")
-    importlib.import_module("vsparta.bench.quality").add_arguments(quality)
-    weights = sub.add_parser("query-weights", help="trained models' recall with counts vs IDF query weights")
-    importlib.import_module("vsparta.bench.query_weights").add_arguments(weights)
-    choices = sub.add_parser("choices", help="each registered query weighting and reranker on a real index")
-    importlib.import_module("vsparta.bench.choices").add_arguments(choices)
-    no_match = sub.add_parser("no-match", help="the match rule: no-match answers vs recall, on a real index")
-    importlib.import_module("vsparta.bench.no_match").add_arguments(no_match)
-    load = sub.add_parser("embedded-load", help="embedded engine: merge policy write amplification")
-    importlib.import_module("vsparta.bench.embedded_load").add_arguments(load)
-    soak = sub.add_parser("soak", help="a local 3-node cluster loaded and searched under random faults")
-    importlib.import_module("vsparta.bench.soak").add_arguments(soak)
-    idx = sub.add_parser("indexing", help="indexing throughput (bench/indexing.py, by the indexer)")
-    if importlib.util.find_spec("vsparta.bench.indexing") is not None:
-        module = importlib.import_module("vsparta.bench.indexing")
-        if hasattr(module, "add_arguments"):
-            module.add_arguments(idx)
+    for task, (module, help_text) in TASKS.items():
+        importlib.import_module(module).add_arguments(sub.add_parser(task, help=help_text))
 
 
 def run(args: argparse.Namespace) -> int:
     task = getattr(args, "bench_task", None)
-    modules = {"topn", "quality", "query-weights", "choices", "no-match", "soak"}  # vsparta.bench.<task>.run
-    if task not in {"engines", "indexing", "embedded-load", *modules}:
-        log.error(
-            "choose a task: `vsparta bench engines [--quick]`, `topn`, `quality`, `query-weights`, "
-            "`choices`, `no-match`, `indexing`, `embedded-load`, `soak`"
-        )
+    if task != "engines" and task not in TASKS:
+        log.error("choose a task: `vsparta bench engines [--quick]`, " + ", ".join(f"`{t}`" for t in TASKS))
         return 2
     if getattr(args, "model", None):  # the tokenizer of --term-docs and the service rows
         args.model = resolve_model_path(args.model, needs="tokenizer.json", allow_file=True, hub=False)
     try:
-        if task == "indexing":
-            return int(importlib.import_module("vsparta.bench.indexing").run(args) or 0)
-        if task == "embedded-load":
-            return int(importlib.import_module("vsparta.bench.embedded_load").run(args) or 0)
-        if task in modules:
-            module = f"vsparta.bench.{task.replace('-', '_')}"
-            return int(importlib.import_module(module).run(args) or 0)
+        if task in TASKS:
+            return int(importlib.import_module(TASKS[task][0]).run(args) or 0)
         return _run_engines(args)
     except ValueError as e:
         log.error("%s", e)
