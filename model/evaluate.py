@@ -303,6 +303,21 @@ def _row(
     }
 
 
+def _prepared(
+    model: Any,
+    records: Sequence[ManifestRecord],
+    feature_cache: str | Path | None,
+    device: Any,
+    progress: bool,
+) -> tuple[Any, Queries, ImageStore]:
+    """The model ready for inference, the captions as its queries, the images as its store."""
+    model.to(device).eval()
+    tok = model.query_tokenizer()
+    store = ImageStore(records, model.config, tok.tokenize, cache=False)
+    attach(store, model, feature_cache, device, progress)
+    return tok, build_queries(records, tok.tokenize), store
+
+
 def evaluate(
     records: Sequence[ManifestRecord],
     model: VisualSpartaModel | None,
@@ -335,17 +350,11 @@ def evaluate(
     ndcg_rows = _ndcg_subset(n, probe, ndcg_queries)
     t0 = time.perf_counter()
     relevance = caption_relevance([texts[i] for i in ndcg_rows], [r.captions for r in records])
-    log.info(
-        "ROUGE-L relevance for %d queries x %d images in %.1fs", len(ndcg_rows), n, time.perf_counter() - t0
-    )
+    log.info("ROUGE-L relevance, %d queries x %d images: %.1fs", len(ndcg_rows), n, time.perf_counter() - t0)
     report = EvalReport(n_images=n, n_queries=len(texts))
 
     if model is not None:
-        model.to(device).eval()
-        qtok = model.query_tokenizer()
-        queries = build_queries(records, qtok.tokenize)
-        store = ImageStore(records, model.config, qtok.tokenize, cache=False)
-        attach(store, model, feature_cache, device, progress)
+        qtok, queries, store = _prepared(model, records, feature_cache, device, progress)
         t0 = time.perf_counter()
         images = encode_sparse(model, store, batch_size, device, amp, progress)
         log.info("VisualSparta: encoded %d images in %.1fs", n, time.perf_counter() - t0)
@@ -367,11 +376,7 @@ def evaluate(
                 report.rows.append(row)
 
     if dense is not None:
-        dense.to(device).eval()
-        dtok = dense.query_tokenizer()
-        queries = build_queries(records, dtok.tokenize)
-        store = ImageStore(records, dense.config, dtok.tokenize, cache=False)
-        attach(store, dense, feature_cache, device, progress)
+        dtok, queries, store = _prepared(dense, records, feature_cache, device, progress)
         vectors = encode_dense_images(dense, store, batch_size, device, amp, progress)
         q = encode_dense_queries(dense, queries, 256, device, amp)
         scores = q @ vectors.T

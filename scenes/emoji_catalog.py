@@ -71,25 +71,24 @@ def _first_existing(env: str, candidates: tuple[str, ...]) -> Path | None:
     return None
 
 
-def font_path() -> Path:
-    path = _first_existing(FONT_ENV, FONT_PATHS)
+def _installed(env: str, candidates: tuple[str, ...], what: str, package: str) -> Path:
+    """The file a Debian package installs (or ``env`` names), else one sentence saying how to get it."""
+    path = _first_existing(env, candidates)
     if path is None:
         raise SceneResourceMissing(
-            f"the object scenes draw the Noto Color Emoji font, which is not installed: install the "
-            f"Debian package {FONT_PACKAGE} (apt-get install {FONT_PACKAGE}) or set {FONT_ENV}"
+            f"the object scenes {what}, which is not installed: install the Debian package {package} "
+            f"(apt-get install {package}) or set {env}"
         )
     return path
+
+
+def font_path() -> Path:
+    return _installed(FONT_ENV, FONT_PATHS, "draw the Noto Color Emoji font", FONT_PACKAGE)
 
 
 def emoji_test_path() -> Path:
-    path = _first_existing(EMOJI_TEST_ENV, EMOJI_TEST_PATHS)
-    if path is None:
-        raise SceneResourceMissing(
-            f"the object scenes read emoji categories from Unicode's emoji-test.txt, which is not "
-            f"installed: install the Debian package {GROUPS_PACKAGE} (apt-get install {GROUPS_PACKAGE}) "
-            f"or set {EMOJI_TEST_ENV}"
-        )
-    return path
+    what = "read emoji categories from Unicode's emoji-test.txt"
+    return _installed(EMOJI_TEST_ENV, EMOJI_TEST_PATHS, what, GROUPS_PACKAGE)
 
 
 def normalise(text: str) -> str:
