@@ -6,7 +6,7 @@ plus labels), through the same kind of transformer. ``pooling="mean"`` averages 
 token instead of taking [CLS]: all-MiniLM-L6-v2 was trained with mean pooling, and with its
 weights on both towers the image [CLS] vectors came out alike for every image (mean cosine 0.996
 between different images after 3 epochs; in-batch loss stuck at ln(batch), chance recall;
-docs/quality.md). Score: LightningDOT's plain dot product of
+docs/quality-objects-full/quality.md). Score: LightningDOT's plain dot product of
 the two [CLS] vectors (default; it did better on the generated benchmark), or CLIP's cosine
 similarity times a learned temperature (``similarity="cosine"``).
 """

@@ -1,10 +1,10 @@
 """What training changes and how fast: a frozen stem, and a learning rate per part of the model.
 
-Why: one rate for every part made pretrained models the worst ones here (docs/quality.md): the
-paper fine-tunes its pretrained transformer at 5e-5, while parts that start from random weights
-(the region projection, φ's bias, a tiny transformer) need rates near 1e-3 to learn in a few
-epochs. So the parameters fall into groups, each with its own rate, and all follow one schedule
-(linear warm-up, then linear decay to zero):
+Why: one rate for every part made pretrained models the worst ones here
+(docs/quality-objects-full/quality.md): the paper fine-tunes its pretrained transformer at 5e-5,
+while parts that start from random weights (the region projection, φ's bias, a tiny transformer)
+need rates near 1e-3 to learn in a few epochs. So the parameters fall into groups, each with its
+own rate, and all follow one schedule (linear warm-up, then linear decay to zero):
 
 - ``stem``: a pretrained vision stem that is fine-tuned (``freeze_stem`` false): ``stem_lr``;
 - ``pretrained``: what was copied from a text model (token, position and segment embeddings and the
