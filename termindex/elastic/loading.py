@@ -146,7 +146,9 @@ class BulkLoading:
             self._load_job = None
             heartbeat.stop()
             try:
-                self._end_load_retrying(records, job)
+                # No refresh of its own: the serving refresh interval makes the documents it did
+                # write visible, and a refresh through a cut link can block for minutes a try.
+                self._end_load_retrying(records, job, refresh=False)
             except TermIndexError as exc:
                 log.warning(
                     "could not restore serving settings after a failed load: %s; the next opener "
@@ -187,9 +189,11 @@ class BulkLoading:
             self._put_settings(n, self._load_settings())
         return records
 
-    def _end_load_retrying(self, records: Mapping[str, dict[str, Any]], job: str) -> None:
+    def _end_load_retrying(
+        self, records: Mapping[str, dict[str, Any]], job: str, refresh: bool = True
+    ) -> None:
         """``_end_load``, tried again on an unavailable engine (``_retrying``)."""
-        self._retrying(lambda: self._end_load(records, job), "restoring serving settings")
+        self._retrying(lambda: self._end_load(records, job, refresh), "restoring serving settings")
 
     @staticmethod
     def _retrying(step: Callable[[], T], what: str) -> T:
@@ -219,10 +223,11 @@ class BulkLoading:
             log.info("%s: watching another load's beat for up to %.0fs before restoring", index, wait)
             time.sleep(min(wait + 0.1, max(1.0, self._lease_s / 6)))
 
-    def _end_load(self, records: Mapping[str, dict[str, Any]], job: str) -> None:
+    def _end_load(self, records: Mapping[str, dict[str, Any]], job: str, refresh: bool = True) -> None:
         """Serving settings back, then this load's record removed; while another load of the same
-        index still runs (its beat moves), its end restores them instead. Every shard refreshed,
-        then the load's documents shown in one alias update (``leases.hide_steps``)."""
+        index still runs (its beat moves), its end restores them instead. Every shard refreshed
+        (unless ``refresh`` is false: a failed load's end), then the load's documents shown in one
+        alias update (``leases.hide_steps``)."""
         still: dict[str, leases.Records] = {}
         for n, record in records.items():
             others = self._living_others(n, job)
@@ -235,7 +240,8 @@ class BulkLoading:
             self._write_records(n, {})
         # The first refresh after a load writes everything buffered since it began into segments:
         # 1M documents took over 10 s (the default timeout) on OpenSearch 3.x on a busy machine.
-        self.refresh(timeout_s=LOAD_REFRESH_TIMEOUT_S)
+        if refresh:
+            self.refresh(timeout_s=LOAD_REFRESH_TIMEOUT_S)
         if self._target == self.alias:
             for n, others in still.items():
                 self._run(leases.hide_steps(self.alias, n, others))
