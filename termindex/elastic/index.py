@@ -55,6 +55,7 @@ from vsparta.termindex.errors import (
     DocumentsNotWritten,
     InvalidDocument,
     TermIndexError,
+    WrongBackend,
 )
 from vsparta.termindex.idf import StatisticsCache
 
@@ -154,6 +155,8 @@ class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
             raise
         try:
             self.recover_stale_loads()
+        except WrongBackend:  # the spec's mistake (two clusters): said once, by the caller
+            raise
         except TermIndexError as exc:  # opening still works; the next opener tries again
             log.warning("could not check %s for loads that were killed: %s", self.alias, exc)
 

@@ -23,7 +23,7 @@ from vsparta.termindex.elastic.reads import ReadSteps, Steps, run_async
 from vsparta.termindex.elastic.translate import errors
 from vsparta.termindex.elastic.transport import AsyncCheckedClient
 from vsparta.termindex.elastic.versions import missing_index
-from vsparta.termindex.errors import IndexNotFound, TermIndexError
+from vsparta.termindex.errors import IndexNotFound, TermIndexError, WrongBackend
 from vsparta.termindex.idf import StatisticsCache
 from vsparta.termindex.reader import AsyncReader, Capability
 
@@ -97,6 +97,8 @@ class AsyncElasticsearchIndex(ReadSteps, AsyncReader):
     async def _recover(self) -> None:
         try:
             await self.recover_stale_loads()
+        except WrongBackend:  # the spec's mistake (two clusters): said once, by the caller
+            raise
         except TermIndexError as exc:  # not reachable yet: the next readiness check asks again
             log.info("could not check the index for killed loads yet: %s", exc)
 
