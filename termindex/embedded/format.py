@@ -189,6 +189,28 @@ def id_hash(doc_id: str) -> int:
 # --------------------------------------------------------------------------- segments
 
 
+# A segment's memory-mapped arrays: field, file and dtype (the layout in this module's docstring).
+SEGMENT_ARRAYS = {
+    "doffsets": ("doffsets.i64", "<i8"),
+    "woffsets": ("woffsets.i64", "<i8"),
+    "boffsets": ("boffsets.i64", "<i8"),
+    "hoffsets": ("hoffsets.i64", "<i8"),
+    "ids": ("ids.u8", "u1"),
+    "hdir": ("hdir.u8", "u1"),
+    "hend": ("hend.u16", "<u2"),
+    "wbits": ("weights.u16", "<u2"),
+    "quant": ("quant.u8", "u1"),
+    "blockmax": ("blockmax.u16", "<u2"),
+    "termmax": ("termmax.u16", "<u2"),
+    "id_bytes": ("docids.bin", "u1"),
+    "id_offsets": ("docids.i64", "<i8"),
+    "id_hashes": ("idhash.u64", "<u8"),
+    "id_order": ("idorder.i32", "<i4"),
+    "meta_bytes": ("meta.bin", "u1"),
+    "meta_offsets": ("meta.i64", "<i8"),
+}
+
+
 @dataclass
 class Segment:
     """One immutable segment, memory-mapped; ``deleted`` comes from the manifest's generation."""
@@ -233,25 +255,9 @@ class Segment:
             n_terms=info["n_terms"],
             n_blocks=info["n_blocks"],
             block_shift=info["block_shift"],
-            doffsets=map_array(path / "doffsets.i64", "<i8"),
-            woffsets=map_array(path / "woffsets.i64", "<i8"),
-            boffsets=map_array(path / "boffsets.i64", "<i8"),
-            hoffsets=map_array(path / "hoffsets.i64", "<i8"),
             n_postings=info["n_postings"],
             quant_step=float(info.get("quant_step", QUANT_STEP)),  # older segments: the global step
-            ids=map_array(path / "ids.u8", "u1"),
-            hdir=map_array(path / "hdir.u8", "u1"),
-            hend=map_array(path / "hend.u16", "<u2"),
-            wbits=map_array(path / "weights.u16", "<u2"),
-            quant=map_array(path / "quant.u8", "u1"),
-            blockmax=map_array(path / "blockmax.u16", "<u2"),
-            termmax=map_array(path / "termmax.u16", "<u2"),
-            id_bytes=map_array(path / "docids.bin", "u1"),
-            id_offsets=map_array(path / "docids.i64", "<i8"),
-            id_hashes=map_array(path / "idhash.u64", "<u8"),
-            id_order=map_array(path / "idorder.i32", "<i4"),
-            meta_bytes=map_array(path / "meta.bin", "u1"),
-            meta_offsets=map_array(path / "meta.i64", "<i8"),
+            **{field: map_array(path / file, dtype) for field, (file, dtype) in SEGMENT_ARRAYS.items()},
         )
 
     def with_deletes(self, deletes_file: str | None) -> Segment:
