@@ -6,7 +6,8 @@ dependency per request for a lookup on ``app.state``.
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
@@ -18,33 +19,18 @@ from vsparta.service.search import SearchPipeline
 from vsparta.service.settings import ServiceSettings
 
 
-async def get_settings(request: Request) -> ServiceSettings:
-    return request.app.state.settings
+def _from_state(attribute: str) -> Callable[[Request], Awaitable[Any]]:
+    """A dependency that answers ``app.state.<attribute>``."""
+
+    async def dependency(request: Request) -> Any:
+        return getattr(request.app.state, attribute)
+
+    return dependency
 
 
-async def get_engine(request: Request) -> ServiceEngine:
-    return request.app.state.engine
-
-
-async def get_tokenizer(request: Request) -> QueryTokenizer:
-    return request.app.state.tokenizer
-
-
-async def get_metrics(request: Request) -> ServiceMetrics:
-    return request.app.state.metrics
-
-
-async def get_pipeline(request: Request) -> SearchPipeline:
-    return request.app.state.pipeline
-
-
-async def get_thumbnailer(request: Request) -> Thumbnailer:
-    return request.app.state.thumbnailer
-
-
-SettingsDep = Annotated[ServiceSettings, Depends(get_settings)]
-EngineDep = Annotated[ServiceEngine, Depends(get_engine)]
-TokenizerDep = Annotated[QueryTokenizer, Depends(get_tokenizer)]
-MetricsDep = Annotated[ServiceMetrics, Depends(get_metrics)]
-PipelineDep = Annotated[SearchPipeline, Depends(get_pipeline)]
-ThumbnailerDep = Annotated[Thumbnailer, Depends(get_thumbnailer)]
+SettingsDep = Annotated[ServiceSettings, Depends(_from_state("settings"))]
+EngineDep = Annotated[ServiceEngine, Depends(_from_state("engine"))]
+TokenizerDep = Annotated[QueryTokenizer, Depends(_from_state("tokenizer"))]
+MetricsDep = Annotated[ServiceMetrics, Depends(_from_state("metrics"))]
+PipelineDep = Annotated[SearchPipeline, Depends(_from_state("pipeline"))]
+ThumbnailerDep = Annotated[Thumbnailer, Depends(_from_state("thumbnailer"))]
