@@ -52,6 +52,16 @@ def _free_bytes() -> int:
     return int(psutil.virtual_memory().available * MEMORY_HEADROOM)
 
 
+def _refuse_early(adapter: Adapter, history: dict[str, _History], corpus: Corpus, cfg: RunConfig) -> None:
+    """Skip (``Skip``) an engine whose earlier sizes say it will not build within its budget, or
+    that says the disk cannot hold it."""
+    budget = getattr(adapter, "build_budget_s", None) or cfg.build_budget_s
+    reason = _skip_by_history(history.get(adapter.name), corpus, budget)
+    if reason:
+        raise Skip(reason)
+    adapter.check(corpus, _free_bytes())
+
+
 def _skip_by_history(hist: _History | None, corpus: Corpus, budget_s: float) -> str | None:
     if hist is None or hist.n_postings == 0:
         return None
@@ -170,11 +180,7 @@ def run_sizes(
             }
             followers = getattr(adapter, "followers", [])
             try:
-                budget = getattr(adapter, "build_budget_s", None) or cfg.build_budget_s
-                reason = _skip_by_history(history.get(adapter.name), corpus, budget)
-                if reason:
-                    raise Skip(reason)
-                adapter.check(corpus, _free_bytes())
+                _refuse_early(adapter, history, corpus, cfg)
                 log.info("  %s ...", adapter.name)
                 row = row_base | measure_engine(
                     adapter,
@@ -262,11 +268,7 @@ def _interleaved(
                 slots.append((None, row | {"skipped": "backend skipped or failed"}))
                 continue
             try:
-                budget = getattr(a, "build_budget_s", None) or cfg.build_budget_s
-                reason = _skip_by_history(history.get(a.name), corpus, budget)
-                if reason:
-                    raise Skip(reason)
-                a.check(corpus, _free_bytes())
+                _refuse_early(a, history, corpus, cfg)
                 log.info("  %s: building ...", a.name)
                 row |= build_engine(a, corpus, queries, workdir / _slug(a.name))
                 history[a.name] = _History(corpus.nnz, row["build_s"], row.get("peak_mem_bytes", 0))
