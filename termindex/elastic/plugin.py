@@ -8,6 +8,7 @@ Specs: ``http(s)://HOST:PORT/NAME`` or, explicitly, ``elasticsearch+http(s)://HO
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -63,16 +64,23 @@ def client_errors(module: str, *names: str) -> Callable[[], tuple[type[BaseExcep
 
 
 def protocol_engine(
-    *, name: str, label: str, example: str, schemes: tuple[str, ...], classes: Callable[[], tuple[type, type]]
+    *,
+    name: str,
+    label: str,
+    example: str,
+    schemes: tuple[str, ...],
+    index: tuple[str, str],
+    reader: tuple[str, str],
 ) -> Engine:
     """The registration of an engine that speaks Elasticsearch's protocol through its client:
-    ``classes`` imports, when first opened, its synchronous index and its async reader."""
+    ``index`` and ``reader`` name its synchronous index and its async reader (module, class),
+    imported when first opened."""
 
     def open_index(spec: BackendSpec, create: bool = False, **options: Any) -> TermIndex:
-        return classes()[0](spec.location, spec.name, create=create, **options)
+        return _class(index)(spec.location, spec.name, create=create, **options)
 
     def open_async(spec: BackendSpec, request_timeout: float) -> AsyncReader:
-        return classes()[1](spec.location, spec.name, request_timeout=request_timeout)
+        return _class(reader)(spec.location, spec.name, request_timeout=request_timeout)
 
     return Engine(
         name=name,
@@ -91,11 +99,9 @@ def protocol_engine(
     )
 
 
-def _classes() -> tuple[type, type]:
-    from vsparta.termindex.elastic.index import ElasticsearchIndex
-    from vsparta.termindex.elastic.index_async import AsyncElasticsearchIndex
-
-    return ElasticsearchIndex, AsyncElasticsearchIndex
+def _class(where: tuple[str, str]) -> Any:
+    module, name = where
+    return getattr(importlib.import_module(module), name)
 
 
 ENGINE = protocol_engine(
@@ -103,5 +109,6 @@ ENGINE = protocol_engine(
     label="Elasticsearch",
     example="http://HOST:PORT/INDEX",
     schemes=("http", "https", "elasticsearch+http", "elasticsearch+https"),
-    classes=_classes,
+    index=("vsparta.termindex.elastic.index", "ElasticsearchIndex"),
+    reader=("vsparta.termindex.elastic.index_async", "AsyncElasticsearchIndex"),
 )

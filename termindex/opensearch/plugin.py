@@ -6,17 +6,11 @@ from __future__ import annotations
 
 from vsparta.termindex.elastic.plugin import protocol_engine
 
-
-def _classes() -> tuple[type, type]:
-    from vsparta.termindex.opensearch.index import AsyncOpenSearchIndex, OpenSearchIndex
-
-    return OpenSearchIndex, AsyncOpenSearchIndex
-
-
 ENGINE = protocol_engine(
     name="opensearch",
     label="OpenSearch",
     example="opensearch+http://HOST:PORT/INDEX",
     schemes=("opensearch+http", "opensearch+https"),
-    classes=_classes,
+    index=("vsparta.termindex.opensearch.index", "OpenSearchIndex"),
+    reader=("vsparta.termindex.opensearch.index", "AsyncOpenSearchIndex"),
 )
