@@ -679,29 +679,15 @@ LOG_LINES=60
 VERSION_ARG=""
 while [ $# -gt 0 ]; do
   case "$1" in
-  --distribution)
+  --distribution | --version | --nodes | --base-port | --address)
     [ $# -ge 2 ] || usage
-    DISTRIBUTION=$2
-    shift 2
-    ;;
-  --version)
-    [ $# -ge 2 ] || usage
-    VERSION_ARG=$2
-    shift 2
-    ;;
-  --nodes)
-    [ $# -ge 2 ] || usage
-    NODES=$2
-    shift 2
-    ;;
-  --base-port)
-    [ $# -ge 2 ] || usage
-    BASE_PORT=$2
-    shift 2
-    ;;
-  --address)
-    [ $# -ge 2 ] || usage
-    ADDRESS=$2
+    case "$1" in
+    --distribution) DISTRIBUTION=$2 ;;
+    --version) VERSION_ARG=$2 ;;
+    --nodes) NODES=$2 ;;
+    --base-port) BASE_PORT=$2 ;;
+    --address) ADDRESS=$2 ;;
+    esac
     shift 2
     ;;
   [0-9]*)
