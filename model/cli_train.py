@@ -14,6 +14,19 @@ from vsparta.model.resolve import existing_dir, existing_path
 log = logging.getLogger(__name__)
 
 
+# The training-loss config fields set from flags of their own name (--sparsity-weight ...).
+LOSS_FLAGS: tuple[tuple[str, type, str], ...] = (
+    ("sparsity_weight", float, "weight of the regularizer over φ of the whole vocabulary "
+     "(0 = the paper's recipe)"),
+    ("sparsity_warmup", float, "fraction of the steps over which the weight ramps up (x²)"),
+    ("sparsity_target", float, "steer the weight towards this mean number of positive terms per image"),
+    ("sparsity_images", int, "images of each batch the regularizer sees (default: all)"),
+    ("sparsity_vocab", int, "vocabulary ids sampled per regularizer step (default: all)"),
+    ("presence_weight", float, "push each image's weights of the batch's caption words its own captions "
+     "lack towards 0 (model.presence; 0 = the paper's recipe)"),
+)  # fmt: skip
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--manifest",
@@ -96,30 +109,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     sparse = parser.add_argument_group(
-        "learned sparsity (saved in the model's config; defaults come from --config)"
+        "learned sparsity and presence (saved in the model's config; defaults come from --config)"
     )
-    sparse.add_argument(
-        "--sparsity-weight",
-        type=float,
-        help="weight of the regularizer over φ of the whole vocabulary (0 = the paper's recipe)",
-    )
+    for field, kind, help_text in LOSS_FLAGS:
+        sparse.add_argument(f"--{field.replace('_', '-')}", type=kind, help=help_text)
     sparse.add_argument("--sparsity-loss", choices=["flops", "l1"], help="FLOPS (SPLADE) or L1")
-    sparse.add_argument(
-        "--sparsity-warmup", type=float, help="fraction of the steps over which the weight ramps up (x²)"
-    )
-    sparse.add_argument(
-        "--sparsity-target",
-        type=float,
-        help="steer the weight towards this mean number of positive terms per image",
-    )
-    sparse.add_argument(
-        "--sparsity-images", type=int, help="images of each batch the regularizer sees (default: all)"
-    )
-    sparse.add_argument(
-        "--sparsity-vocab",
-        type=int,
-        help="vocabulary ids sampled per regularizer step (default: all)",
-    )
     sparse.add_argument(
         "--term-bias", action="store_true", help="learn a bias per vocabulary id beside the global b"
     )
@@ -133,13 +127,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The sparsity and stem flags that were given, as config fields (absent ones keep the preset's value)."""
-    given = {
-        "sparsity_weight": args.sparsity_weight,
+    given = {field: getattr(args, field) for field, _, _ in LOSS_FLAGS}
+    given |= {
         "sparsity_loss": args.sparsity_loss,
-        "sparsity_warmup": args.sparsity_warmup,
-        "sparsity_target": args.sparsity_target,
-        "sparsity_images": args.sparsity_images,
-        "sparsity_vocab": args.sparsity_vocab,
         "phi_term_bias": True if args.term_bias else None,
         "freeze_stem": False if getattr(args, "fine_tune_stem", False) else None,
     }

@@ -71,6 +71,8 @@ class TrainingConfig:
     sparsity_target: float | None = None
     sparsity_images: int | None = None
     sparsity_vocab: int | None = None
+    # push φ of the batch's caption words towards 0 on images whose captions lack them (model.presence)
+    presence_weight: float = 0.0
     # keep the token embeddings where the text model put them: words no training caption uses then
     # stay next to their synonyms that it does use (the held-out-words split; docs/quality.md)
     freeze_word_embeddings: bool = False

@@ -32,6 +32,7 @@ from vsparta.model.dense import MODEL_CLASSES, DenseConfig
 from vsparta.model.encode import autocast_for, resolve_device
 from vsparta.model.feature_cache import attach
 from vsparta.model.modeling import build_model
+from vsparta.model.presence import presence_penalty
 from vsparta.model.recipe import freeze, parameter_groups, train_mode, warmup_then_decay
 from vsparta.model.sparsity import SparsityRegularizer
 from vsparta.model.text_init import text_model_dimensions
@@ -333,22 +334,25 @@ def step_losses(
     device: torch.device,
     amp: bool,
 ) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor] | None]:
-    """One batch's ranking loss (Eq. 13, in-batch negatives), the loss to minimise, and the
-    sparsity penalty with the positive terms it counted (None without a regularizer)."""
+    """One batch's ranking loss (Eq. 13, in-batch negatives), the loss to minimise (with the
+    presence penalty, ``model.presence``, when the config weighs it), and the sparsity penalty with
+    the positive terms it counted (None without a regularizer)."""
+    presence = float(getattr(getattr(model, "config", None), "presence_weight", 0.0))
     with autocast_for(device, amp):
-        if regularizer is None:
+        if regularizer is None and not presence:
             scores = model(batch.query_ids, batch.query_mask, **batch.image_inputs())  # [Q, B]
         else:
             h, h_mask = model.encode_images(**batch.image_inputs())
             scores = model.score(batch.query_ids, batch.query_mask, h, h_mask)
     loss = F.cross_entropy(scores.float(), batch.targets)
+    total = loss + presence * presence_penalty(model, h, h_mask, batch) if presence else loss
     if regularizer is None:
-        return loss, loss, None
+        return loss, total, None
     k = regularizer.images or h.shape[0]
     penalty, positive = regularizer(
         model.vocab_phi(h[:k], h_mask[:k], ids=regularizer.sample_ids(device)), step
     )
-    return loss, loss + penalty, (penalty, positive)
+    return loss, total + penalty, (penalty, positive)
 
 
 def _save_checkpoint(
