@@ -5,9 +5,10 @@ Two kinds of queries over one real index, each through the service's own pipelin
 - **in**: the captions of the index's own test split, each relevant to its own image: the rule must
   not cost recall (R@10 against the same search without it, ``require_match: false``);
 - **out**: captions that name only objects the index does not hold (drawn from other emoji
-  subgroups; a caption is kept when every word is a counting or linking word of the caption
-  templates or a word no caption of the index uses, and it names no background, size or position):
-  the answer should be "no match", naming the words that found nothing.
+  subgroups, or a list of queries such as "a laptop" in a ``.txt`` file; a caption is kept when
+  every word is a counting or linking word of the caption templates or a word no caption of the
+  index uses, and it names no background, size or position): the answer should be "no match",
+  naming the words that found nothing.
 
 Each query is searched once (2 x k hits with their matched tokens, and the engine's term statistics
 of its tokens); every rule of the grid (``--common-shares`` x ``--min-weights`` x
@@ -47,8 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, type=Path, help="model folder (its tokenizer.json)")
     parser.add_argument("--in-split", required=True, type=Path, help="the index's own test split")
     parser.add_argument(
-        "--out-split", required=True, type=Path, action="append", help="scenes of objects the index lacks"
-    )
+        "--out-split", required=True, type=Path, action="append",
+        help="scenes of objects the index lacks (a manifest), or a .txt of such queries, one per line",
+    )  # fmt: skip
     parser.add_argument(
         "--index-manifest", required=True, type=Path, action="append",
         help="a manifest the index was built from (the words of its captions are the index's)",
@@ -94,12 +96,20 @@ def absent_object_captions(manifests: Iterable[Path], index_manifests: Iterable[
     held = {w for m in index_manifests for c in caption_queries(m) for w in _words(c.text)} - linking
     out = []
     for manifest in manifests:
-        for caption in caption_queries(manifest, described=False):
+        for caption in _queries_of(manifest):
             words = _words(caption.text)
             objects = [w for w in words if w not in linking]
             if objects and not (set(words) & scene_words) and not (set(objects) & held):
                 out.append(caption)
     return out
+
+
+def _queries_of(path: Path) -> list[Caption]:
+    """A manifest's captions, or a text file's lines (``#`` comments and blank lines skipped)."""
+    if path.suffix != ".txt":
+        return caption_queries(path, described=False)
+    lines = (line.strip() for line in path.read_text(encoding="utf-8").splitlines())
+    return [Caption(line, None) for line in lines if line and not line.startswith("#")]
 
 
 @dataclass

@@ -65,6 +65,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         help="learned-sparsity weight (default: the preset's; 0 = the paper's recipe, no regularizer)",
     )
+    parser.add_argument(
+        "--presence-weight",
+        type=float,
+        help="weight of the presence penalty (vsparta train --help; default: the preset's, none)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="same seed, same scenes and model")
     parser.add_argument(
         "--scenes", type=Path, help="folder of the generated scenes (default: OUT/scenes; reused when there)"
@@ -124,6 +129,8 @@ def _train_argv(args: argparse.Namespace, scenes: Path, model_dir: Path) -> list
             "--seed", str(args.seed)]  # fmt: skip
     if args.sparsity_weight is not None:
         argv += ["--sparsity-weight", str(args.sparsity_weight)]
+    if args.presence_weight is not None:
+        argv += ["--presence-weight", str(args.presence_weight)]
     if model_dir.is_dir() and latest_checkpoint(model_dir) is not None:
         argv.append("--resume")
     return argv + _no_progress(args)

@@ -91,3 +91,17 @@ def test_no_match_chooses_a_rule_that_keeps_recall_and_names_what_found_nothing(
     reasons = [e["reason"] for e in check["examples"]]
     assert reasons[0].startswith("No image has zebra.")
     assert "No image has giraffe." in reasons[1]
+
+
+def test_no_match_takes_a_list_of_queries(setup: dict[str, str]) -> None:
+    queries = Path(setup["root"]) / "queries.txt"
+    queries.write_text("# everyday objects\na laptop\n\na blue laptop\na photo of a sofa\n")
+    out_dir = Path(setup["root"]) / "no-match-list"
+    args = ["bench", "no-match", "--index", setup["spec"], "--model", setup["model"]]
+    args += ["--in-split", setup["in"], "--out-split", str(queries), "--index-manifest", setup["in"]]
+    args += ["--out-dir", str(out_dir), "--min-weights", "0", "--min-evidence", "0", "--common-shares", "0.5"]
+    assert main(args) == 0
+    result = json.loads((out_dir / "no-match.json").read_text())
+    assert result["out_queries"] == 2  # "a blue laptop" names a colour the index holds
+    assert result["check"]["out_no_match"] == 100.0
+    assert [e["query"] for e in result["check"]["examples"]] == ["a laptop", "a photo of a sofa"]
