@@ -24,6 +24,8 @@ LOSS_FLAGS: tuple[tuple[str, type, str], ...] = (
     ("sparsity_vocab", int, "vocabulary ids sampled per regularizer step (default: all)"),
     ("presence_weight", float, "push each image's weights of the batch's caption words its own captions "
      "lack towards 0 (model.presence; 0 = the paper's recipe)"),
+    ("presence_margin", float, "with --presence-weight: the least weight asked of the words they use "
+     "(default 1; 0: none)"),
 )  # fmt: skip
 
 

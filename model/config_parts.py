@@ -73,6 +73,7 @@ class TrainingConfig:
     sparsity_vocab: int | None = None
     # push φ of the batch's caption words towards 0 on images whose captions lack them (model.presence)
     presence_weight: float = 0.0
+    presence_margin: float = 1.0  # the least weight it asks of the words an image's captions use
     # keep the token embeddings where the text model put them: words no training caption uses then
     # stay next to their synonyms that it does use (the held-out-words split; docs/quality.md)
     freeze_word_embeddings: bool = False

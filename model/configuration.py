@@ -154,8 +154,8 @@ class VisualSpartaConfig(PretrainedConfig):
             raise ValueError(f"sparsity_loss must be one of {SPARSITY_LOSSES}, got {self.sparsity_loss!r}")
         if self.sparsity_weight < 0 or not 0 <= self.sparsity_warmup <= 1:
             raise ValueError("sparsity_weight must be >= 0 and sparsity_warmup a fraction in [0, 1]")
-        if not self.presence_weight >= 0:
-            raise ValueError(f"presence_weight must be >= 0, got {self.presence_weight}")
+        if not (self.presence_weight >= 0 and self.presence_margin >= 0):
+            raise ValueError("presence_weight and presence_margin must be >= 0")
         if self.sparsity_target is not None and self.sparsity_target <= 0:
             raise ValueError(f"sparsity_target (terms per image) must be > 0, got {self.sparsity_target}")
         if self.sparsity_images is not None and self.sparsity_images < 1:

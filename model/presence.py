@@ -8,7 +8,8 @@ every word the batch's captions use but none of *its own* captions does is pushe
 (the words an image's captions use are its positives; its captions name all of its objects), and
 the weights of the words they do use are held up to a margin.
 
-Its weight is the config field ``presence_weight`` (0: the paper's recipe, no penalty).
+Its weight is the config field ``presence_weight`` (0: the paper's recipe, no penalty), the margin
+``presence_margin``.
 """
 
 from __future__ import annotations
@@ -16,10 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-
-# The least weight the penalty asks of a word an image's captions use: the match rule's floor
-# (service.matching.MIN_WEIGHT) then sits between the two sides.
-PRESENT_MARGIN = 1.0
 
 
 def presence_labels(
@@ -38,11 +35,14 @@ def presence_labels(
 
 def presence_penalty(model: Any, h: torch.Tensor, h_mask: torch.Tensor, batch: Any) -> torch.Tensor:
     """Over the batch's caption words: the mean ``φ`` on images none of whose captions use the word,
-    plus the mean shortfall below ``PRESENT_MARGIN`` on images whose captions do (without this
-    side, a heavy penalty sets every weight to zero)."""
+    plus the mean shortfall below the config's ``presence_margin`` on images whose captions do
+    (without this side, a heavy penalty sets every weight to zero: docs/no-match.md)."""
     vocab, present = presence_labels(batch.query_ids, batch.query_mask, batch.targets, h.shape[0])
     absent = ~present
     phi = model.vocab_phi(h, h_mask, ids=vocab)  # [B, U]
     too_high = (phi * absent).sum() / absent.sum().clamp(min=1)
-    too_low = (torch.relu(PRESENT_MARGIN - phi) * present).sum() / present.sum().clamp(min=1)
+    margin = float(model.config.presence_margin)
+    if not margin:
+        return too_high
+    too_low = (torch.relu(margin - phi) * present).sum() / present.sum().clamp(min=1)
     return too_high + too_low

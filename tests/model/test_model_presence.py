@@ -74,3 +74,17 @@ def test_training_with_it_lowers_the_weights_of_absent_words(toy_manifest: Path,
     assert present.config.presence_weight == 1.0  # saved in the model's config
     before, after = _absent_weight(plain, toy_manifest), _absent_weight(present, toy_manifest)
     assert after < 0.5 * before, (before, after)
+
+
+def test_the_margin_holds_up_the_words_an_image_uses(toy_manifest: Path) -> None:
+    torch.manual_seed(0)
+    absent_only = build_model(VisualSpartaConfig(**TINY, presence_weight=1.0, presence_margin=0.0)).eval()
+    high_margin = build_model(VisualSpartaConfig(**TINY, presence_weight=1.0, presence_margin=50.0)).eval()
+    high_margin.load_state_dict(absent_only.state_dict())
+    batch = _batch(absent_only, toy_manifest)
+    with torch.no_grad():
+        h, h_mask = absent_only.encode_images(**batch.image_inputs())
+        plain = presence_penalty(absent_only, h, h_mask, batch).item()
+        held = presence_penalty(high_margin, h, h_mask, batch).item()
+    assert plain == pytest.approx(_absent_weight(absent_only, toy_manifest), rel=1e-5)
+    assert held > plain + 40  # every used word is far below a margin of 50
