@@ -179,9 +179,10 @@ def describe(
     reasons = [f"No image has {w.word}." for w in rare if w.images == 0]
     weak = [w for w in rare if w.images > 0 and w not in found]
     if weak and require_match:
-        reasons.append(
+        floor = f"a weight of {rule.min_weight:g} or more" if rule.min_weight > 0 else "a weight that ranks"
+        reasons.append(  # below the floor, or too light to rank among the best-scored images
             f"The images that hold {_names(weak)} hold {'it' if len(weak) == 1 else 'them'} too weakly "
-            f"to count as a match (a weight of {rule.min_weight:g} or more)."
+            f"to count as a match ({floor} among the {len(ranked)} best-scored images)."
         )
     if found and require_match and not select(ranked, counts, rule, require_match=True, min_score=0.0):
         reasons.append(

@@ -83,3 +83,13 @@ def test_select_keeps_order_and_min_score() -> None:
         "second",
         "third",
     ]
+
+
+def test_a_word_held_too_lightly_to_rank_is_named_without_a_floor() -> None:
+    rule = MatchRule(common_share=0.5, min_weight=0.0)
+    only_a = hit("a-only", a=9.0)  # the images holding "peacock" scored below it
+    said = describe([only_a], [], [], counts_of("a peacock", rule), rule, require_match=True, min_score=0)
+    assert said["no_match"]["reason"].startswith(
+        "The images that hold peacock hold it too weakly to count as a match "
+        "(a weight that ranks among the 1 best-scored images)."
+    )

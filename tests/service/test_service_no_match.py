@@ -112,7 +112,8 @@ def test_weights_below_the_floor_make_no_match(
         strong = search(c, query="large cube")  # cube's weights (4-4.5) clear the floor
     assert body["results"] == []
     assert body["no_match"]["reason"] == (
-        "The images that hold large hold it too weakly to count as a match (a weight of 2 or more)."
+        "The images that hold large hold it too weakly to count as a match "
+        f"(a weight of 2 or more among the {body['left_out']} best-scored images)."
     )
     assert {r["id"] for r in strong["results"]} == {f"{c}-cube" for c in ("red", "blue", "green", "yellow")}
 
