@@ -6,17 +6,19 @@ A bag-of-words index knows what a dense one cannot: how many images hold each wo
 
 The rule (its parameters chosen by measurement: ``bench/no_match.py``, docs/no-match.md):
 
-- A query **word** is held by an image when its first word-piece is ("peacocks" is ``peacock`` +
-  ``##s``: the stem says what the word is about; a suffix such as ``##es`` alone says nothing), with
-  a weight of at least ``min_weight`` (a learned model puts small weights on many words an image
-  does not show). Punctuation is no word.
+- A query **word** is held by an image when the image holds each of its word-pieces but a plural
+  ending, the first with a weight of at least ``min_weight`` (a learned model puts small weights on
+  many words an image does not show): "peacocks" is ``peacock`` + ``##s`` and the stem says what it
+  is about (a suffix alone says nothing), but "faucet" is ``fa`` + ``##uce`` + ``##t``, and ``fa``
+  alone is the "fax" it begins. Its image count is its rarest such piece's. Punctuation is no word.
 - A word is **common** when at least ``common_share`` of the indexed images hold it: "a" or "photo"
   in nearly every image tells them apart no better than nothing. It still adds to every score
   (explanations add up to the score) but makes no result a match. The others are
   **informative**, each with its inverse document frequency in the index (``termindex.idf``).
 - A result **matches** when it holds an informative word whose evidence, ``log(1 + weight) x idf``
-  (what the word adds under IDF query weights), is at least ``min_evidence``: a word the index
-  holds in many images, such as a count ("five"), needs a heavier weight to tell than a rare one.
+  of its first piece (what the word adds under IDF query weights), is at least ``min_evidence``: a
+  word the index holds in many images, such as a count ("five"), needs a heavier weight to tell
+  than a rare one.
 - A **number** word ("two", "five", "12") says how many, not what: unless ``numbers_match``, it
   makes no match on its own (an image of five birds is no answer to "five clocks").
 - By default (``require_match``) results that do not match are left out, and an answer with none
@@ -41,6 +43,7 @@ COMMON_SHARE = 0.5
 MIN_WEIGHT = 0.5
 MIN_EVIDENCE = 0.0
 NUMBERS_MATCH = False
+PLURAL_ENDINGS = frozenset({"##s", "##es"})  # a word's last piece that changes number, not meaning
 NUMBER_WORDS = frozenset(
     "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred "
@@ -51,9 +54,9 @@ NUMBER_WORDS = frozenset(
 @dataclass(frozen=True)
 class MatchRule:
     """``common_share``: a word held by at least this share of the images is common; ``min_weight``:
-    the least weight of a word's first piece in an image for the image to hold it; ``min_evidence``:
-    the least ``log(1 + weight) x idf`` of a held informative word for a match; ``numbers_match``:
-    whether a number word alone can make a match."""
+    the least weight of a word's first piece in an image for it to hold the word (with the others);
+    ``min_evidence``: the least ``log(1 + weight) x idf`` of a held informative word for a match;
+    ``numbers_match``: whether a number word alone can make a match."""
 
     common_share: float = COMMON_SHARE
     min_weight: float = MIN_WEIGHT
@@ -66,8 +69,9 @@ class MatchRule:
 
 @dataclass(frozen=True)
 class WordCount:
-    """One query word in the index: ``images`` hold it (its first piece), ``ids``: its pieces'
-    vocabulary ids, ``idf``: its inverse document frequency in the index (0 when common)."""
+    """One query word in the index: ``images`` hold it (at most: its rarest needed piece's count),
+    ``ids``: its pieces' vocabulary ids, ``needed``: those an image must hold (all but a plural
+    ending), ``idf``: its inverse document frequency in the index (0 when common)."""
 
     word: str
     tokens: tuple[str, ...]
@@ -75,6 +79,7 @@ class WordCount:
     images: int
     common: bool
     idf: float
+    needed: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -100,10 +105,12 @@ def count_words(
         ids = tuple(ids_of[t] for t in word.tokens if t in ids_of)
         if not ids:
             continue
-        images = int(stats.df.get(ids[0], 0))
+        ending = len(word.tokens) > 1 and word.tokens[-1] in PLURAL_ENDINGS
+        needed = tuple(ids_of[t] for t in word.tokens[: -1 if ending else None] if t in ids_of) or ids
+        images = min(int(stats.df.get(i, 0)) for i in needed)
         common = rule.common(images, stats.n_docs)
         idf = 0.0 if common else float(idf_array([images], stats.n_docs)[0])
-        out.append(WordCount(word.text, word.tokens, ids, images, common, idf))
+        out.append(WordCount(word.text, word.tokens, ids, images, common, idf, needed))
     numbers = frozenset() if rule.numbers_match else frozenset(w.word for w in out if is_number(w.word))
     return QueryCounts(int(stats.n_docs), out, numbers)
 
@@ -112,17 +119,23 @@ def is_number(word: str) -> bool:
     return word.isdigit() or word.lower() in NUMBER_WORDS
 
 
+def _weight(hit: Hit, word: WordCount) -> float | None:
+    """The weight of ``word``'s first piece in ``hit``, None unless ``hit`` holds each needed piece."""
+    terms = hit.contributions or {}
+    needed = word.needed or word.ids[:1]
+    return terms[needed[0]][0] if all(i in terms for i in needed) else None
+
+
 def held(hit: Hit, word: WordCount, rule: MatchRule) -> bool:
-    """Whether ``hit`` holds ``word``'s first piece with at least ``rule.min_weight``."""
-    found = (hit.contributions or {}).get(word.ids[0])
-    return found is not None and found[0] >= rule.min_weight
+    """Whether ``hit`` holds each needed piece of ``word``, the first with at least ``rule.min_weight``."""
+    weight = _weight(hit, word)
+    return weight is not None and weight >= rule.min_weight
 
 
 def is_match(hit: Hit, counts: QueryCounts, rule: MatchRule) -> bool:
     """Whether ``hit`` holds an informative word with at least ``rule.min_evidence``."""
-    terms = hit.contributions or {}
     return any(
-        held(hit, w, rule) and saturate(terms[w.ids[0]][0]) * w.idf >= rule.min_evidence
+        held(hit, w, rule) and saturate(_weight(hit, w) or 0.0) * w.idf >= rule.min_evidence
         for w in counts.informative
     )
 

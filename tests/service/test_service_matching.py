@@ -1,8 +1,8 @@
 """The match rule (``service.matching``) on hand-made hits: each of its clauses, one at a time.
 
 Index of 100 images; "a" in 90 (common), "bird" in 30, "peacock" + "##s" in 5 / 60, "five" in 28,
-"clock" in none. Engine answers are written out here; the engines' own answers are in
-``test_service_no_match.py``.
+"clock" in none, "fa" + "##uce" + "##t" (faucet) in 12 / 3 / 50. Engine answers are written out
+here; the engines' own answers are in ``test_service_no_match.py``.
 """
 
 from __future__ import annotations
@@ -12,17 +12,18 @@ from vsparta.service.words import words_of
 from vsparta.termindex import Hit
 from vsparta.termindex.base import TermStatistics
 
-IDS = {"a": 1, "bird": 2, "peacock": 3, "##s": 4, "five": 5, "clock": 6}
-STATS = TermStatistics(100, {1: 90, 2: 30, 3: 5, 4: 60, 5: 28, 6: 0})
+IDS = {"a": 1, "bird": 2, "peacock": 3, "##s": 4, "five": 5, "clock": 6, "fa": 7, "##uce": 8, "##t": 9}
+STATS = TermStatistics(100, {1: 90, 2: 30, 3: 5, 4: 60, 5: 28, 6: 0, 7: 12, 8: 3, 9: 50})
+PIECES = {"peacocks": ["peacock", "##s"], "faucet": ["fa", "##uce", "##t"]}
 
 
 def hit(doc_id: str, **weights: float) -> Hit:
-    terms = {IDS[t.replace("_s", "##s")]: (w, w) for t, w in weights.items()}
+    terms = {IDS[t.replace("_", "##")]: (w, w) for t, w in weights.items()}
     return Hit(doc_id, sum(weights.values()), {}, terms)
 
 
 def counts_of(text: str, rule: MatchRule):  # noqa: ANN201
-    tokens = [t for word in text.split() for t in (["peacock", "##s"] if word == "peacocks" else [word])]
+    tokens = [t for word in text.split() for t in PIECES.get(word, [word])]
     return count_words(words_of(tokens), IDS, STATS, rule)
 
 
@@ -35,7 +36,16 @@ def test_a_common_word_makes_no_match_but_a_telling_one_does() -> None:
     assert not is_match(hit("z", a=1.0, bird=0.4), counts, rule)  # below the weight floor
 
 
-def test_a_word_is_held_by_its_first_piece() -> None:
+def test_a_word_of_pieces_needs_each_piece_but_a_plural_ending() -> None:
+    rule = MatchRule(common_share=0.5, min_weight=0.5)
+    counts = counts_of("faucet", rule)
+    assert [(w.word, w.images) for w in counts.words] == [("faucet", 3)]  # its rarest piece's count
+    assert not is_match(hit("fax", fa=4.0), counts, rule)  # "fax" begins with the same piece
+    assert not is_match(hit("light", fa=0.4, _uce=1.0, _t=3.0), counts, rule)  # the first is weighed
+    assert is_match(hit("faucet", fa=4.0, _uce=0.1, _t=3.0), counts, rule)
+
+
+def test_a_plural_is_held_by_its_stem() -> None:
     rule = MatchRule(common_share=0.5, min_weight=0.5)
     counts = counts_of("peacocks", rule)
     assert [(w.word, w.images) for w in counts.words] == [("peacocks", 5)]  # the stem's count
