@@ -410,6 +410,14 @@ proc_running() {
   [ -n "$state" ] && [ "$state" != Z ] && [ "$state" != X ]
 }
 
+# Wait up to N half-seconds for a process to end.
+wait_gone() {
+  for _ in $(seq 1 "$2"); do
+    proc_running "$1" || return 0
+    sleep 0.5
+  done
+}
+
 log_tail() {
   local n=${1:-60}
   for f in "$NODE"/logs/vsparta*.log "$NODE/logs/stdout.log"; do
@@ -528,17 +536,11 @@ stop_node() {
   pid=$(cat "$PIDFILE")
   log "stopping pid $pid ($URL)"
   kill -TERM "$pid" 2>/dev/null || true
-  for _ in $(seq 1 60); do
-    proc_running "$pid" || break
-    sleep 0.5
-  done
+  wait_gone "$pid" 60
   if proc_running "$pid"; then
     log "still alive after 30s: kill -9 $pid"
     kill -KILL "$pid" 2>/dev/null || true
-    for _ in $(seq 1 20); do
-      proc_running "$pid" || break
-      sleep 0.5
-    done
+    wait_gone "$pid" 20
   fi
   rm -f "$PIDFILE"
   log "stopped"
