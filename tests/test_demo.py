@@ -54,6 +54,20 @@ def test_a_fresh_demo_trains_without_resume_a_rerun_resumes(tmp_path: Path) -> N
     assert argv[-2:] == ["--resume", "--no-progress"]
 
 
+def test_the_loss_weights_reach_the_train_command_only_when_given(tmp_path: Path) -> None:
+    from vsparta.cli import build_parser
+
+    (tmp_path / "scenes").mkdir()
+    (tmp_path / "scenes" / "train.jsonl").write_text("")  # the train command checks it exists
+    plain = _train_argv(_demo_args(), tmp_path / "scenes", tmp_path / "model")
+    assert "--presence-weight" not in plain and "--sparsity-weight" not in plain  # the preset's
+    argv = _train_argv(
+        _demo_args(presence_weight=1.0, sparsity_weight=0.0), tmp_path / "scenes", tmp_path / "model"
+    )
+    args = build_parser(argv)[0].parse_args(argv)  # the train command takes what the demo passes
+    assert (args.presence_weight, args.sparsity_weight) == (1.0, 0.0)
+
+
 class _Health(BaseHTTPRequestHandler):
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         self.send_response(200 if self.path == "/health" else 404)
