@@ -200,7 +200,10 @@ def sweep(
              "d_R@10": rec["R@10"] - base["R@10"], "in_no_match": _pct(in_none),
              "out_no_match": _pct(out_none), "out_named": _pct(out_named)}
         )  # fmt: skip
-    allowed = [g for g in grid if g["d_R@10"] >= -args.max_drop] or grid
+    allowed = [g for g in grid if g["d_R@10"] >= -args.max_drop]
+    if not allowed:  # no rule keeps recall: the one that costs least, not the one that answers nothing
+        least = max(g["d_R@10"] for g in grid)
+        allowed = [g for g in grid if g["d_R@10"] == least]
     chosen = max(
         allowed, key=lambda g: (g["out_no_match"], g["d_R@10"], -g["min_weight"], -g["min_evidence"])
     )

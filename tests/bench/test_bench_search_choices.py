@@ -105,3 +105,14 @@ def test_no_match_takes_a_list_of_queries(setup: dict[str, str]) -> None:
     assert result["out_queries"] == 2  # "a blue laptop" names a colour the index holds
     assert result["check"]["out_no_match"] == 100.0
     assert [e["query"] for e in result["check"]["examples"]] == ["a laptop", "a photo of a sofa"]
+
+
+def test_no_match_without_a_rule_that_keeps_recall_chooses_the_least_costly(setup: dict[str, str]) -> None:
+    out_dir = Path(setup["root"]) / "no-match-strict"
+    args = ["bench", "no-match", "--index", setup["spec"], "--model", setup["model"]]
+    args += ["--in-split", setup["in"], "--out-split", setup["out"], "--index-manifest", setup["in"]]
+    args += ["--out-dir", str(out_dir), "--min-weights", "0,5", "--min-evidence", "0", "--max-drop", "-1"]
+    assert main(args) == 0  # asks for a gain of a point: no rule gives one
+    result = json.loads((out_dir / "no-match.json").read_text())
+    least = max(g["d_R@10"] for g in result["grid"])
+    assert result["chosen"]["d_R@10"] == least == 0.0  # not the floor of 5 that answers nothing
