@@ -128,7 +128,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The sparsity and stem flags that were given, as config fields (absent ones keep the preset's value)."""
+    """The loss (sparsity, presence) and stem flags given, as config fields (absent ones: the preset's)."""
     given = {field: getattr(args, field) for field, _, _ in LOSS_FLAGS}
     given |= {
         "sparsity_loss": args.sparsity_loss,
