@@ -25,7 +25,7 @@ def presence_labels(
     """The batch's distinct caption token ids ``[U]`` and, per image, whether one of its own
     captions uses each ``[B, U]`` (bool)."""
     vocab = torch.unique(query_ids[query_mask])
-    position = torch.searchsorted(vocab, query_ids.clamp(min=0))
+    position = torch.searchsorted(vocab, query_ids)
     used = torch.zeros(query_ids.shape[0], vocab.shape[0], dtype=torch.float32, device=query_ids.device)
     used.scatter_add_(1, position.clamp(max=vocab.shape[0] - 1), query_mask.float())  # pads add 0
     per_image = torch.zeros(images, vocab.shape[0], dtype=torch.float32, device=query_ids.device)

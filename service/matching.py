@@ -79,7 +79,7 @@ class WordCount:
     images: int
     common: bool
     idf: float
-    needed: tuple[int, ...] = ()
+    needed: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -119,25 +119,28 @@ def is_number(word: str) -> bool:
     return word.isdigit() or word.lower() in NUMBER_WORDS
 
 
-def _weight(hit: Hit, word: WordCount) -> float | None:
-    """The weight of ``word``'s first piece in ``hit``, None unless ``hit`` holds each needed piece."""
+def _held_weight(hit: Hit, word: WordCount, rule: MatchRule) -> float | None:
+    """The weight of ``word``'s first piece in ``hit`` when ``hit`` holds the word (each needed
+    piece, the first with at least ``rule.min_weight``), else None."""
     terms = hit.contributions or {}
-    needed = word.needed or word.ids[:1]
-    return terms[needed[0]][0] if all(i in terms for i in needed) else None
+    if not all(i in terms for i in word.needed):
+        return None
+    weight = terms[word.needed[0]][0]
+    return weight if weight >= rule.min_weight else None
 
 
 def held(hit: Hit, word: WordCount, rule: MatchRule) -> bool:
     """Whether ``hit`` holds each needed piece of ``word``, the first with at least ``rule.min_weight``."""
-    weight = _weight(hit, word)
-    return weight is not None and weight >= rule.min_weight
+    return _held_weight(hit, word, rule) is not None
 
 
 def is_match(hit: Hit, counts: QueryCounts, rule: MatchRule) -> bool:
     """Whether ``hit`` holds an informative word with at least ``rule.min_evidence``."""
-    return any(
-        held(hit, w, rule) and saturate(_weight(hit, w) or 0.0) * w.idf >= rule.min_evidence
-        for w in counts.informative
-    )
+    for w in counts.informative:
+        weight = _held_weight(hit, w, rule)
+        if weight is not None and saturate(weight) * w.idf >= rule.min_evidence:
+            return True
+    return False
 
 
 def select(
