@@ -65,7 +65,8 @@ NODE_LEFT_REASON = "Node not connected"  # a failed fetch phase: a 500 whose roo
 def _node_left(found: Any) -> bool:
     """Whether an answer's shard failures or an error's body name a node that left."""
     if isinstance(found, Mapping):
-        failures = (found.get("_shards") or {}).get("failures") or []
+        answers = found.get("responses") or [found]  # an _msearch: each of its answers
+        failures = [f for a in answers for f in (a.get("_shards") or {}).get("failures") or []]
         return bool(failures) and all(str((f.get("reason") or {}).get("type")) in NODE_LEFT for f in failures)
     text = str(getattr(found, "info", None))
     return NODE_LEFT_REASON in text or any(kind in text for kind in NODE_LEFT)
@@ -181,7 +182,9 @@ class ReadSteps:
         missing = self._statistics.missing(ids)
         if missing:
             body = statistics_body(missing)
-            answer = yield Call("term statistics", "msearch", {"index": self._target, "body": body})
+            answer = yield Call(
+                "term statistics", "msearch", {"index": self._target, "body": body}, retry_node_left=True
+            )
             version, n_docs, fresh = parse_statistics(answer, missing)
             self._statistics.store(version, n_docs, fresh)
         cached = self._statistics.statistics(ids)

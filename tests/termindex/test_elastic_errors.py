@@ -119,6 +119,11 @@ def test_a_search_is_asked_again_only_when_a_node_left_mid_request() -> None:
     assert _node_left(partial("node_disconnected_exception"))
     assert not _node_left(partial("query_shard_exception"))  # a bad query stays an error
     assert not _node_left({"_shards": {"total": 6, "successful": 6, "failed": 0}})
+    # the term statistics' _msearch (OpenSearch 2.19, a node SIGKILLed under a search stream)
+    whole = {"_shards": {"total": 6, "successful": 6, "failed": 0}}
+    assert _node_left({"responses": [whole, partial("node_disconnected_exception")]})
+    assert not _node_left({"responses": [whole, partial("query_shard_exception")]})
+    assert not _node_left({"responses": [whole, whole]})
     left = {"type": "node_not_connected_exception", "reason": "[vsparta-42101] Node not connected"}
     fetch = {"error": {"root_cause": [], "type": "search_phase_execution_exception", "caused_by": left}}
     phase = "search_phase_execution_exception"
