@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 Doc = Mapping[str, Any]
 RESUME_FOR_S = 900.0  # how long a load is resumed before the run gives up on it
 RECOVER_FOR_S = 240.0  # how long the final check waits for a killed load's lease (60 s) to be seen out
+STALE_READ_FOR_S = 120.0  # how long an acknowledged document a first read missed is read again
 
 
 @dataclass
@@ -47,6 +48,7 @@ class LoadOutcome:
     exits: list[int] = field(default_factory=list)
     acknowledged: int = 0
     lost_acknowledged: list[str] = field(default_factory=list)
+    stale_reads: int = 0  # acknowledged documents a first read missed and a read once whole found
     not_written_reported: int = 0  # documents a failed run named in --failures (not_written)
     seconds: float = 0.0
 
@@ -115,9 +117,14 @@ class FaultRun:
     def _note_state(self, docs: list[Doc], outcome: LoadOutcome, job: LoadJob) -> None:
         """After a run: the documents now stored become a state; the run's acknowledged ones must
         all be among them."""
+        acked = job.exported_ids()
         with self.index() as index:
             present = present_ids(index, [d["id"] for d in docs])
-        acked = job.exported_ids()
+            missed = acked - present
+            if missed:
+                found = self._read_when_whole(index, missed)
+                outcome.stale_reads += len(found)
+                present |= found
         outcome.acknowledged = len(acked)
         outcome.lost_acknowledged += sorted(acked - present)
         outcome.not_written_reported += len(job.not_written())
@@ -125,6 +132,23 @@ class FaultRun:
         if len(visible) != self._visible:
             self._visible = len(visible)
             self.states.append(OracleState(f"{outcome.name}:{len(visible)}", self.current + visible))
+
+    def _read_when_whole(self, index: Any, missed: set[str]) -> set[str]:
+        """Which of ``missed`` are stored, read again once the cluster is green with every node,
+        for up to ``STALE_READ_FOR_S``. What is checked is that an acknowledged document is kept: a
+        read made during a fault (or while a node rejoins) that misses one is counted as stale
+        (``stale_reads``, reported) if a read once the cluster is whole finds it; absent then, lost."""
+        deadline = time.monotonic() + STALE_READ_FOR_S
+        while True:
+            self.cluster.wait_green()
+            found = present_ids(index, sorted(missed))
+            log.warning(  # shown by a failed test: what a stale read or a loss looked like
+                "acknowledged but not read at first: %d (e.g. %s); read once whole: %d",
+                len(missed), sorted(missed)[:5], len(found),
+            )  # fmt: skip
+            if found == missed or time.monotonic() > deadline:
+                return found
+            time.sleep(5)
 
     def load(
         self, documents: int, seed: int, tag: str, on_start: Callable[[LoadJob], None] | None = None

@@ -125,7 +125,10 @@ def run_soak(
         "line": cluster.line,
         "minutes": round((time.monotonic() - t0) / 60, 1),
         "events": rows,
-        "loads": [vars(o) | {"lost_acknowledged": len(o.lost_acknowledged)} for o in run.loads],
+        "loads": [
+            vars(o) | {"lost_acknowledged": len(o.lost_acknowledged), "lost_ids": o.lost_acknowledged[:20]}
+            for o in run.loads
+        ],
         "answers": answers.as_dict(),
         "index": final.as_dict(),
         "settings_after": run.settings,

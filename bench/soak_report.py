@@ -24,6 +24,14 @@ def _spread(values: Iterable[float | None]) -> str:
     return f"{statistics.median(got):.0f} / {max(got):.0f}"
 
 
+def _stale_reads(loads: list[dict[str, Any]]) -> int | str:
+    """Acknowledged documents a first read missed and a read once whole found ("-": runs written
+    before this was counted)."""
+    if any("stale_reads" not in o for o in loads):
+        return "-"
+    return sum(o["stale_reads"] for o in loads)
+
+
 def _totals(result: dict[str, Any]) -> dict[str, Any]:
     events = result["events"]
     answers = result["answers"]
@@ -38,6 +46,7 @@ def _totals(result: dict[str, Any]) -> dict[str, Any]:
         "500": statuses.get("500", 0),
         "mismatched": answers["mismatched"],
         "acked_lost": sum(o["lost_acknowledged"] for o in result["loads"]),
+        "stale_reads": _stale_reads(result["loads"]),
         "resumes": sum(len(o["exits"]) - 1 for o in result["loads"]),
         "lost": result["index"]["lost"],
         "duplicated": result["index"]["duplicated"],
@@ -71,7 +80,7 @@ def table(results: list[dict[str, Any]], kinds_over: dict[str, list[dict[str, An
     line in ``kinds_over`` (default: each result on its own)."""
     out = [
         "| engine line | minutes | events (cuts / kills / slow) | answers | 503 | 500 "
-        "| not the oracle's top-k | loads (resumed runs) | acked docs lost "
+        "| not the oracle's top-k | loads (resumed runs) | acked docs lost (read stale at first) "
         "| docs lost / duplicated / wrong weights | index docs |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -82,7 +91,8 @@ def table(results: list[dict[str, Any]], kinds_over: dict[str, list[dict[str, An
             f"| {t['events']} ({t['partitions']} / {t['kills']} / {t['slow']}) "
             f"| {t['answers']} | {t['503']} | {t['500']} | {t['mismatched']} "
             f"| {len(r['loads'])} ({t['resumes']}) "
-            f"| {t['acked_lost']} | {t['lost']} / {t['duplicated']} / {t['wrong_weights']} "
+            f"| {t['acked_lost']} ({t['stale_reads']}) "
+            f"| {t['lost']} / {t['duplicated']} / {t['wrong_weights']} "
             f"| {r['index']['found']} of {r['index']['expected']} |"
         )
     out += [

@@ -205,7 +205,10 @@ def test_the_soak_holds_the_index_to_the_oracle_under_random_faults(
     for event in result["events"]:
         log.info("event: %s", event)
     assert result["events"], "no fault was injected: nothing was tested"
-    assert result["load_errors"] == [] and all(o["lost_acknowledged"] == 0 for o in result["loads"])
+    assert result["load_errors"] == [] and all(o["lost_acknowledged"] == 0 for o in result["loads"]), (
+        result["loads"],
+        result["events"],
+    )
     statuses = result["answers"]["statuses"]
     assert set(statuses) <= {"200", "503"} and result["answers"]["mismatched"] == 0, result["answers"]
     index = result["index"]
