@@ -22,7 +22,7 @@ from numba import njit
 
 from vsparta.termindex.embedded.index import EmbeddedIndex
 from vsparta.termindex.embedded.weights import round_like_embedded
-from vsparta.termindex.saturation import saturate_array
+from vsparta.termindex.scoring import saturate_array
 
 log = logging.getLogger("vsparta.bench.embedded_quick")
 

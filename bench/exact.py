@@ -1,6 +1,6 @@
 """Exhaustive scoring with scipy: the issue's reference engine and the oracle every engine is checked against.
 
-``score(q, d) = sum_t boost_t * saturate(w_td)`` (``termindex.saturation``): precompute ``saturate(w)``
+``score(q, d) = sum_t boost_t * saturate(w_td)`` (``termindex.scoring``): precompute ``saturate(w)``
 once into a CSC matrix (images x vocabulary), take the query's columns, multiply by the boosts,
 and keep the top k with ``argpartition``. Ties are broken by row ascending (= id ascending),
 like ``TermIndex.search``.
@@ -13,7 +13,7 @@ import scipy.sparse as sp
 
 from vsparta.bench.corpus import Corpus, Query
 from vsparta.bench.invert import invert
-from vsparta.termindex.saturation import saturate, saturate_array
+from vsparta.termindex.scoring import saturate, saturate_array
 
 # Relative slack when deciding whether a returned image "is" in the exact top-k: float32 sums of
 # ~10 terms differ by ~1e-7 relative between engines; quantizing engines differ far more.

@@ -163,8 +163,7 @@ def collect(tokenizer: Any, spec: str, captions: Sequence[Caption]) -> list[Answ
 def judge(answers_: Sequence[Answer], rule: Any) -> tuple[list[list[str]], list[bool], list[bool]]:
     """Under ``rule``: each query's first k ids, whether it answers no match, and whether that
     answer names the words that found nothing."""
-    from vsparta.service.matching import count_words, describe, select
-    from vsparta.service.words import words_of
+    from vsparta.service.matching import count_words, describe, select, words_of
 
     ranked, none, named = [], [], []
     for a in answers_:

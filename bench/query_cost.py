@@ -26,7 +26,7 @@ import scipy.sparse as sp
 
 from vsparta.bench.corpus import Corpus
 from vsparta.bench.hardware import write_result
-from vsparta.termindex.saturation import saturate_array
+from vsparta.termindex.scoring import saturate_array
 
 
 def caption_queries(corpus: Corpus, manifest: Path, tokenize) -> tuple[sp.csr_matrix, np.ndarray]:

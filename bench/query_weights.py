@@ -102,7 +102,7 @@ def markdown(rows: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "",
         "Same trained models, documents and queries; only the query weights differ: `counts` = how "
         "often a token occurs in the query (the paper's rule), `idf` = count x ln(1 + (N - df + 0.5) / "
-        "(df + 0.5)) over the evaluated images (`termindex/idf.py`), `saturated` = 2.2 c / (1.2 + c) "
+        "(df + 0.5)) over the evaluated images (`termindex/scoring.py`), `saturated` = 2.2 c / (1.2 + c) "
         "(`termindex/weightings/saturated.py`). Recall in %; d = the row's weighting minus counts.",
         "",
         "| model | split | images | top-n | terms/img | weights | R@1 | R@5 | R@10 | NDCG@25 "

@@ -28,7 +28,7 @@ from vsparta.model.feature_cache import attach
 from vsparta.model.metrics import caption_relevance, ndcg_at_k, recall_at_k
 from vsparta.model.modeling import VisualSpartaModel
 from vsparta.model.topn import select_top_terms, to_csr
-from vsparta.termindex.saturation import saturate_array
+from vsparta.termindex.scoring import saturate_array
 from vsparta.termindex.weightings.registry import DEFAULT, WEIGHTINGS, weighting_named
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,7 @@ from vsparta.model.stems.registry import build_stem, stem_class
 from vsparta.model.text_init import copy_prefix, load_bert_state
 from vsparta.model.tokenization import load_tokenizer, non_query_ids, query_tokenizer_for, resolve_text_model
 from vsparta.model.topn import csr_to_dicts, select_top_terms, to_csr
-from vsparta.termindex.saturation import saturate_tensor
+from vsparta.termindex.scoring import saturate_tensor
 
 try:  # transformers >= 5 tracks which tensors were initialized through its own init helpers
     from transformers import initialization as _init

@@ -12,18 +12,17 @@ from fastapi.staticfiles import StaticFiles
 
 from vsparta.model.query_tokenizer import QueryTokenizer
 from vsparta.service.docs import add_offline_docs
-from vsparta.service.engines import open_engine
+from vsparta.service.engines import DropClientFailures, OutageLog, client_loggers, open_engine
 from vsparta.service.errors import install_error_handlers
 from vsparta.service.images import Thumbnailer
 from vsparta.service.metrics import ServiceMetrics
 from vsparta.service.middleware import BodyLimitMiddleware, MetricsMiddleware
-from vsparta.service.outage import DropClientFailures, OutageLog, client_loggers
 from vsparta.service.rerankers.base import Reranker
 from vsparta.service.rerankers.registry import reranker_named
 from vsparta.service.routes import STATIC_DIR, build_router
 from vsparta.service.search import SearchPipeline
 from vsparta.service.settings import ServiceSettings
-from vsparta.termindex.saturation import TEXT as SATURATION
+from vsparta.termindex.scoring import TEXT as SATURATION
 from vsparta.termindex.weightings.base import QueryWeighting
 
 log = logging.getLogger(__name__)
@@ -66,7 +65,7 @@ def create_app(
             weighting=settings.query_weights if weighting is None else weighting,
             reranker=reranker_named(settings.reranker) if reranker is None else reranker,
             match=settings.match_rule(),
-            stage=app.state.metrics.stage,
+            stage_latency=app.state.metrics.stage_latency,
         )
         app.state.engine = open_engine(settings.backend, settings.engine_timeout_s, outage)
         app.state.thumbnailer = Thumbnailer(settings.thumbnail_cache_dir, settings.thumbnail_sizes)

@@ -15,8 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from vsparta.service.engines import public_reason
-from vsparta.service.outage import OutageLog
+from vsparta.service.engines import OutageLog, public_reason
 from vsparta.termindex.errors import DocumentNotFound, InvalidInput, TermIndexError
 
 log = logging.getLogger(__name__)

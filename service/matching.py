@@ -4,6 +4,11 @@ A bag-of-words index knows what a dense one cannot: how many images hold each wo
 (``AsyncReader.term_statistics``, the engine's own counts). So an answer can say "no image has
 *dog*", and a result that only shares "a" with the query need not be shown as an answer to it.
 
+Words, not word-pieces: the index speaks WordPiece tokens ("buses" is ``bus`` + ``##es``, a full
+stop is a token of its own). The rule and the answers speak of whole words (``Word``): pieces are
+merged in the order of a text (the query, or an image's captions), and punctuation and special
+tokens are left out (``words_of``).
+
 The rule (its parameters chosen by measurement: ``bench/no_match.py``, docs/no-match.md):
 
 - A query **word** is held by an image when the image holds each of its word-pieces but a plural
@@ -14,7 +19,7 @@ The rule (its parameters chosen by measurement: ``bench/no_match.py``, docs/no-m
 - A word is **common** when at least ``common_share`` of the indexed images hold it: "a" or "photo"
   in nearly every image tells them apart no better than nothing. It still adds to every score
   (explanations add up to the score) but makes no result a match. The others are
-  **informative**, each with its inverse document frequency in the index (``termindex.idf``).
+  **informative**, each with its inverse document frequency in the index (``termindex.scoring``).
 - A result **matches** when it holds an informative word whose evidence, ``log(1 + weight) x idf``
   of its first piece (what the word adds under IDF query weights), is at least ``min_evidence``: a
   word the index holds in many images, such as a count ("five"), needs a heavier weight to tell
@@ -32,11 +37,42 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vsparta.service.words import Word
 from vsparta.termindex import Hit
 from vsparta.termindex.base import TermStatistics
-from vsparta.termindex.idf import idf_array
-from vsparta.termindex.saturation import saturate
+from vsparta.termindex.scoring import idf_array, saturate
+
+CONTINUATION = "##"
+
+
+@dataclass(frozen=True)
+class Word:
+    """A readable word and the vocabulary tokens it is made of."""
+
+    text: str
+    tokens: tuple[str, ...]
+
+
+def readable(word: str) -> bool:
+    """Has a letter or digit and is not a special token such as ``[UNK]``."""
+    special = word.startswith("[") and word.endswith("]")
+    return not special and any(ch.isalnum() for ch in word)
+
+
+def words_of(tokens: Sequence[str]) -> list[Word]:
+    """Merge word-pieces of a text, in text order, into words; drop punctuation and orphans.
+
+    A ``##`` piece with nothing before it cannot be placed in a word, so it is dropped too.
+    """
+    merged: list[tuple[str, list[str]]] = []
+    for token in tokens:
+        if token.startswith(CONTINUATION):
+            if merged:
+                text, pieces = merged[-1]
+                merged[-1] = (text + token[len(CONTINUATION) :], [*pieces, token])
+            continue
+        merged.append((token, [token]))
+    return [Word(text, tuple(pieces)) for text, pieces in merged if readable(text)]
+
 
 # Chosen on the object scenes (docs/no-match.md): see MatchRule.
 COMMON_SHARE = 0.5

@@ -1,14 +1,12 @@
 """Prometheus metrics of one app instance, in its own registry (no process-global state).
 
 Requests are counted by route template (not raw path: ids would explode the label set) and
-status; latency is recorded per request and per stage of a search (tokenize, engine, rerank if any, total).
+status; latency is recorded per request and per stage of a search (tokenize, engine, rerank if any,
+total). The metrics are observed where they happen: requests by ``middleware.MetricsMiddleware``,
+a search's stages by the pipeline (``SearchPipeline.stage``).
 """
 
 from __future__ import annotations
-
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 
@@ -44,18 +42,6 @@ class ServiceMetrics:
         )
         for stage in STAGES:  # export zeros before the first search, so dashboards see the series
             self.stage_latency.labels(stage=stage)
-
-    @contextmanager
-    def stage(self, name: str) -> Iterator[None]:
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.stage_latency.labels(stage=name).observe(time.perf_counter() - start)
-
-    def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
-        self.requests.labels(route=route, method=method, status=str(status)).inc()
-        self.request_latency.labels(route=route, method=method).observe(seconds)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -105,6 +105,8 @@ class MetricsMiddleware:
             template = getattr(route, "path_format", None) or (
                 "/static" if scope["path"].startswith("/static/") else "unmatched"
             )
-            self.metrics.observe_request(
-                template, scope.get("method", ""), status, time.perf_counter() - start
+            method = scope.get("method", "")
+            self.metrics.requests.labels(route=template, method=method, status=str(status)).inc()
+            self.metrics.request_latency.labels(route=template, method=method).observe(
+                time.perf_counter() - start
             )

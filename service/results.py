@@ -1,23 +1,66 @@
 """Turn engine hits into the JSON the API and `vsparta search --json` return (docs/architecture.md section 3).
 
 Engines speak vocabulary ids; people read tokens and words. The mapping back happens here, once,
-so the HTTP service and the command line print the same thing. What a client sees of an image is
-decided here too: ids and URLs, never the server's file paths.
+so the HTTP service and the command line print the same thing.
+
+Words, not word-pieces: a page that shows ``##es`` or ``.`` as a "matched word" explains nothing,
+so results are also described by whole words (``service.matching.Word``, the words the match rule
+is about): a hit's tokens are summed per word of a text (the query, or an image's captions).
+
+What a client sees of an image is decided here too: ids and URLs, never the server's file paths.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 from vsparta.model.query_tokenizer import QueryTokenizer
+from vsparta.service.matching import CONTINUATION, Word, readable, words_of
 from vsparta.service.schemas import SERVER_ONLY_METADATA
-from vsparta.service.words import Word, captions_of, group_by_word, words_of
 from vsparta.termindex import Hit, heaviest_terms
 
 
+# ---- tokens summed per word --------------------------------------------------------------------
+def group_by_word(scored: Iterable[tuple[str, float]], words: Sequence[Word]) -> list[dict[str, Any]]:
+    """``(token, value)`` pairs summed per word, largest first, ties by word.
+
+    A token takes the first word of ``words`` that contains it; a token in none of them stands
+    for itself when it is a readable whole word, and is left out otherwise (``##s``, ``.``).
+    """
+    owner: dict[str, str] = {}
+    for word in words:
+        for token in word.tokens:
+            owner.setdefault(token, word.text)
+    total: dict[str, float] = {}
+    parts: dict[str, list[str]] = {}
+    for token, value in scored:
+        text = owner.get(token)
+        if text is None:
+            if token.startswith(CONTINUATION) or not readable(token):
+                continue
+            text = token
+        total[text] = total.get(text, 0.0) + float(value)
+        parts.setdefault(text, []).append(token)
+    ordered = sorted(total.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [{"word": text, "value": value, "tokens": parts[text]} for text, value in ordered]
+
+
+def captions_of(metadata: Mapping[str, Any]) -> list[str]:
+    """The texts that describe an image: ``caption`` and ``captions`` (the indexer writes both forms)."""
+    texts: list[str] = []
+    caption = metadata.get("caption")
+    if isinstance(caption, str):
+        texts.append(caption)
+    captions = metadata.get("captions")
+    if isinstance(captions, list):
+        texts.extend(c for c in captions if isinstance(c, str))
+    return texts
+
+
+# ---- hits into results --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class ResultView:
     """What one response shows of each image.

@@ -5,6 +5,7 @@ annotations at runtime, and ``SearchRequest`` is a class made inside ``build_rou
 string annotations could not name.
 """
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,15 +15,10 @@ from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
-from vsparta.service.deps import (
-    EngineDep,
-    MetricsDep,
-    PipelineDep,
-    SettingsDep,
-    ThumbnailerDep,
-    TokenizerDep,
-)
-from vsparta.service.images import resolve_image
+from vsparta.model.query_tokenizer import QueryTokenizer
+from vsparta.service.engines import ServiceEngine
+from vsparta.service.images import Thumbnailer, resolve_image
+from vsparta.service.metrics import ServiceMetrics
 from vsparta.service.results import ResultView, image_fields, top_terms
 from vsparta.service.schemas import (
     FIELDS_DESCRIPTION,
@@ -37,10 +33,31 @@ from vsparta.service.schemas import (
     SearchResponse,
     search_request_model,
 )
-from vsparta.service.search import QueryError, SearchQuery
+from vsparta.service.search import QueryError, SearchPipeline, SearchQuery
 from vsparta.service.settings import ServiceSettings
 from vsparta.termindex.base import MAX_ID_LENGTH
 from vsparta.termindex.weightings.registry import WEIGHTINGS, weighting_named
+
+
+def _from_state(attribute: str) -> Callable[[Request], Awaitable[Any]]:
+    """A dependency that answers ``app.state.<attribute>`` (the per-app clients the lifespan made).
+
+    ``async`` on purpose: FastAPI runs a plain ``def`` dependency in its threadpool, a thread hop
+    per dependency per request for a lookup on ``app.state``.
+    """
+
+    async def dependency(request: Request) -> Any:
+        return getattr(request.app.state, attribute)
+
+    return dependency
+
+
+SettingsDep = Annotated[ServiceSettings, Depends(_from_state("settings"))]
+EngineDep = Annotated[ServiceEngine, Depends(_from_state("engine"))]
+TokenizerDep = Annotated[QueryTokenizer, Depends(_from_state("tokenizer"))]
+MetricsDep = Annotated[ServiceMetrics, Depends(_from_state("metrics"))]
+PipelineDep = Annotated[SearchPipeline, Depends(_from_state("pipeline"))]
+ThumbnailerDep = Annotated[Thumbnailer, Depends(_from_state("thumbnailer"))]
 
 STATIC_DIR = Path(__file__).parent / "static"
 

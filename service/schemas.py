@@ -23,7 +23,7 @@ from pydantic import (
 from vsparta.service.rerankers.registry import RERANKERS
 from vsparta.service.settings import ServiceSettings
 from vsparta.termindex.base import MAX_QUERY_WEIGHT
-from vsparta.termindex.saturation import TEXT as SATURATION
+from vsparta.termindex.scoring import TEXT as SATURATION
 from vsparta.termindex.weightings.registry import WEIGHTINGS
 
 SEARCH_EXAMPLES: dict[str, dict[str, Any]] = {

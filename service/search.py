@@ -24,26 +24,34 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 import numpy as np
 
 from vsparta.model.query_tokenizer import QueryTokenizer
 from vsparta.service.images import resolve_image
-from vsparta.service.matching import MatchRule, QueryCounts, count_words, describe, select
+from vsparta.service.matching import MatchRule, QueryCounts, Word, count_words, describe, select, words_of
 from vsparta.service.rerankers.base import Reranker
-from vsparta.service.results import ResultView, caption_words, hit_to_result, image_fields, similar_words
-from vsparta.service.words import Word, words_of
+from vsparta.service.results import (
+    ResultView,
+    caption_words,
+    hit_to_result,
+    image_fields,
+    similar_words,
+)
 from vsparta.termindex import Hit, TermDocument
 from vsparta.termindex.base import TermStatistics, similar_query, without_self
 from vsparta.termindex.reader import AsyncReader
 from vsparta.termindex.weightings.base import QueryWeighting
 from vsparta.termindex.weightings.registry import DEFAULT, weighting_named
+
+if TYPE_CHECKING:
+    from prometheus_client import Histogram
 
 # With the match rule on, the engine is asked for at least this many times the results wanted
 # (a reranker may want more): the rule leaves out the ones that match no informative word, and the
@@ -96,13 +104,6 @@ class SearchOutcome:
     hits: list[Hit]
 
 
-Stage = Callable[[str], AbstractContextManager[Any]]
-
-
-def _no_stage(name: str) -> AbstractContextManager[Any]:
-    return contextlib.nullcontext()
-
-
 def apply_weighting(
     rule: QueryWeighting, counts: Mapping[int, float], stats: TermStatistics | None
 ) -> dict[int, float]:
@@ -136,14 +137,20 @@ class SearchPipeline:
         weighting: QueryWeighting | str = DEFAULT,
         reranker: Reranker | None = None,
         match: MatchRule | None = None,
-        stage: Stage = _no_stage,
+        stage_latency: Histogram | None = None,
     ) -> None:
         self.tokenizer = tokenizer
         self.image_roots = list(image_roots)
         self.weighting = weighting_named(weighting) if isinstance(weighting, str) else weighting
         self.reranker = reranker
         self.match = match or MatchRule()
-        self.stage = stage
+        self.stage_latency = stage_latency
+
+    def stage(self, name: str) -> AbstractContextManager[Any]:
+        """Times one stage into ``stage_latency`` (the service's ``ServiceMetrics``), if given."""
+        if self.stage_latency is None:
+            return contextlib.nullcontext()
+        return self.stage_latency.labels(stage=name).time()
 
     # ---- tokenize and weight -----------------------------------------------------------------
     async def weigh(self, query: SearchQuery, engine: AsyncReader) -> WeightedQuery:

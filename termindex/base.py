@@ -6,8 +6,9 @@ explicit weight). The score is the paper's Eq. 15 with repeated tokens counted:
 
     score(q, d) = sum over t in q of boost_t * saturate(w_{t,d}),   saturate(w) = log(1 + w)
 
-(``termindex.saturation``, the one home of that function), which is exactly a ``bool.should`` of
-Elasticsearch ``rank_feature`` clauses (``saturation.engine_clause``).
+(``termindex.scoring``, the one home of that function and of the largest query weight,
+``MAX_QUERY_WEIGHT``), which is exactly a ``bool.should`` of Elasticsearch ``rank_feature``
+clauses (``scoring.engine_clause``).
 """
 
 from __future__ import annotations
@@ -22,15 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vsparta.termindex.errors import InvalidDocument, InvalidInput, InvalidQuery
-from vsparta.termindex.saturation import saturate
+from vsparta.termindex.scoring import MAX_QUERY_WEIGHT, saturate
 
 # Ids travel in URLs, file names of failure reports and ES _id: keep them printable and bounded.
 MAX_ID_LENGTH = 512
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-# The largest weight one query term may carry (a repeat count or an explicit ``terms`` weight).
-# Engines are exact up to it; beyond it float32 sums overflow, so requests are refused instead.
-MAX_QUERY_WEIGHT = 1000.0
 
 
 def heaviest_terms(terms: Mapping[int, float], n: int | None = None) -> list[tuple[int, float]]:
@@ -74,7 +71,7 @@ class TermStatistics:
     """What an index knows about some terms: ``n_docs`` documents, ``df[t]`` of them hold term t.
 
     ``version`` names the state the numbers come from (an index version, a segment set), so a
-    cache can tell when they went stale. Query-side IDF weights are built from it (``termindex.idf``).
+    cache can tell when they went stale. Query-side IDF weights are built from it (``termindex.scoring``).
     """
 
     n_docs: int
@@ -245,7 +242,7 @@ class TermIndex(ABC):
 
     def term_statistics(self, term_ids: Iterable[int]) -> TermStatistics:
         """How many documents the index holds, and how many hold each of ``term_ids``: the engine's
-        own statistics, for query-side IDF weights (``termindex.idf``)."""
+        own statistics, for query-side IDF weights (``termindex.scoring``)."""
         raise NotImplementedError(f"{type(self).__name__} keeps no term statistics")
 
     def warmup(self) -> None:  # noqa: B027 - optional hook

@@ -20,7 +20,7 @@ import numpy as np
 from vsparta.termindex.base import Hit, TermDocument, validate_weights
 from vsparta.termindex.elastic.text import round_like_elasticsearch
 from vsparta.termindex.embedded.weights import FLOAT16_MAX, FLOAT16_MIN_POSITIVE, round_like_embedded
-from vsparta.termindex.saturation import saturate_array
+from vsparta.termindex.scoring import saturate_array
 
 __all__ = [
     "FLOAT16_MAX",

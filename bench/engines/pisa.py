@@ -24,7 +24,7 @@ from vsparta.bench.corpus import Corpus, Query
 from vsparta.bench.engines.base import Adapter, Skip, dir_bytes
 from vsparta.bench.invert import invert
 from vsparta.bench.quiet import native_output_silenced
-from vsparta.termindex.saturation import saturate_array
+from vsparta.termindex.scoring import saturate_array
 
 QUANT_LEVELS = 255
 

@@ -16,7 +16,7 @@ import numpy as np
 from vsparta.bench.corpus import Corpus, Query
 from vsparta.bench.engines.base import Adapter, Skip, dir_bytes
 from vsparta.bench.quiet import native_output_silenced
-from vsparta.termindex.saturation import saturate_array
+from vsparta.termindex.scoring import saturate_array
 
 
 def write_seismic_bin(corpus: Corpus, path: Path, chunk: int = 4096) -> None:

@@ -40,7 +40,7 @@ from vsparta.termindex.base import (
 from vsparta.termindex.elastic.spec import node_urls
 from vsparta.termindex.elastic.text import round_like_elasticsearch
 from vsparta.termindex.errors import EngineUnavailable, InvalidDocument
-from vsparta.termindex.saturation import engine_clause, saturate
+from vsparta.termindex.scoring import engine_clause, saturate
 
 # Lucene's FeatureField takes positive *normal* float32 values only.
 MIN_FEATURE_VALUE = 1.17549435e-38

@@ -48,6 +48,7 @@ from vsparta.termindex.elastic.common import (
 from vsparta.termindex.elastic.index_async import AsyncElasticsearchIndex
 from vsparta.termindex.elastic.loading import BulkLoading
 from vsparta.termindex.elastic.reads import ReadSteps, Steps, run_sync
+from vsparta.termindex.elastic.statistics import StatisticsCache
 from vsparta.termindex.elastic.translate import errors
 from vsparta.termindex.elastic.transport import CheckedClient
 from vsparta.termindex.elastic.versions import IndexVersion, Reindex, VersionedAlias
@@ -57,7 +58,6 @@ from vsparta.termindex.errors import (
     TermIndexError,
     WrongBackend,
 )
-from vsparta.termindex.idf import StatisticsCache
 
 __all__ = ["AsyncElasticsearchIndex", "ElasticsearchIndex", "IndexVersion", "Reindex"]
 

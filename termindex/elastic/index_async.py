@@ -20,11 +20,11 @@ from vsparta.termindex.elastic.common import (
     validate_alias,
 )
 from vsparta.termindex.elastic.reads import ReadSteps, Steps, run_async
+from vsparta.termindex.elastic.statistics import StatisticsCache
 from vsparta.termindex.elastic.translate import errors
 from vsparta.termindex.elastic.transport import AsyncCheckedClient
 from vsparta.termindex.elastic.versions import missing_index
 from vsparta.termindex.errors import IndexNotFound, TermIndexError, WrongBackend
-from vsparta.termindex.idf import StatisticsCache
 from vsparta.termindex.reader import AsyncReader, Capability
 
 __all__ = ["AsyncElasticsearchIndex"]

@@ -25,10 +25,9 @@ from vsparta.termindex.elastic.common import (
     search_body,
     without_metadata,
 )
-from vsparta.termindex.elastic.statistics import parse_statistics, statistics_body
+from vsparta.termindex.elastic.statistics import StatisticsCache, parse_statistics, statistics_body
 from vsparta.termindex.elastic.translate import errors
 from vsparta.termindex.errors import DocumentNotFound, InvalidQuery, TermIndexError
-from vsparta.termindex.idf import StatisticsCache
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

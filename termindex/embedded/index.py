@@ -12,7 +12,7 @@ Design (format details in ``embedded.format``):
 - Weights are stored as half floats (``embedded.weights.round_like_embedded``); scores are exact for the
   stored weights. Candidates come from summing 8-bit quantized upper bounds of saturate(w) in
   float32 (1 byte per document for frequent terms); every document that could still be in the
-  top k by a proven margin is rescored in float64 (ascending term id, ``saturation.saturate_array``, as the
+  top k by a proven margin is rescored in float64 (ascending term id, ``scoring.saturate_array``, as the
   oracle does), ties broken by id ascending. Call ``warmup()`` at service start: the kernels
   compile on first use (cached on disk by numba afterwards). Search: ``embedded.search``.
 - Merges follow a tiered policy (``embedded.policy``): write amplification ~ log10(N).

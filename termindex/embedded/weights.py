@@ -2,7 +2,7 @@
 
 A weight is stored as an IEEE half float (``round_like_embedded``; the test oracle imports it
 from here to score what the engine stores). A query adds ``boost * saturate(w)``
-(``termindex.saturation``); the tables below give that contribution for every half-float bit
+(``termindex.scoring``); the tables below give that contribution for every half-float bit
 pattern (float32 for upper bounds, float64 = ``saturate_array`` itself for exact rescoring) and
 its 8-bit quantized upper bound.
 """
@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from vsparta.termindex.saturation import saturate_array
+from vsparta.termindex.scoring import saturate_array
 
 FLOAT16_MAX = float(np.finfo(np.float16).max)  # 65504
 FLOAT16_MIN_POSITIVE = float(np.float16(2.0**-24))  # smallest subnormal half float

@@ -1,10 +1,10 @@
-"""``idf``: count x the token's inverse document frequency in the index searched (``termindex.idf``)."""
+"""``idf``: count x the token's inverse document frequency in the index searched (``termindex.scoring``)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from vsparta.termindex.idf import weigh_counts
+from vsparta.termindex.scoring import weigh_counts
 from vsparta.termindex.weightings.base import QueryWeighting
 
 

@@ -16,8 +16,7 @@ from vsparta.model.evaluate import (
     sparse_scores,
     weighted_queries,
 )
-from vsparta.termindex.base import TermStatistics
-from vsparta.termindex.idf import idf_weights
+from vsparta.termindex.scoring import idf_weights
 
 
 def test_sparse_scores_are_sums_of_count_times_log1p() -> None:
@@ -69,7 +68,7 @@ def test_idf_query_weights_are_the_services_over_the_evaluated_images() -> None:
     saturated = weighted_queries(qmat, terms, "saturated")  # "5" twice: (1.2 + 1) 2 / (1.2 + 2)
     assert {int(t): float(saturated[0, t]) for t in (5, 2, 7)} == {5: 1.375, 2: 1.0, 7: 1.0}
     idf = weighted_queries(qmat, terms, "idf")
-    service = idf_weights({5: 2.0, 2: 1.0, 7: 1.0}, TermStatistics(3, {5: 1, 2: 2, 7: 0}))
+    service = idf_weights({5: 2.0, 2: 1.0, 7: 1.0}, {5: 1, 2: 2, 7: 0}, 3)
     assert {int(t): float(idf[0, t]) for t in (5, 2, 7)} == service
     scores = sparse_scores(terms, idf)
     expected = service[5] * math.log1p(3.0) + service[2] * math.log1p(1.0)

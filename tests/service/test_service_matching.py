@@ -7,8 +7,7 @@ here; the engines' own answers are in ``test_service_no_match.py``.
 
 from __future__ import annotations
 
-from vsparta.service.matching import MatchRule, count_words, describe, is_match, select
-from vsparta.service.words import words_of
+from vsparta.service.matching import MatchRule, count_words, describe, is_match, select, words_of
 from vsparta.termindex import Hit
 from vsparta.termindex.base import TermStatistics
 

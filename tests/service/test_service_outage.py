@@ -25,7 +25,7 @@ from fastapi.testclient import TestClient
 from service_testdata import Corpus, TcpProxy, running_server, serve_args
 
 from vsparta.service.app import create_app
-from vsparta.service.outage import OutageLog
+from vsparta.service.engines import OutageLog
 from vsparta.service.settings import ServiceSettings
 
 

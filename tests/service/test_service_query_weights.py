@@ -18,8 +18,7 @@ from service_testdata import Corpus, expected_ranking
 
 from vsparta.service.app import create_app
 from vsparta.service.settings import ServiceSettings
-from vsparta.termindex.base import TermStatistics
-from vsparta.termindex.idf import idf_weights
+from vsparta.termindex.scoring import idf_weights
 from vsparta.termindex.weightings.registry import WEIGHTINGS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,7 +32,7 @@ def reference_weights(corpus: Corpus, text: str) -> dict[int, float]:
     for i in ids:
         counts[i] = counts.get(i, 0.0) + 1.0
     df = {t: sum(1 for d in corpus.docs if t in d.weights) for t in counts}
-    return idf_weights(counts, TermStatistics(len(corpus.docs), df))
+    return idf_weights(counts, df, len(corpus.docs))
 
 
 def test_idf_weights_rank_explain_and_say_so(

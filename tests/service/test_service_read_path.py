@@ -94,21 +94,16 @@ def test_similar_of_an_image_that_is_not_there_is_one_get(
 # section 3 lists them. The chain the request and the answer pass along is routes -> search ->
 # engines -> reader -> (engine) -> search -> results; the rest are helpers asked on the way.
 SEARCH_PATH = {
-    "service/routes.py",  # the route
-    "service/deps.py",  # its dependencies (the pipeline, the engine)
+    "service/routes.py",  # the route and its dependencies (the pipeline, the engine)
     "service/schemas.py",  # the request body's checks
-    "service/search.py",  # the pipeline
+    "service/search.py",  # the pipeline (its stages timed into the service's metrics)
     "model/query_tokenizer.py",  # tokenize
     "termindex/weightings/counts.py",  # the default weighting
-    "service/engines.py",  # the timeout wrapper
-    "service/outage.py",  # its outage log (a success ends an outage)
+    "service/engines.py",  # the timeout wrapper and its outage log (a success ends an outage)
     "termindex/reader.py",  # the embedded engine's reader (threads)
     "service/matching.py",  # the match rule
-    "termindex/idf.py",  # a word's idf (the rule's evidence)
-    "termindex/saturation.py",  # log(1 + w) (the rule's evidence)
-    "service/words.py",  # word-pieces into words
-    "service/results.py",  # hits into the response
-    "service/metrics.py",  # the stage timer
+    "termindex/scoring.py",  # a word's idf and log(1 + w) (the rule's evidence)
+    "service/results.py",  # hits into the response, word-pieces into words
 }
 
 

@@ -9,7 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 from service_testdata import Corpus, expected_ranking
 
-from vsparta.service.words import Word, group_by_word, words_of
+from vsparta.service.matching import Word, words_of
+from vsparta.service.results import group_by_word
 from vsparta.termindex import MAX_QUERY_WEIGHT
 
 

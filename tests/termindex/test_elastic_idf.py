@@ -21,9 +21,9 @@ from elastic_testkit import (
 
 from vsparta.termindex.base import TermDocument
 from vsparta.termindex.embedded.index import EmbeddedIndex
-from vsparta.termindex.idf import idf_weights
 from vsparta.termindex.oracle import BruteForceOracle, round_like_elasticsearch
 from vsparta.termindex.registry import engine, parse_spec
+from vsparta.termindex.scoring import idf_weights
 
 pytestmark = pytest.mark.elasticsearch
 
@@ -78,7 +78,8 @@ def test_idf_top10_matches_the_oracle_and_explanations_add_up(corpus) -> None:
     queries = random_queries(120, VOCAB, seed=22)
     for counts in queries:
         counts = {t: float(max(1, round(c))) for t, c in counts.items()}
-        q = idf_weights(counts, index.term_statistics(counts))
+        stats = index.term_statistics(counts)
+        q = idf_weights(counts, stats.df, stats.n_docs)
         hits = index.search(q, k=10, explain=True)
         exact += check_es_top_k(hits, oracle, q, 10)[0]
         for h in hits:
@@ -109,7 +110,9 @@ def test_async_handle_and_embedded_engine_give_the_same_weights(corpus, search_s
     local = embedded.term_statistics(ids)
     assert (local.n_docs, dict(local.df)) == (sync_stats.n_docs, dict(sync_stats.df))
     counts = {t: 1.0 for t in ids[:5]}
-    assert idf_weights(counts, local) == idf_weights(counts, sync_stats)
+    assert idf_weights(counts, local.df, local.n_docs) == idf_weights(
+        counts, sync_stats.df, sync_stats.n_docs
+    )
 
 
 def test_a_new_version_behind_the_alias_empties_the_cache(search_server: SearchServer) -> None:

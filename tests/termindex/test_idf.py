@@ -1,4 +1,4 @@
-"""Query-side IDF weights (``termindex.idf``): the rule, the cache, and the embedded engine's
+"""Query-side IDF weights (``termindex.scoring``): the rule, the cache, and the embedded engine's
 statistics and scores with IDF weights (parity with the oracle, explanations that add up)."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from vsparta.termindex.base import MAX_QUERY_WEIGHT, TermDocument, TermStatistics
+from vsparta.termindex.elastic.statistics import StatisticsCache
 from vsparta.termindex.embedded.index import EmbeddedIndex
 from vsparta.termindex.errors import InvalidQuery
-from vsparta.termindex.idf import StatisticsCache, idf_array, idf_weights, weigh_counts
 from vsparta.termindex.oracle import BruteForceOracle, random_documents, random_queries, round_like_embedded
+from vsparta.termindex.scoring import idf_array, idf_weights, weigh_counts
 
 VOCAB = 500
 
@@ -39,7 +40,7 @@ def test_idf_is_bm25s_and_always_positive() -> None:
 
 def test_weights_are_count_times_idf_as_float32_within_the_query_bound() -> None:
     stats = TermStatistics(300, {1: 300, 2: 10})
-    w = idf_weights({1: 1.0, 2: 2.0, 3: 1.0}, stats)
+    w = idf_weights({1: 1.0, 2: 2.0, 3: 1.0}, stats.df, stats.n_docs)
     assert w[2] == float(np.float32(2.0 * idf_array(10, 300)))
     assert w[3] == float(np.float32(idf_array(0, 300)))  # a term the index lacks
     assert 0 < w[1] < 0.01 < w[3] < w[2]
@@ -117,7 +118,8 @@ def test_embedded_top10_with_idf_weights_matches_the_oracle(index: EmbeddedIndex
     checked = 0
     for counts in random_queries(150, vocab_size=VOCAB, seed=4):
         counts = {t: float(max(1, round(c))) for t, c in counts.items()}
-        q = idf_weights(counts, index.term_statistics(counts))
+        stats = index.term_statistics(counts)
+        q = idf_weights(counts, stats.df, stats.n_docs)
         assert any(v != int(v) for v in q.values())
         got = index.search(q, k=10, explain=True)
         assert [(h.id, h.score) for h in got] == [(h.id, h.score) for h in oracle.search(q, k=10)]
