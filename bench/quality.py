@@ -70,6 +70,8 @@ def _floats(text: str) -> list[float]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from vsparta.model.augment import Augmentation, zoom_range  # torch-free (PIL, numpy)
+
     parser.add_argument("--quick", action="store_true", help="CPU-sized run (tiny model, few hundred scenes)")
     for name in ("train", "val", "test", "size", "epochs", "batch_size"):
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, help=f"default: full {FULL[name]}")
@@ -98,6 +100,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     recipe.add_argument("--stem-lr", type=float, help="rate of a pretrained stem that is fine-tuned")
     recipe.add_argument("--fine-tune-stem", action="store_true", help="train a pretrained stem too")
     recipe.add_argument("--augment-views", type=int, default=1, help="fixed views per training image")
+    recipe.add_argument(
+        "--augment-scale", type=zoom_range, default=Augmentation.scale, metavar="LOW,HIGH",
+        help="the augmented views' zoom range (model.augment)",
+    )  # fmt: skip
     parser.add_argument(
         "--groups",
         default="",
@@ -224,10 +230,13 @@ def train_variant(
     v: Variant, s: dict[str, Any], manifests: dict[str, Path], args: argparse.Namespace, work: Path
 ) -> dict[str, Any]:
     """Every rate of the sweep with early stopping; returns the best (by validation R@1+R@5+R@10)."""
+    from vsparta.model.augment import Augmentation
     from vsparta.model.train import TrainOptions, train
 
     # runs resume from their folder: two recipes (say tiny and MiniLM) at one rate must not share one
     options = [args.pretrained_lr, args.stem_lr, args.fine_tune_stem, args.augment_views]
+    if tuple(args.augment_scale) != Augmentation.scale:  # runs of the default range keep their folders
+        options.append(list(args.augment_scale))
     recipe = hashlib.sha1(
         json.dumps([s["config"], s["init"], s["batch_size"], str(manifests["train"]), *options]).encode()
     ).hexdigest()[:8]
@@ -251,6 +260,7 @@ def train_variant(
             pretrained_lr=args.pretrained_lr,
             stem_lr=args.stem_lr,
             augment_views=args.augment_views,
+            augment_scale=tuple(args.augment_scale),
             feature_cache=str(_features_folder(manifests["train"], s, args, "")),
             seed=args.seed,
             device=args.device,
@@ -279,7 +289,7 @@ def train_variant(
 
 def _recipe(args: argparse.Namespace) -> dict[str, Any]:
     """The recipe options of a run, as its settings record them (the report names them)."""
-    keys = ("pretrained_lr", "stem_lr", "fine_tune_stem", "augment_views")
+    keys = ("pretrained_lr", "stem_lr", "fine_tune_stem", "augment_views", "augment_scale")
     return {k: getattr(args, k) for k in keys}
 
 

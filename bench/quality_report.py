@@ -59,9 +59,12 @@ def _config_name(config: str) -> str:
 
 
 def _views(s: dict[str, Any]) -> str:
-    """ ", 2 views" for a run that trained on augmented views (runs from before say nothing)."""
+    """ ", 2 views" for a run that trained on augmented views (runs from before say nothing), with
+    the zoom range when it is not the default."""
     views = s.get("augment_views") or 1
-    return f", {views} views" if views > 1 else ""
+    scale = s.get("augment_scale")  # runs from before, or of the default range (0.7-1.3), say nothing
+    zoom = f" zoomed {scale[0]:g}-{scale[1]:g}x" if scale and list(scale) != [0.7, 1.3] else ""
+    return f", {views} views{zoom}" if views > 1 else ""
 
 
 def _recipe_notes(config: str) -> str:

@@ -15,6 +15,7 @@ captions say "left of". Torch-free (PIL and numpy), like the rest of preprocessi
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -60,6 +61,17 @@ class Augmentation:
             1 + float(rng.uniform(-self.brightness, self.brightness))
         )
         return ImageEnhance.Contrast(image).enhance(1 + float(rng.uniform(-self.contrast, self.contrast)))
+
+
+def zoom_range(text: str) -> tuple[float, float]:
+    """``--augment-scale LOW,HIGH`` as a range ``0 < LOW <= HIGH`` (argparse says what is wrong)."""
+    try:
+        low, high = (float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LOW,HIGH such as 0.7,1.3, got {text!r}") from None
+    if not 0 < low <= high < float("inf"):
+        raise argparse.ArgumentTypeError(f"the zoom range needs 0 < LOW <= HIGH, got {text!r}")
+    return low, high
 
 
 def _zoom(image: Image.Image, scale: float, rng: np.random.Generator, fill: tuple[int, ...]) -> Image.Image:

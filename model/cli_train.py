@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from vsparta.core.progress import quiet_library_bars
+from vsparta.model.augment import Augmentation, zoom_range
 from vsparta.model.configuration import DEFAULT_TEXT_MODEL, PRESETS
 from vsparta.model.resolve import existing_dir, existing_path
 
@@ -98,6 +99,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default 1: none)",
     )
     parser.add_argument(
+        "--augment-scale",
+        type=zoom_range,
+        default=Augmentation.scale,
+        metavar="LOW,HIGH",
+        help="the augmented views' zoom range: < 1 shrinks the picture onto a flat colour, > 1 crops in "
+        f"(default {Augmentation.scale[0]:g},{Augmentation.scale[1]:g})",
+    )
+    parser.add_argument(
         "--feature-cache",
         help="folder of a frozen stem's cached regions (default: OUT/feature-cache; rebuilt when stale)",
     )
@@ -168,6 +177,7 @@ def run(args: argparse.Namespace) -> int:
         pretrained_lr=args.pretrained_lr,
         stem_lr=args.stem_lr,
         augment_views=args.augment_views,
+        augment_scale=args.augment_scale,
         feature_cache=args.feature_cache,
         warmup=args.warmup,
         captions_per_image=args.captions_per_image,

@@ -59,6 +59,7 @@ class TrainOptions:
     pretrained_lr: float | None = None  # parts copied from a text model (None: lr)
     stem_lr: float | None = None  # a pretrained stem that is fine-tuned (None: pretrained_lr)
     augment_views: int = 1  # fixed views per training image (model.augment); 1 = no augmentation
+    augment_scale: tuple[float, float] = Augmentation.scale  # the views' zoom range (model.augment)
     feature_cache: str | None = None  # a frozen stem's region cache (default OUT/feature-cache)
     warmup: float = 0.1  # fraction of all steps with a linear warm-up
     weight_decay: float = 0.0
@@ -156,7 +157,7 @@ def train(opts: TrainOptions) -> TrainResult:
         raise ValueError("need epochs >= 1, batch_size >= 2, lr > 0, captions_per_image >= 1")
     if any(r is not None and r <= 0 for r in (opts.pretrained_lr, opts.stem_lr)):
         raise ValueError("learning rates must be > 0")
-    augmentation = Augmentation(views=opts.augment_views, seed=opts.seed)
+    augmentation = Augmentation(views=opts.augment_views, scale=tuple(opts.augment_scale), seed=opts.seed)
     t0 = time.perf_counter()
     out = Path(opts.out)
     device = resolve_device(opts.device)
