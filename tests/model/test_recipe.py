@@ -100,3 +100,27 @@ def test_views_are_fixed_and_view_zero_is_the_image() -> None:
     assert Augmentation(views=1).view(image, 7, 3) is image
     with pytest.raises(ValueError, match="views must be >= 1"):
         Augmentation(views=0)
+
+
+def test_the_zoom_range_sets_how_far_views_crop_in_or_shrink() -> None:
+    from PIL import Image
+
+    red = Image.new("RGB", (64, 64), (220, 20, 20))
+
+    def red_share(scale: tuple[float, float]) -> float:
+        aug = Augmentation(views=2, scale=scale, rotation=0.0, brightness=0.0, contrast=0.0)
+        pixels = np.asarray(aug.view(red, 5, 1)).astype(int)
+        return float((np.abs(pixels - (220, 20, 20)).sum(axis=2) < 30).mean())
+
+    assert red_share((2.0, 2.0)) == 1.0  # a crop of the picture fills the frame
+    assert red_share((0.5, 0.5)) == pytest.approx(0.25, abs=0.02)  # the picture shrunk onto a flat colour
+
+
+def test_a_bad_zoom_range_is_one_sentence_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    from vsparta.cli import main
+
+    for bad, says in (("2,1", "0 < LOW <= HIGH"), ("0.5", "expected LOW,HIGH"), ("0,1", "0 < LOW")):
+        with pytest.raises(SystemExit) as exit_:
+            main(["train", "--augment-scale", bad, "--manifest", "m.jsonl", "--out", "o"])
+        assert exit_.value.code == 2
+        assert says in capsys.readouterr().err
