@@ -28,26 +28,12 @@ from vsparta.termindex.plugin import Engine
 from vsparta.termindex.reader import AsyncReader, Capability
 
 log = logging.getLogger(__name__)
-# The outage lines keep the logger README names for them (they had a module of their own before).
+# The outage lines have a logger of their own, the name README gives operators to filter them by.
 outage_log = logging.getLogger("vsparta.service.outage")
 T = TypeVar("T")
 
 
 # ---- the outage log ----------------------------------------------------------------------------
-# Log an engine outage in a bounded volume, however many clients keep asking.
-#
-# While the engine is down every request fails the same way. One line per failed request made
-# ~1 MB of log in 10 s from 8 clients; a long outage filled disks. The log now gets:
-#
-# - the first failure of an outage, with its reason (the traceback only at DEBUG, i.e. ``-v``);
-# - at most one summary line per interval: "search engine unreachable: 3,815 requests answered
-#   503 in the last 10 s" (written when the next failure comes after the interval ended);
-# - one line when it recovers, with the outage's length and count.
-#
-# An outage that starts within an interval of the last recovery line (a flapping engine) is not
-# announced again: its failures go into the next summary or recovery line. So at most three lines
-# per interval, each at most ``MAX_REASON_CHARS`` of reason: under 10 KB per minute for any number
-# of clients (``tests/service/test_service_outage.py`` counts the bytes).
 
 
 def client_loggers() -> list[logging.Logger]:
@@ -71,9 +57,23 @@ def _reason(exc: BaseException) -> str:
 
 
 class OutageLog:
-    """Outage state of one engine (per app: two apps in one process log independently).
+    """Log an engine outage in a bounded volume, however many clients keep asking.
 
-    Called from the event loop only (error handlers, readiness), so it needs no lock.
+    While the engine is down every request fails the same way. One line per failed request made
+    ~1 MB of log in 10 s from 8 clients; a long outage filled disks. The log now gets:
+
+    - the first failure of an outage, with its reason (the traceback only at DEBUG, i.e. ``-v``);
+    - at most one summary line per interval: "search engine unreachable: 3,815 requests answered
+      503 in the last 10 s" (written when the next failure comes after the interval ended);
+    - one line when it recovers, with the outage's length and count.
+
+    An outage that starts within an interval of the last recovery line (a flapping engine) is not
+    announced again: its failures go into the next summary or recovery line. So at most three lines
+    per interval, each at most ``MAX_REASON_CHARS`` of reason: under 10 KB per minute for any number
+    of clients (``tests/service/test_service_outage.py`` counts the bytes).
+
+    Outage state of one engine (per app: two apps in one process log independently). Called from
+    the event loop only (error handlers, readiness), so it needs no lock.
     """
 
     def __init__(
