@@ -48,11 +48,18 @@ _NOTES = {
 
 
 def _config_name(config: str) -> str:
-    """A preset's name, or what a JSON ``--config`` sets of the stem and the transformer's depth."""
+    """A preset's name (also for a JSON ``--config``, inline or a file, that has exactly a preset's
+    values), or what the JSON sets of the stem and the transformer's depth."""
+    from vsparta.model.configuration import PRESETS
+
     try:
-        values = json.loads(config)
-    except (TypeError, ValueError):
+        text = Path(config).read_text(encoding="utf-8") if config.endswith(".json") else config
+        values = json.loads(text)
+    except (TypeError, ValueError, OSError):
         return config
+    same = [name for name, preset in PRESETS.items() if preset == values]
+    if same:
+        return same[0]
     name = f"{values.get('stem', 'patch')} stem"
     name += f" at {values['image_size']} px" if "image_size" in values else ""
     return name + (f", {values['num_hidden_layers']} layers" if "num_hidden_layers" in values else "")

@@ -159,3 +159,17 @@ def test_merged_rows_name_the_recipe_options_a_variant_name_does_not_show() -> N
     assert _recipe_notes(frozen) == ", frozen word embeddings"
     assert _recipe_notes(dense) == ", mean pooling, cosine"
     assert _recipe_notes("tiny") == _recipe_notes(json.dumps({"pooling": "cls"})) == ""
+
+
+def test_merged_rows_name_a_json_config_by_the_preset_it_equals(tmp_path: Path) -> None:
+    from vsparta.bench.quality_report import _config_name, _views
+    from vsparta.model.configuration import PRESETS
+
+    file = tmp_path / "lite0-320.json"
+    file.write_text(json.dumps(PRESETS["lite0-320"]))
+    assert _config_name(str(file)) == _config_name(json.dumps(PRESETS["lite0-320"])) == "lite0-320"
+    assert _config_name(json.dumps({**PRESETS["lite0"], "image_size": 288})) == (
+        "efficientnet_lite0 stem at 288 px, 2 layers"
+    )
+    assert _views({"augment_views": 2, "augment_scale": [0.5, 1.8]}) == ", 2 views zoomed 0.5-1.8x"
+    assert _views({"augment_views": 2, "augment_scale": [0.7, 1.3]}) == _views({"augment_views": 2})
