@@ -17,6 +17,7 @@ from all of them.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -210,7 +211,12 @@ def test_the_soak_holds_the_index_to_the_oracle_under_random_faults(
         result["events"],
     )
     statuses = result["answers"]["statuses"]
-    assert set(statuses) <= {"200", "503"} and result["answers"]["mismatched"] == 0, result["answers"]
+    # the whole answer report as text (pytest shortens a dict's repr): the mismatch examples say
+    # which query, which hits and when, against the events above
+    assert set(statuses) <= {"200", "503"} and result["answers"]["mismatched"] == 0, (
+        json.dumps(result["answers"]),
+        json.dumps(result["events"]),
+    )
     index = result["index"]
     assert index["lost"] == index["duplicated"] == index["wrong_weights"] == 0, index
     assert index["found"] == index["expected"] == index["count"]
