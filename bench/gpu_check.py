@@ -253,6 +253,11 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="gpu-check-"))
     steps = plan(args.dry_run, out, work)
+    if args.steps:  # a rerun of the steps that failed, within what device time is left
+        unknown = set(args.steps) - {s.name for s in steps}
+        if unknown:
+            raise SystemExit(f"gpu-check: no step {sorted(unknown)}; the steps: {[s.name for s in steps]}")
+        steps = [s for s in steps if s.name in args.steps]
     try:
         with open(out / "gpu-check.log", "a", encoding="utf-8") as log_file:
             for step in steps:
@@ -300,6 +305,9 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, default=Path("gpu-check-out"), help="results folder unless $OUT is set"
     )
     go.add_argument("--dry-run", action="store_true", help="the same steps at toy sizes (CPU)")
+    go.add_argument(
+        "--steps", type=lambda text: text.split(","), help="only these steps (comma-separated names)"
+    )
     go.add_argument("--budget", type=float, default=COMMAND_LIMIT - 30, help="seconds for all steps together")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

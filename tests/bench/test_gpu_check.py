@@ -174,3 +174,8 @@ def test_dry_run_runs_every_step_and_reports(tmp_path: Path) -> None:
     assert rows and all("terms_per_image" in row and row["recall"] for row in rows)
     assert all(v.startswith("not measured") for k, v in report["targets"].items() if "600" not in k)
     assert "target images_per_s >= 2000: not measured" in done.stdout
+
+
+def test_a_rerun_names_its_steps_and_an_unknown_step_is_one_sentence(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match=r"no step \['gpu-test'\]; the steps: \['gpu-tests'"):
+        gpu_check.main(["run", "--dry-run", "--out", str(tmp_path), "--steps", "gpu-test"])
