@@ -95,10 +95,18 @@ def write_file(path: Path, data: bytes | np.ndarray) -> None:
         os.fsync(f.fileno())
 
 
+def read_only(array: np.ndarray) -> np.ndarray:
+    """Every array a segment hands the kernels is read-only, memory-mapped or not: numba compiles
+    one version of a kernel per argument type, and writability is part of the type (an index
+    with no split run or no deletion would otherwise compile its own, mid-job or at a first query)."""
+    array.flags.writeable = False
+    return array
+
+
 def map_array(path: Path, dtype: str) -> np.ndarray:
     """Memory-map a raw array read-only (an empty file gives an empty array: mmap refuses size 0)."""
     if path.stat().st_size == 0:
-        return np.zeros(0, dtype=dtype)
+        return read_only(np.zeros(0, dtype=dtype))
     return np.asarray(np.memmap(path, dtype=dtype, mode="r"))
 
 
@@ -240,7 +248,7 @@ class Segment:
     id_order: np.ndarray
     meta_bytes: np.ndarray
     meta_offsets: np.ndarray
-    deleted: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
+    deleted: np.ndarray = field(default_factory=lambda: read_only(np.zeros(0, np.uint8)))
     deletes_file: str | None = None
 
     @classmethod
@@ -265,7 +273,7 @@ class Segment:
         if deletes_file == self.deletes_file and len(self.deleted) == self.n_docs:
             return self
         if deletes_file is None:
-            deleted = np.zeros(self.n_docs, dtype=np.uint8)
+            deleted = read_only(np.zeros(self.n_docs, dtype=np.uint8))
         else:
             deleted = map_array(self.path / deletes_file, "u1")
         return dataclasses.replace(self, deleted=deleted, deletes_file=deletes_file)

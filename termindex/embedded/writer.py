@@ -201,5 +201,5 @@ def tombstone(manifest: dict[str, Any], segments: list[Segment], ids: list[str])
         fname = f"deletes-g{gen:08d}.u8"
         fmt.write_file(seg.path / fname, deleted)
         manifest["bytes_written"] = manifest.get("bytes_written", 0) + len(deleted)
-        segments[n] = replace(seg, deleted=deleted, deletes_file=fname)
+        segments[n] = replace(seg, deleted=fmt.read_only(deleted), deletes_file=fname)
     return existed

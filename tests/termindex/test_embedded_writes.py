@@ -220,3 +220,22 @@ def test_existing_ids_sees_live_documents_only(tmp_path: Path) -> None:
         index.delete(["d2"])
         index.upsert([TermDocument("d9", {2: 0.5})])
         assert index.existing_ids(["d0", "d2", "d4", "d9", "nope"]) == {"d0", "d4", "d9"}
+
+
+def test_every_array_a_kernel_reads_is_read_only_whatever_the_index_holds(tmp_path):
+    """numba compiles a kernel once per argument type, writability included: an empty array (no
+    split run, no deletion) or a fresh tombstone array must be read-only like the mapped ones, or
+    each shape of index compiles its own kernels at its first search (seconds, mid-job)."""
+    import dataclasses
+
+    index = EmbeddedIndex(tmp_path / "idx", create=True, block_size=64)
+    index.upsert([_doc(1, {1: 1.0}), _doc(2, {2: 0.5})])  # no split run: empty arrays
+    index.upsert([_doc(3, {1: 2.0})])
+    index.delete(["img-2"])  # a tombstone written in this process
+    for seg in index._snap.segments:
+        arrays = {f.name: getattr(seg, f.name) for f in dataclasses.fields(seg)}
+        writable = [name for name, a in arrays.items() if hasattr(a, "flags") and a.flags.writeable]
+        assert not writable, (seg.name, writable)
+    reopened = EmbeddedIndex(tmp_path / "idx")
+    for seg in reopened._snap.segments:
+        assert not seg.deleted.flags.writeable and not any(a.flags.writeable for a in seg.postings)
