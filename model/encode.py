@@ -30,7 +30,7 @@ from vsparta.model.configuration import VisualSpartaConfig
 from vsparta.model.modeling import VisualSpartaModel
 from vsparta.model.preprocess import ImagePreprocessor
 from vsparta.model.regions import Regions, collate_regions
-from vsparta.model.topn import csr_to_dicts, select_top_terms, to_csr
+from vsparta.model.topn import csr_to_dicts, drop_mask, select_top_terms, to_csr
 
 Csr = tuple[np.ndarray, np.ndarray, np.ndarray]
 
@@ -79,7 +79,7 @@ class TermEncoder:
         self.config: VisualSpartaConfig = model.config
         self.preprocessor = ImagePreprocessor.from_config(model.config)
         self._query_tokenizer = model.query_tokenizer()
-        self._drop_ids = model.non_query_ids().to(self.device)
+        self._drop = drop_mask(model.non_query_ids(), model.config.vocab_size, self.device)
         self._mean = torch.tensor(self.preprocessor.mean, device=self.device).view(1, 3, 1, 1)
         self._std = torch.tensor(self.preprocessor.std, device=self.device).view(1, 3, 1, 1)
         # Two pinned staging buffers, alternated: batch k+1 is copied while batch k may still run.
@@ -98,7 +98,7 @@ class TermEncoder:
 
     def _top(self, h: torch.Tensor, mask: torch.Tensor, top_n: int | None) -> tuple[torch.Tensor, ...]:
         phi = self.model.term_weights(h, mask)  # [B, V] float32 (the model keeps φ out of autocast)
-        return select_top_terms(phi, top_n, self._drop_ids)
+        return select_top_terms(phi, top_n, self._drop)
 
     def _stage(self, pixels: np.ndarray) -> torch.Tensor:
         """Host uint8 -> device uint8; on CUDA through a reused pinned buffer, without blocking."""

@@ -27,7 +27,7 @@ from vsparta.model.encode import autocast_for
 from vsparta.model.feature_cache import attach
 from vsparta.model.metrics import caption_relevance, ndcg_at_k, recall_at_k
 from vsparta.model.modeling import VisualSpartaModel
-from vsparta.model.topn import select_top_terms, to_csr
+from vsparta.model.topn import drop_mask, select_top_terms, to_csr
 from vsparta.termindex.scoring import saturate_array
 from vsparta.termindex.weightings.registry import DEFAULT, WEIGHTINGS, weighting_named
 
@@ -102,7 +102,7 @@ def encode_sparse(
 ) -> SparseImages:
     """φ for every vocabulary id of every image (query-impossible ids zeroed), sorted, positive only."""
     model.eval()
-    drop = model.non_query_ids().to(device)
+    drop = drop_mask(model.non_query_ids(), model.config.vocab_size, device)
     ids_out, vals_out = [], []
     for start in _batch_starts(store, batch_size, progress):
         idx = list(range(start, min(len(store), start + batch_size)))

@@ -14,6 +14,14 @@ import torch
 from vsparta.model.config_parts import DEFAULT_TOP_N
 
 
+def drop_mask(drop_ids: torch.Tensor, vocab_size: int, device: torch.device | str) -> torch.Tensor:
+    """``[V]`` bool, True at ``drop_ids``: made once per model and device, so that each batch's cut
+    is elementwise and queues on the GPU without waiting for it (``select_top_terms``)."""
+    mask = torch.zeros(vocab_size, dtype=torch.bool)
+    mask[drop_ids.cpu().long()] = True
+    return mask.to(device)
+
+
 def select_top_terms(
     phi: torch.Tensor, n: int | None = DEFAULT_TOP_N, drop_ids: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -21,14 +29,16 @@ def select_top_terms(
 
     ``phi``: ``[B, V]``. Returns ``ids [B, k]`` int32, ``weights [B, k]`` float32 (heaviest first,
     zero after the last positive one) and ``counts [B]`` int32 (positive terms kept per image).
-    ``drop_ids`` are vocabulary ids no query can contain: they never take a slot.
+    ``drop_ids`` are vocabulary ids no query can contain (or their ``drop_mask``, the indexer's
+    form): they never take a slot.
     """
     if n is not None and n <= 0:
         raise ValueError(f"n must be positive or None (all), got {n}")
     phi = phi.float()
     if drop_ids is not None and drop_ids.numel():
-        phi = phi.clone()
-        phi[:, drop_ids.to(phi.device)] = 0.0
+        if drop_ids.dtype != torch.bool:
+            drop_ids = drop_mask(drop_ids, phi.shape[1], phi.device)
+        phi = torch.where(drop_ids.to(phi.device), 0.0, phi)
     if n is None or n >= phi.shape[1]:
         values, ids = phi.sort(dim=1, descending=True, stable=True)
     else:

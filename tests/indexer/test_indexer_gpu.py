@@ -266,3 +266,28 @@ def test_a_job_with_gpu_decode_keeps_the_terms(
     agree = np.array([len(a.keys() & runs[True][k].keys()) / len(a) for k, a in runs[False].items()])
     record_property("gpu_decode_term_agreement", {"mean": float(agree.mean()), "min": float(agree.min())})
     assert agree.mean() >= 0.985 and agree.min() >= 0.97, (agree.mean(), agree.min())
+
+
+@gpu
+@pytest.mark.parametrize(("source", "top_n"), [("host", 1000), ("device", 1000), ("device", None)])
+def test_queueing_a_batch_never_waits_for_the_gpu(sharp_model: Path, source: str, top_n: int | None) -> None:
+    """The mapper keeps one batch on the device while the host prepares the next: that holds only
+    if ``start_pixels`` (copy in, normalise, model, φ, top-n cut) queues its work without
+    synchronizing. Under torch's sync debug mode any synchronizing call raises."""
+    import torch
+
+    from vsparta.model.encode import TermEncoder
+
+    encoder = TermEncoder.from_pretrained(sharp_model, device="cuda")
+    s = encoder.config.image_size
+    pixels: Any = torch.randint(0, 256, (64, s, s, 3), dtype=torch.uint8, device="cuda")
+    if source == "host":
+        pixels = pixels.cpu().numpy()
+    encoder.finish(encoder.start_pixels(pixels, top_n=top_n))  # warm: allocations, kernel choices
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        pending = encoder.start_pixels(pixels, top_n=top_n)
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    indptr, _, _ = encoder.finish(pending)
+    assert len(indptr) == 65 and indptr[-1] > 0

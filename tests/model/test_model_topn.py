@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from vsparta.model.topn import csr_to_dicts, select_top_terms, to_csr
+from vsparta.model.topn import csr_to_dicts, drop_mask, select_top_terms, to_csr
 from vsparta.termindex.base import heaviest_terms
 
 
@@ -15,6 +15,9 @@ def test_top_terms_keep_heaviest_positive_and_skip_dropped_ids() -> None:
     indptr, term_ids, w = to_csr(ids, weights, counts)
     assert indptr.tolist() == [0, 2, 4]
     assert csr_to_dicts(indptr, term_ids, w) == [{1: 3.0, 2: 1.0}, {0: 5.0, 4: 0.5}]
+    # the indexer's form: the ids as a mask made once, the same cut
+    masked = select_top_terms(phi, n=3, drop_ids=drop_mask(torch.tensor([3]), 5, "cpu"))
+    assert all(torch.equal(a, b) for a, b in zip(masked, (ids, weights, counts), strict=True))
 
 
 def test_all_terms_when_n_is_none_match_heaviest_terms_order() -> None:
