@@ -28,16 +28,18 @@ WHEELS = [
     "typing-extensions",
 ]
 PLATFORMS = ["manylinux_2_28_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64", "manylinux1_x86_64"]
+PLATFORMS += ["manylinux_2_5_x86_64"]  # py-spy's wheel
+PROFILER = "py-spy==0.4.3"  # a sampling profiler for ``run --profile`` (a static binary, 2.9 MB)
 CARRY_LIMIT = 64 * 2**20  # what a device run takes along: working tree + carried folders
 
 
-def download_wheels(folder: Path) -> list[Path]:
-    """The installed versions of ``WHEELS`` as cp312 manylinux x86_64 wheels (no dependencies
-    resolved by pip: the list names them all)."""
+def download_wheels(folder: Path, pins: list[str] | None = None) -> list[Path]:
+    """The installed versions of ``WHEELS`` (or ``pins``) as cp312 manylinux x86_64 wheels (no
+    dependencies resolved by pip: the list names them all)."""
     from importlib.metadata import version
 
     folder.mkdir(parents=True, exist_ok=True)
-    pins = [f"{name}=={version(name)}" for name in WHEELS]
+    pins = pins or [f"{name}=={version(name)}" for name in WHEELS]
     platforms = [arg for p in PLATFORMS for arg in ("--platform", p)]
     cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:"]
     cmd += ["--python-version", "3.12", "--implementation", "cp", *platforms, "-d", str(folder), *pins]
@@ -106,6 +108,8 @@ def working_tree_bytes(repo: Path) -> int:
 def prepare(args: argparse.Namespace) -> int:
     carry: Path = args.carry
     wheels = [] if args.no_wheels else download_wheels(carry / "wheels")
+    if args.profiler:  # run --profile finds it there
+        wheels += download_wheels(carry / "tools", [PROFILER])
     packages = [half_minilm(carry / "site"), half_lite0(carry / "site")]
     total = working_tree_bytes(Path.cwd()) + tree_bytes(carry)
     sizes = ", ".join(f"{p} ({tree_bytes(p) / 2**20:.1f} MiB)" for p in packages)

