@@ -34,7 +34,7 @@ The rule (its parameters chosen by measurement: ``bench/no_match.py``, docs/no-m
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from vsparta.termindex import Hit
@@ -92,12 +92,15 @@ class MatchRule:
     """``common_share``: a word held by at least this share of the images is common; ``min_weight``:
     the least weight of a word's first piece in an image for it to hold the word (with the others);
     ``min_evidence``: the least ``log(1 + weight) x idf`` of a held informative word for a match;
-    ``numbers_match``: whether a number word alone can make a match."""
+    ``numbers_match``: whether a number word alone can make a match; ``term_floors``: per vocabulary
+    id, a floor in place of ``min_weight`` for the words whose first piece it is (none by default;
+    calibrated on images outside the index by ``bench.no_match_floors``, docs/no-match.md)."""
 
     common_share: float = COMMON_SHARE
     min_weight: float = MIN_WEIGHT
     min_evidence: float = MIN_EVIDENCE
     numbers_match: bool = NUMBERS_MATCH
+    term_floors: Mapping[int, float] = field(default_factory=dict, hash=False)
 
     def common(self, images: int, indexed: int) -> bool:
         return indexed > 0 and images >= self.common_share * indexed
@@ -157,12 +160,13 @@ def is_number(word: str) -> bool:
 
 def _held_weight(hit: Hit, word: WordCount, rule: MatchRule) -> float | None:
     """The weight of ``word``'s first piece in ``hit`` when ``hit`` holds the word (each needed
-    piece, the first with at least ``rule.min_weight``), else None."""
+    piece, the first with at least its floor: ``rule.term_floors``, else ``rule.min_weight``), else None."""
     terms = hit.contributions or {}
     if not all(i in terms for i in word.needed):
         return None
-    weight = terms[word.needed[0]][0]
-    return weight if weight >= rule.min_weight else None
+    first = word.needed[0]
+    weight = terms[first][0]
+    return weight if weight >= rule.term_floors.get(first, rule.min_weight) else None
 
 
 def held(hit: Hit, word: WordCount, rule: MatchRule) -> bool:

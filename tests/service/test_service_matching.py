@@ -102,3 +102,14 @@ def test_a_word_held_too_lightly_to_rank_is_named_without_a_floor() -> None:
         "The images that hold peacock hold it too weakly to count as a match "
         "(a weight that ranks among the 1 best-scored images)."
     )
+
+
+def test_a_word_with_its_own_floor_is_held_by_that_floor_the_others_by_the_rules() -> None:
+    """``term_floors`` (a floor per word's first piece, bench.no_match_floors) replaces
+    ``min_weight`` for its words only."""
+    rule = MatchRule(common_share=0.5, min_weight=0.5, term_floors={IDS["bird"]: 2.0})
+    bird, peacock = counts_of("bird", rule), counts_of("peacocks", rule)
+    assert not is_match(hit("weak", bird=1.0), bird, rule)  # above 0.5, under the word's own 2.0
+    assert is_match(hit("strong", bird=2.5), bird, rule)
+    assert is_match(hit("p", peacock=0.6), peacock, rule)  # no floor of its own: the rule's 0.5
+    assert MatchRule(term_floors={2: 2.0}) != MatchRule() and hash(MatchRule(term_floors={2: 2.0}))
