@@ -295,40 +295,15 @@ def _stage_line(label: str, fig: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def warm_engine_kernels(folder: Path) -> float:
-    """Compile the embedded engine's numba kernels (write, merge, search) on a tiny index, or load
-    them from numba's cache; seconds taken. Once per install, not per job: a job timed before it
-    would count the compile (15-20 s on a fresh machine, against ~5 s for 8,000 images on a GPU)."""
-    from vsparta.termindex.embedded.index import EmbeddedIndex
-
-    start = time.perf_counter()
-    shutil.rmtree(folder, ignore_errors=True)
-    warm = EmbeddedIndex(folder, create=True)
-    # Every run encoding appears (dense: term 0 everywhere; split: term 1 in every 10th document;
-    # flat: term 2 twice), or a kernel meets an empty array and compiles again later for a real one.
-    docs = [[0, 3 + i % 50] + [1] * (i % 10 == 0) + [2] * (i in (5, 400)) for i in range(600)]
-    for part in range(2):
-        indptr = np.cumsum([0] + [len(d) for d in docs])
-        terms = np.array([t for d in docs for t in sorted(d)], dtype=np.int32)
-        weights = np.linspace(0.5, 2.0, len(terms), dtype=np.float32)
-        warm.upsert_arrays([f"w{part}-{i}" for i in range(len(docs))], indptr, terms, weights)
-    warm.delete(["w0-1"])
-    warm.compact()
-    warm.close()
-    reopened = EmbeddedIndex(folder)  # the search kernels as a job's end compiles them: read-only maps
-    reopened.finish_load()
-    reopened.close()
-    shutil.rmtree(folder, ignore_errors=True)
-    return time.perf_counter() - start
-
-
 def _run(args: argparse.Namespace, work: Path, results: dict[str, Any]) -> None:
     from vsparta.termindex import open_index
 
     results["models"] = {}
     kinds = [k for k in args.models.split(",") if k and k != "none"]
     if kinds or args.fake_encoder:
-        results["kernel_warmup_seconds"] = warm_engine_kernels(work / "warm-kernels")
+        from vsparta.termindex.embedded.warmup import compile_kernels
+
+        results["kernel_warmup_seconds"] = compile_kernels(work / "warm-kernels")
         _out(f"embedded engine kernels compiled or loaded first: {results['kernel_warmup_seconds']:.1f} s")
         paths = image_set(work, args.images, args.size, args.make_workers)
         w, h = args.size
