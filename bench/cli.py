@@ -49,6 +49,10 @@ TASKS = {
     ),
     "choices": ("vsparta.bench.choices", "each registered query weighting and reranker on a real index"),
     "no-match": ("vsparta.bench.no_match", "the match rule: no-match answers vs recall, on a real index"),
+    "no-match-floors": (
+        "vsparta.bench.no_match_floors",
+        "the match rule with a floor per word, calibrated on images outside the index",
+    ),
     "embedded-load": ("vsparta.bench.embedded_load", "embedded engine: merge policy write amplification"),
     "soak": ("vsparta.bench.soak", "a local 3-node cluster loaded and searched under random faults"),
     "indexing": ("vsparta.bench.indexing", "indexing throughput (bench/indexing.py, by the indexer)"),

@@ -1,0 +1,236 @@
+"""``vsparta bench no-match-floors``: the match rule with a floor per word, calibrated on images
+outside the index (``MatchRule.term_floors``; the service keeps one floor for every word).
+
+Why: one floor for every word cannot tell "mouse" written weakly onto a bird from "sparrow"
+written onto a sparrow, when a model writes some words with large weights everywhere. A word's own
+floor comes from how the model weighs it on calibration images that show an object it names
+(positives: the ``--quantiles`` q-quantile) and on the others (negatives: the (1 - p)-quantile for
+``--negative-quantiles`` p), combined as their larger (``max``) or their mean (``mid``); a word
+with fewer than ``--min-positives`` positive images keeps the rule's ``min_weight``.
+
+The calibration images are a manifest indexed by the same model into their own index (fresh
+scenes of every subgroup, none of them in the searched index). The in / out queries, the answers
+and the verdicts are ``vsparta bench no-match``'s (``collect``, ``judge``, ``recall``); the out
+queries are also split by whether they use a category word of the catalog ("a mammal", which the
+captions use for only some images of their kind) or only object words. Writes a table and its
+JSON into ``--out-dir``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vsparta.bench import no_match
+from vsparta.bench.search_runs import caption_queries, meta, recall
+from vsparta.bench.written import write_report
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    no_match.add_arguments(parser)
+    parser.set_defaults(min_weights=[1.0, 2.0], common_shares=[0.5, 0.6], min_evidence=[0.0])
+    parser.add_argument("--calibration-index", required=True, help="backend spec: the calibration images")
+    parser.add_argument("--calibration-manifest", required=True, type=Path, help="their manifest")
+    parser.add_argument(
+        "--quantiles", type=no_match._floats, default=[0.05, 0.1, 0.2, 0.5],
+        help="comma list of q: a floor is the q-quantile of the word's weight where it belongs",
+    )  # fmt: skip
+    parser.add_argument(
+        "--negative-quantiles", type=no_match._floats, default=[0.0, 0.01, 0.05],
+        help="comma list of p: combined with the (1 - p)-quantile where it does not belong",
+    )  # fmt: skip
+    parser.add_argument(
+        "--combine", type=lambda t: t.split(","), default=["max", "mid"],
+        help="comma list of max (the larger of the two) and mid (their mean)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--min-positives", type=int, default=3,
+        help="a word on fewer calibration images that show it keeps the rule's floor",
+    )  # fmt: skip
+    parser.set_defaults(name="no-match-floors")
+
+
+def object_word_ids(tokenizer: Any, record: Any, linking: set[str]) -> set[int]:
+    """The vocabulary ids a word naming one of the image's objects needs (names, aliases,
+    categories and their plurals; never a caption template's linking or counting word)."""
+    from vsparta.scenes.emoji_catalog import catalog
+    from vsparta.scenes.object_words import plural
+    from vsparta.service.matching import words_of
+
+    by_name = {o.name: o for o in catalog()}
+    ids: set[int] = set()
+    for drawn in record.metadata["objects"]:
+        obj = by_name[drawn["name"]]
+        for phrase in (*obj.phrases, *obj.categories):
+            for text in (phrase, plural(phrase)):
+                tokens = [tokenizer.id_to_token(i) for i in tokenizer.tokenize(text)]
+                for word in words_of(tokens):
+                    if word.text not in linking:
+                        ids.add(tokenizer.token_to_id(word.tokens[0]))
+    return ids - {None}
+
+
+def linking_words() -> set[str]:
+    from vsparta.scenes.object_captions import template_words
+    from vsparta.scenes.object_words import NUMBER_WORDS
+
+    return set(template_words() | set(NUMBER_WORDS.values())) - no_match.NOT_OBJECTS
+
+
+def calibration(
+    tokenizer: Any, manifest: Path, spec: str
+) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """Per vocabulary id a word needs: its weight on every calibration image (0 where absent) and
+    whether that image shows an object the word names."""
+    from vsparta.core.manifest import read_manifest
+    from vsparta.termindex import open_index
+
+    records = {r.id: r for r in read_manifest(manifest)}
+    index = open_index(spec)
+    try:
+        docs = {d.id: dict(d.weights) for d in index.iter_documents()}
+    finally:
+        index.close()
+    missing = set(records) - set(docs)
+    if missing:
+        raise ValueError(f"{len(missing)} calibration images are not in {spec}, e.g. {sorted(missing)[0]}")
+    ids = sorted(records)
+    linking = linking_words()
+    shows = [object_word_ids(tokenizer, records[i], linking) for i in ids]
+    terms = set().union(*shows)
+    weights = {t: np.array([docs[i].get(t, 0.0) for i in ids]) for t in terms}
+    positive = {t: np.array([t in s for s in shows]) for t in terms}
+    return weights, positive
+
+
+def floors(
+    weights: dict[int, np.ndarray],
+    positive: dict[int, np.ndarray],
+    q: float,
+    p: float | None,
+    combine: str,
+    min_positives: int,
+) -> dict[int, float]:
+    """Each id's floor (module docstring); ids with too few positive images are left out."""
+    out = {}
+    for term, w in weights.items():
+        pos, neg = w[positive[term]], w[~positive[term]]
+        if len(pos) < min_positives:
+            continue
+        low = float(np.quantile(pos, q))
+        if p is None:
+            out[term] = low
+            continue
+        high = float(np.quantile(neg, 1 - p)) if len(neg) else 0.0
+        out[term] = max(low, high) if combine == "max" else 0.5 * (low + high)
+    return out
+
+
+def category_words() -> set[str]:
+    """Words of the catalog's categories and their plurals ("mammal", "transports")."""
+    from vsparta.scenes.emoji_catalog import catalog
+    from vsparta.scenes.object_words import plural
+
+    words = {w for o in catalog() for c in o.categories for w in c.split()}
+    return words | {plural(w) for w in words}
+
+
+def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captions: list[Any],
+         weights: dict[int, np.ndarray], positive: dict[int, np.ndarray]) -> dict[str, Any]:  # fmt: skip
+    """Every rule: one floor (the ``no-match`` grid) and a floor per word, on the same answers."""
+    from vsparta.service.matching import MatchRule, words_of
+
+    base = recall([[h.id for h in a.hits[: no_match.K]] for a in inside], captions)
+    categories = category_words()
+    by_category = [bool({w.text for w in words_of(a.tokens)} & categories) for a in outside]
+    per_word = [(None, None, "-")] + [
+        (q, p, c) for q in args.quantiles for p in (None, *args.negative_quantiles)
+        for c in (["-"] if p is None else args.combine)
+    ]  # fmt: skip
+    rows = []
+    for (q, p, combine), share, floor, numbers in itertools.product(
+        per_word, args.common_shares, args.min_weights, args.numbers_match
+    ):
+        table = {} if q is None else floors(weights, positive, q, p, combine, args.min_positives)
+        rule = MatchRule(share, floor, 0.0, numbers, table)
+        ranked, _, _ = no_match.judge(inside, rule)
+        _, out_none, _ = no_match.judge(outside, rule)
+        pairs = list(zip(out_none, by_category, strict=True))
+        rec = recall(ranked, captions)
+        rows.append({
+            "q": q, "p": p, "combine": combine, "common_share": share, "min_weight": floor,
+            "numbers_match": numbers, "words_with_floors": len(table), "R@10": rec["R@10"],
+            "d_R@10": rec["R@10"] - base["R@10"], "out_no_match": no_match._pct(out_none),
+            "out_no_match_category_words": no_match._pct([n for n, c in pairs if c]),
+            "out_no_match_object_words": no_match._pct([n for n, c in pairs if not c]),
+        })  # fmt: skip
+    best = {}
+    for kind, keep in (
+        ("one floor", lambda r: r["q"] is None),
+        ("a floor per word", lambda r: r["q"] is not None),
+    ):
+        allowed = [r for r in rows if keep(r) and r["d_R@10"] >= -args.max_drop]
+        best[kind] = max(allowed, key=lambda r: (r["out_no_match"], r["d_R@10"])) if allowed else None
+    return {"baseline": base, "rows": rows, "best": best, "out_with_category_words": sum(by_category)}
+
+
+def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
+    info, base = result["meta"], result["baseline"]
+    lines = [
+        f"# The match rule with a floor per word: {args.name}",
+        "",
+        f"Command: `{info['command']}`  ",
+        f"Machine: {info['hardware']['cpu']}, {info['hardware']['cores']} cores; "
+        f"total {info['seconds']:.0f} s.",
+        "",
+        f"Index `{args.index}`; **in**: {result['in_queries']} captions of `{args.in_split}` (R@10 "
+        f"{base['R@10']:.1f} without the rule); **out**: {result['out_queries']} captions naming only "
+        f"objects the index lacks, {result['out_with_category_words']} of them with a category word. "
+        f"Floors from `{args.calibration_index}` ({result['calibration_images']} images).",
+        "",
+        f"Best rules within {args.max_drop:g} points of R@10 (every row: the JSON):",
+        "",
+        "| rule | q | p | combine | common share | min weight | numbers alone | R@10 | d R@10 "
+        "| out: no match % | with a category word | object words only |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for kind, r in result["best"].items():
+        if r is None:
+            lines.append(f"| {kind} | none within the limit |||||||||||")
+            continue
+        lines.append(
+            f"| {kind} | {r['q'] if r['q'] is not None else '-'} | {r['p'] if r['p'] is not None else '-'} | "
+            f"{r['combine']} | {r['common_share']:g} | {r['min_weight']:g} | "
+            f"{'yes' if r['numbers_match'] else 'no'} | {r['R@10']:.1f} | {r['d_R@10']:+.1f} | "
+            f"{r['out_no_match']:.1f} | {r['out_no_match_category_words']:.1f} | "
+            f"{r['out_no_match_object_words']:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    from vsparta.model.query_tokenizer import QueryTokenizer
+
+    start = time.perf_counter()
+    tokenizer = QueryTokenizer.from_pretrained(args.model)
+    captions = caption_queries(args.in_split, args.captions_per_image)
+    outside_captions = no_match.absent_object_captions(args.out_split, args.index_manifest)
+    weights, positive = calibration(tokenizer, args.calibration_manifest, args.calibration_index)
+    inside = no_match.collect(tokenizer, args.index, captions)
+    outside = no_match.collect(tokenizer, args.index, outside_captions)
+    result = grid(args, inside, outside, captions, weights, positive)
+    n_calibration = len(next(iter(weights.values()))) if weights else 0
+    result |= {"in_queries": len(inside), "out_queries": len(outside), "calibration_images": n_calibration}
+    result["meta"] = meta("no-match-floors", time.perf_counter() - start)
+    text = markdown(result, args)
+    print(text)  # noqa: T201 - the command's output
+    write_report(None if args.no_write else args.out_dir, args.name, text, result)
+    return 0
