@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# docs/no-match/half-catalog-lite0{,-presence}-floors.md: the half-catalog test (half-catalog-lite0.sh
-# and half-catalog-lite0-presence.sh build the scenes, both models and their indexes) with a floor
-# per word, calibrated on 800 fresh scenes of all eight subgroups (seed 3) that neither index holds.
+# docs/no-match/half-catalog-lite0-floors.md and docs/no-match/half-catalog-lite0-presence-floors.md:
+# the half-catalog test (half-catalog-lite0.sh and half-catalog-lite0-presence.sh build the scenes,
+# both models and their indexes) with a floor per word, calibrated on 800 fresh scenes of all eight
+# subgroups (seed 3) that neither index holds.
 # Run from the repository root after the test command's install.
 set -euo pipefail
 V="env OMP_WAIT_POLICY=PASSIVE .venv/bin/vsparta"
