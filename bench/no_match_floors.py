@@ -1,12 +1,14 @@
 """``vsparta bench no-match-floors``: the match rule with a floor per word, calibrated on images
-outside the index (``MatchRule.term_floors``; the service keeps one floor for every word).
+outside the index (``MatchRule.term_floors``; ``vsparta calibrate`` makes them for the service).
 
 Why: one floor for every word cannot tell "mouse" written weakly onto a bird from "sparrow"
 written onto a sparrow, when a model writes some words with large weights everywhere. A word's own
 floor comes from how the model weighs it on calibration images that show an object it names
-(positives: the ``--quantiles`` q-quantile) and on the others (negatives: the (1 - p)-quantile for
-``--negative-quantiles`` p), combined as their larger (``max``) or their mean (``mid``); a word
-with fewer than ``--min-positives`` positive images keeps the rule's ``min_weight``.
+(``--positives objects``, the scenes' labels) or whose captions use it (``captions``, what
+``vsparta calibrate`` has): the ``--quantiles`` q-quantile there, and on the others the
+(1 - p)-quantile for ``--negative-quantiles`` p, combined as their larger (``max``) or their mean
+(``mid``) by ``service.term_floors.floors``; a word with fewer than ``--min-positives`` positive
+images keeps the rule's ``min_weight``.
 
 The calibration images are a manifest indexed by the same model into their own index (fresh
 scenes of every subgroup, none of them in the searched index). The in / out queries, the answers
@@ -55,6 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--min-positives", type=int, default=3,
         help="a word on fewer calibration images that show it keeps the rule's floor",
     )  # fmt: skip
+    parser.add_argument(
+        "--positives", choices=("objects", "captions"), default="objects",
+        help="a word's positive calibration images: those showing an object it names (the scenes' "
+        "labels) or those whose captions use it (what `vsparta calibrate` has)",
+    )  # fmt: skip
     parser.set_defaults(name="no-match-floors")
 
 
@@ -86,52 +93,25 @@ def linking_words() -> set[str]:
 
 
 def calibration(
-    tokenizer: Any, manifest: Path, spec: str
+    tokenizer: Any, manifest: Path, spec: str, positives: str
 ) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
     """Per vocabulary id a word needs: its weight on every calibration image (0 where absent) and
-    whether that image shows an object the word names."""
+    whether that image is a positive: it shows an object the word names (``objects``, the scenes'
+    own labels) or its captions use the word (``captions``, what ``vsparta calibrate`` has)."""
     from vsparta.core.manifest import read_manifest
+    from vsparta.service.term_floors import caption_word_ids, documents_of, weight_table
     from vsparta.termindex import open_index
 
     records = {r.id: r for r in read_manifest(manifest)}
-    index = open_index(spec)
-    try:
-        docs = {d.id: dict(d.weights) for d in index.iter_documents()}
-    finally:
-        index.close()
-    missing = set(records) - set(docs)
-    if missing:
-        raise ValueError(f"{len(missing)} calibration images are not in {spec}, e.g. {sorted(missing)[0]}")
     ids = sorted(records)
+    with open_index(spec) as index:
+        docs = documents_of(index, ids)
     linking = linking_words()
-    shows = [object_word_ids(tokenizer, records[i], linking) for i in ids]
-    terms = set().union(*shows)
-    weights = {t: np.array([docs[i].get(t, 0.0) for i in ids]) for t in terms}
-    positive = {t: np.array([t in s for s in shows]) for t in terms}
-    return weights, positive
-
-
-def floors(
-    weights: dict[int, np.ndarray],
-    positive: dict[int, np.ndarray],
-    q: float,
-    p: float | None,
-    combine: str,
-    min_positives: int,
-) -> dict[int, float]:
-    """Each id's floor (module docstring); ids with too few positive images are left out."""
-    out = {}
-    for term, w in weights.items():
-        pos, neg = w[positive[term]], w[~positive[term]]
-        if len(pos) < min_positives:
-            continue
-        low = float(np.quantile(pos, q))
-        if p is None:
-            out[term] = low
-            continue
-        high = float(np.quantile(neg, 1 - p)) if len(neg) else 0.0
-        out[term] = max(low, high) if combine == "max" else 0.5 * (low + high)
-    return out
+    if positives == "captions":
+        shows = [caption_word_ids(tokenizer, records[i].captions) for i in ids]
+    else:
+        shows = [object_word_ids(tokenizer, records[i], linking) for i in ids]
+    return weight_table(shows, docs)
 
 
 def category_words() -> set[str]:
@@ -147,6 +127,7 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
          weights: dict[int, np.ndarray], positive: dict[int, np.ndarray]) -> dict[str, Any]:  # fmt: skip
     """Every rule: one floor (the ``no-match`` grid) and a floor per word, on the same answers."""
     from vsparta.service.matching import MatchRule, words_of
+    from vsparta.service.term_floors import FloorRule, floors
 
     base = recall([[h.id for h in a.hits[: no_match.K]] for a in inside], captions)
     categories = category_words()
@@ -159,7 +140,8 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
     for (q, p, combine), share, floor, numbers in itertools.product(
         per_word, args.common_shares, args.min_weights, args.numbers_match
     ):
-        table = {} if q is None else floors(weights, positive, q, p, combine, args.min_positives)
+        rule_of_word = None if q is None else FloorRule(q, p, combine, args.min_positives)  # type: ignore[arg-type]
+        table = {} if rule_of_word is None else floors(weights, positive, rule_of_word)
         rule = MatchRule(share, floor, 0.0, numbers, table)
         ranked, _, _ = no_match.judge(inside, rule)
         _, out_none, _ = no_match.judge(outside, rule)
@@ -223,7 +205,9 @@ def run(args: argparse.Namespace) -> int:
     tokenizer = QueryTokenizer.from_pretrained(args.model)
     captions = caption_queries(args.in_split, args.captions_per_image)
     outside_captions = no_match.absent_object_captions(args.out_split, args.index_manifest)
-    weights, positive = calibration(tokenizer, args.calibration_manifest, args.calibration_index)
+    weights, positive = calibration(
+        tokenizer, args.calibration_manifest, args.calibration_index, args.positives
+    )
     inside = no_match.collect(tokenizer, args.index, captions)
     outside = no_match.collect(tokenizer, args.index, outside_captions)
     result = grid(args, inside, outside, captions, weights, positive)

@@ -64,7 +64,7 @@ def create_app(
             settings.image_roots,
             weighting=settings.query_weights if weighting is None else weighting,
             reranker=reranker_named(settings.reranker) if reranker is None else reranker,
-            match=settings.match_rule(),
+            match=settings.match_rule(app.state.tokenizer),
             stage_latency=app.state.metrics.stage_latency,
         )
         app.state.engine = open_engine(settings.backend, settings.engine_timeout_s, outage)

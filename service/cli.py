@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import argparse
 import logging
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from vsparta.model.query_tokenizer import QueryTokenizer
 from vsparta.model.resolve import ModelPathError, resolve_model_path
 from vsparta.service.rerankers.registry import NONE as NO_RERANKER
 from vsparta.service.rerankers.registry import RERANKERS
 from vsparta.service.settings import ServiceSettings
+from vsparta.service.term_floors import floors_path
 from vsparta.termindex import open_index
 from vsparta.termindex.registry import engine_of
 from vsparta.termindex.weightings.registry import WEIGHTINGS
@@ -143,9 +146,14 @@ def setup_problem(args: argparse.Namespace, settings: ServiceSettings) -> str | 
     folder as an empty one, so "empty" is how a mistyped VSPARTA_IMAGES reaches the container.
     """
     try:
-        checked_model_path(args, settings)
+        model = checked_model_path(args, settings)
     except ModelPathError as exc:
         return f"{exc}; set VSPARTA_MODEL to a trained model folder"
+    if settings.match_term_floors and floors_path(Path(model)).is_file():
+        try:
+            settings.match_rule(QueryTokenizer.from_pretrained(model))
+        except ValueError as exc:
+            return f"{exc}; run `vsparta calibrate` again, or set VSPARTA_MATCH_TERM_FLOORS=false"
     for root in settings.image_roots:
         if not root.is_dir() or not any(root.iterdir()):
             return f"images folder {root} is missing or empty; set VSPARTA_IMAGES to your images folder"

@@ -121,7 +121,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         settings.image_roots,
         weighting=settings.query_weights,
         reranker=reranker_named(settings.reranker),
-        match=settings.match_rule(),
+        match=settings.match_rule(tokenizer),
     )
     query = SearchQuery(
         text=args.query,

@@ -198,6 +198,15 @@ def _names(words: Sequence[WordCount]) -> str:
     return ", ".join(w.word for w in words)
 
 
+def _floor_text(words: Sequence[WordCount], rule: MatchRule) -> str:
+    """The weight the words needed, in words: one floor, or each word's own (``term_floors``)."""
+    own = {w.word: rule.term_floors.get(w.needed[0], rule.min_weight) for w in words}
+    if len(set(own.values())) > 1:
+        return "a weight of " + ", ".join(f"{v:.2g} for {word}" for word, v in own.items()) + " or more"
+    level = next(iter(own.values()))
+    return f"a weight of {level:.2g} or more" if level > 0 else "a weight that ranks"
+
+
 def describe(
     ranked: Sequence[Hit],
     selected: Sequence[Hit],
@@ -235,7 +244,7 @@ def describe(
     reasons = [f"No image has {w.word}." for w in rare if w.images == 0]
     weak = [w for w in rare if w.images > 0 and w not in found]
     if weak and require_match:
-        floor = f"a weight of {rule.min_weight:g} or more" if rule.min_weight > 0 else "a weight that ranks"
+        floor = _floor_text(weak, rule)
         reasons.append(  # below the floor, or too light to rank among the best-scored images
             f"The images that hold {_names(weak)} hold {'it' if len(weak) == 1 else 'them'} too weakly "
             f"to count as a match ({floor} among the {len(ranked)} best-scored images)."

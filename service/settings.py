@@ -14,9 +14,11 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from vsparta.model.query_tokenizer import QueryTokenizer
 from vsparta.service.matching import COMMON_SHARE, MIN_EVIDENCE, MIN_WEIGHT, NUMBERS_MATCH, MatchRule
 from vsparta.service.rerankers.registry import NONE as NO_RERANKER
 from vsparta.service.rerankers.registry import RERANKERS
+from vsparta.service.term_floors import load as load_term_floors
 from vsparta.termindex import MAX_QUERY_WEIGHT, parse_spec
 from vsparta.termindex.weightings.registry import DEFAULT as DEFAULT_WEIGHTING
 from vsparta.termindex.weightings.registry import WEIGHTINGS
@@ -100,6 +102,12 @@ class ServiceSettings(BaseSettings):
         description="The least log(1 + weight) x idf of a held informative query word for a match "
         "(0: any held informative word; docs/no-match.md).",
     )
+    match_term_floors: bool = Field(
+        True,
+        description="Use the floor per word in the model folder's term-floors.json (written by "
+        "`vsparta calibrate`), where it has one, in place of match_min_weight for those words "
+        "(docs/no-match.md).",
+    )
     match_numbers: bool = Field(
         NUMBERS_MATCH,
         description="Whether a number word ('two', 'five') alone can make a result a match "
@@ -114,10 +122,16 @@ class ServiceSettings(BaseSettings):
         default_factory=list, description="Origins allowed by CORS; empty (the default) means CORS off."
     )
 
-    def match_rule(self) -> MatchRule:
-        """Which results are matches (``service.matching``), with these settings' parameters."""
+    def match_rule(self, tokenizer: QueryTokenizer) -> MatchRule:
+        """Which results are matches (``service.matching``), with these settings' parameters and the
+        model's floors per word (``service.term_floors``; ``UsageError`` for a file it cannot use)."""
+        floors = load_term_floors(self.model_path, tokenizer) if self.match_term_floors else {}
         return MatchRule(
-            self.match_common_share, self.match_min_weight, self.match_min_evidence, self.match_numbers
+            self.match_common_share,
+            self.match_min_weight,
+            self.match_min_evidence,
+            self.match_numbers,
+            floors,
         )
 
     @field_validator("image_roots", "thumbnail_sizes", "cors_origins", mode="before")

@@ -38,6 +38,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     ),
     "serve": ("vsparta.service.cli", "Run the HTTP query service and web page."),
     "search": ("vsparta.service.cli_search", "Query an index from the command line."),
+    "calibrate": (
+        "vsparta.service.cli_calibrate",
+        "A floor per word for the match rule, from captioned images outside the index.",
+    ),
     "eval": ("vsparta.model.cli_eval", "Recall@K, NDCG@25 and the top-n trade-off on a held-out split."),
     "bench": ("vsparta.bench.cli", "Benchmarks: engines vs peers, the top-n trade-off, indexing throughput."),
 }

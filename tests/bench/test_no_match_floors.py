@@ -1,5 +1,5 @@
-"""``vsparta bench no-match-floors``' parts: a word's floor from calibration weights, and which
-vocabulary ids name a scene's objects (the real catalog and the MiniLM tokenizer)."""
+"""``vsparta bench no-match-floors``' parts: which vocabulary ids name a scene's objects (the real
+catalog and the MiniLM tokenizer); a word's floor is ``service.term_floors``' (its own tests)."""
 
 from __future__ import annotations
 
@@ -7,21 +7,9 @@ import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 
-from vsparta.bench.no_match_floors import floors, linking_words, object_word_ids
-
-# id 7: weighed 1-4 on the four images that show it, 0-0.5 on the four that do not
-WEIGHTS = {7: np.array([1.0, 2.0, 3.0, 4.0, 0.0, 0.5, 0.2, 0.0]), 8: np.array([5.0, 0, 0, 0, 0, 0, 0, 0])}
-POSITIVE = {7: np.array([True] * 4 + [False] * 4), 8: np.array([True] + [False] * 7)}
-
-
-def test_a_floor_is_a_quantile_of_the_positives_raised_to_or_averaged_with_the_negatives() -> None:
-    assert floors(WEIGHTS, POSITIVE, 0.0, None, "-", 3) == {7: 1.0}  # id 8: one positive, too few
-    assert floors(WEIGHTS, POSITIVE, 0.5, None, "-", 1) == {7: 2.5, 8: 5.0}
-    assert floors(WEIGHTS, POSITIVE, 0.0, 0.0, "max", 3) == {7: 1.0}  # the negatives' largest: 0.5
-    assert floors(WEIGHTS, POSITIVE, 0.0, 0.0, "mid", 3) == {7: 0.75}
+from vsparta.bench.no_match_floors import linking_words, object_word_ids
 
 
 @pytest.fixture(scope="module")

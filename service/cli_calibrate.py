@@ -1,0 +1,81 @@
+"""`vsparta calibrate MANIFEST --model M --index SPEC`: a floor per word for the match rule, from
+captioned images outside the searched index (``service.term_floors``), saved in the model folder.
+
+The images must be indexed by the same model first (any engine; an index of their own, so that
+none of them is ever an answer): ``vsparta index MANIFEST --backend SPEC --model M``. The service
+and ``vsparta search`` then use the floors whenever they serve that model (``match_term_floors``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from vsparta.core.errors import UsageError
+from vsparta.core.manifest import read_manifest
+from vsparta.model.query_tokenizer import QueryTokenizer
+from vsparta.model.resolve import resolve_model_path
+from vsparta.service.term_floors import (
+    FloorRule,
+    caption_word_ids,
+    documents_of,
+    floors,
+    save,
+    weight_table,
+)
+from vsparta.termindex import open_index
+
+log = logging.getLogger(__name__)
+DEFAULT = FloorRule()
+
+
+def _share(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is not a share between 0 and 1")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("manifest", type=Path, help="JSONL of captioned images outside the searched index")
+    parser.add_argument("--model", required=True, help="the saved model folder the floors are for")
+    parser.add_argument(
+        "--index", required=True,
+        help="backend spec holding the manifest's images, indexed by that model (e.g. embedded:DIR)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--quantile", type=_share, default=DEFAULT.quantile,
+        help="a floor is this quantile of the word's weights where captions use it (default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--negative-quantile", type=_share, default=DEFAULT.negative_quantile,
+        help="p: the floor is also held against the (1 - p) quantile of its weights where captions "
+        "do not use it (default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--combine", choices=("mid", "max"), default=DEFAULT.combine,
+        help="the two quantiles' mean or their larger (default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--min-positives", type=int, default=DEFAULT.min_positives,
+        help="a word used by fewer captioned images keeps the one floor (default: %(default)s)",
+    )  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    model = Path(resolve_model_path(args.model, needs="tokenizer.json", hub=False))
+    if args.min_positives < 1:
+        raise UsageError(f"--min-positives must be 1 or more, not {args.min_positives}")
+    rule = FloorRule(args.quantile, args.negative_quantile, args.combine, args.min_positives)
+    tokenizer = QueryTokenizer.from_pretrained(model)
+    records = read_manifest(args.manifest)
+    if not records:
+        raise UsageError(f"{args.manifest} lists no images")
+    with open_index(args.index) as index:
+        documents = documents_of(index, [r.id for r in records])
+    shows = [caption_word_ids(tokenizer, r.captions) for r in records]
+    table = floors(*weight_table(shows, documents), rule)
+    path = save(model, table, tokenizer, rule, len(records))
+    log.info("%d words have a floor of their own, from %d images: %s", len(table), len(records), path)
+    return 0

@@ -1,0 +1,146 @@
+"""A floor per word for the match rule (``service.term_floors``), calibrated by ``vsparta calibrate``
+on captioned images in an index of their own, saved with the model and used by the service.
+
+The corpus (``service_testdata``): "red" weighs 3.0 on the 3 red images, "blue" 3.5 on the 3 blue
+ones; no image holds both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from service_testdata import Corpus
+
+from vsparta.cli import main
+from vsparta.service.app import create_app
+from vsparta.service.cli import setup_problem
+from vsparta.service.settings import ServiceSettings
+from vsparta.service.term_floors import FILE, FloorRule, caption_word_ids, floors, load, save
+
+# id 7: weighed 1-4 on the four images that show it, 0-0.5 on the four that do not
+WEIGHTS = {7: np.array([1.0, 2.0, 3.0, 4.0, 0.0, 0.5, 0.2, 0.0]), 8: np.array([5.0, 0, 0, 0, 0, 0, 0, 0])}
+POSITIVE = {7: np.array([True] * 4 + [False] * 4), 8: np.array([True] + [False] * 7)}
+
+
+def test_a_floor_is_a_quantile_of_the_positives_raised_to_or_averaged_with_the_negatives() -> None:
+    assert floors(WEIGHTS, POSITIVE, FloorRule(0.0, None, "mid", 3)) == {7: 1.0}  # id 8: one positive
+    assert floors(WEIGHTS, POSITIVE, FloorRule(0.5, None, "mid", 1)) == {7: 2.5, 8: 5.0}
+    assert floors(WEIGHTS, POSITIVE, FloorRule(0.0, 0.0, "max", 3)) == {7: 1.0}  # negatives' largest: 0.5
+    assert floors(WEIGHTS, POSITIVE, FloorRule(0.0, 0.0, "mid", 3)) == {7: 0.75}
+
+
+def test_a_captions_words_are_keyed_by_their_first_piece(corpus: Corpus) -> None:
+    tok = corpus.tokenizer
+    ids = caption_word_ids(tok, ["Two peacocks next to a faucet.", "a red cube"])
+    # peacocks = peacock ##s, faucet = fa ##uce ##t: the piece the rule looks a floor up by; no "."
+    assert {tok.id_to_token(i) for i in ids} == {"two", "peacock", "next", "to", "a", "fa", "red", "cube"}
+
+
+def test_floors_are_saved_by_token_and_read_back_by_id(corpus: Corpus, tmp_path: Path) -> None:
+    tok = corpus.tokenizer
+    red, blue = tok.token_to_id("red"), tok.token_to_id("blue")
+    assert load(tmp_path, tok) == {}  # no file: no floors
+    path = save(tmp_path, {red: 1.5, blue: 1.75}, tok, FloorRule(), 12)
+    body = json.loads(path.read_text())
+    assert body["floors"] == {"red": 1.5, "blue": 1.75} and body["calibration_images"] == 12
+    assert load(tmp_path, tok) == {red: 1.5, blue: 1.75}
+    assert load(tmp_path / FILE, tok) == {red: 1.5, blue: 1.75}  # a tokenizer.json-like file's folder
+    path.write_text(json.dumps({**body, "floors": {"notawordpiece123": 1.0}}))
+    with pytest.raises(ValueError, match="vocabulary lacks, e.g. 'notawordpiece123'"):
+        load(tmp_path, tok)
+    path.write_text(json.dumps({**body, "format": 99}))
+    with pytest.raises(ValueError, match="format 99"):
+        load(tmp_path, tok)
+
+
+@pytest.fixture
+def calibrated(corpus: Corpus, embedded_spec: str, tmp_path: Path) -> Path:
+    """A copy of the corpus's model, calibrated on the corpus's images with their colour as caption."""
+    model = tmp_path / "model"
+    shutil.copytree(corpus.model_dir, model)
+    manifest = tmp_path / "calibration.jsonl"
+    colours = ("red", "blue", "green", "yellow")
+    lines = [
+        {"id": d.id, "image": f"{d.id}.png", "captions": [f"a {d.id.split('-')[0]} thing"]}
+        for d in corpus.docs
+        if d.id.split("-")[0] in colours
+    ]
+    manifest.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    argv = ["calibrate", str(manifest), "--model", str(model), "--index", embedded_spec, "--quantile", "0"]
+    assert main(argv) == 0
+    return model
+
+
+def test_calibrate_writes_the_models_floors(calibrated: Path, corpus: Corpus) -> None:
+    table = json.loads((calibrated / FILE).read_text())["floors"]
+    # "red": 3.0 on the 3 images captioned red, 0 on the 9 others: the mean of 3.0 and 0.0
+    assert table["red"] == pytest.approx(1.5) and table["blue"] == pytest.approx(1.75)
+    assert table["thing"] == pytest.approx(0.0) and "cube" not in table  # no caption says "cube"
+
+
+def test_the_service_holds_each_word_to_its_own_floor(
+    calibrated: Path, embedded_spec: str, make_settings: Callable[..., ServiceSettings]
+) -> None:
+    red = calibrated / FILE
+    body = json.loads(red.read_text())
+    body["floors"]["red"] = 3.2  # above red's 3.0 on every red image; blue keeps 1.75
+    red.write_text(json.dumps(body))
+    for floors_on, expect_red in ((True, []), (False, ["red-cube", "red-sphere", "red-cylinder"])):
+        settings = make_settings(embedded_spec, model_path=calibrated, match_term_floors=floors_on)
+        with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+            r = c.post("/search", json={"query": "red", "k": 5}).json()
+            assert sorted(x["id"] for x in r["results"]) == sorted(expect_red)
+            if not floors_on:
+                continue
+            assert r["no_match"]["words"] == ["red"]
+            assert "a weight of 3.2 or more" in r["no_match"]["reason"]
+            both = c.post("/search", json={"query": "red blue", "k": 5}).json()
+            assert {x["id"].split("-")[0] for x in both["results"]} == {"blue"}
+
+
+def test_calibrate_names_the_images_the_index_lacks(corpus: Corpus, embedded_spec: str, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    manifest = tmp_path / "m.jsonl"
+    record = {"id": "not-indexed", "image": "x.png", "captions": ["a red cube"]}
+    manifest.write_text(json.dumps(record) + "\n")
+    argv = ["calibrate", str(manifest), "--model", str(corpus.model_dir), "--index", embedded_spec]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("vsparta calibrate: error: 1 of the 1 calibration images are not in the index")
+    assert "'not-indexed'" in err and len(err.splitlines()) == 1
+    assert not (corpus.model_dir / FILE).exists()
+
+
+def test_a_floors_file_the_service_cannot_read_is_one_sentence(
+    calibrated: Path, embedded_spec: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (calibrated / FILE).write_text('{"format": 1, "floors": {"red": "high"}}')
+    assert main(["search", "red", "--backend", embedded_spec, "--model", str(calibrated)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("vsparta search: error: ") and "is not a term-floors file" in err
+    assert len(err.splitlines()) == 1
+
+
+def test_a_served_model_with_a_broken_floors_file_is_not_ready_and_says_why(
+    calibrated: Path, corpus: Corpus, embedded_spec: str
+) -> None:
+    settings = ServiceSettings(
+        backend=embedded_spec,
+        model_path=calibrated,
+        image_roots=[corpus.image_root],
+        setup_errors="not-ready",
+    )
+    assert setup_problem(argparse.Namespace(), settings) is None
+    (calibrated / FILE).write_text("not json")
+    problem = setup_problem(argparse.Namespace(), settings)
+    assert problem and "is not a term-floors file" in problem and "VSPARTA_MATCH_TERM_FLOORS" in problem
+    assert (
+        setup_problem(argparse.Namespace(), settings.model_copy(update={"match_term_floors": False})) is None
+    )
