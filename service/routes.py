@@ -278,8 +278,13 @@ def build_router(settings: ServiceSettings) -> APIRouter:
     )
     async def ready(engine: EngineDep, settings: SettingsDep, pipeline: PipelineDep) -> Any:
         ok, detail = await engine.ready()
-        if ok:  # a ready service also says how it weighs query words (counts or idf)
-            return {"status": "ready", "detail": detail, "query_weights": pipeline.weighting.name}
+        if ok:  # a ready service also says how it weighs query words and how many have own floors
+            return {
+                "status": "ready",
+                "detail": detail,
+                "query_weights": pipeline.weighting.name,
+                "term_floors": len(pipeline.match.term_floors),
+            }
         return Response(
             Ready(status="not ready", detail=detail).model_dump_json(exclude_none=True),
             status_code=503,

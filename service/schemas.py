@@ -237,6 +237,11 @@ class Ready(_Out):
         "(`--query-weights`).",
         json_schema_extra={"enum": list(WEIGHTINGS.names())},
     )
+    term_floors: int | None = Field(
+        None,
+        description="When ready: how many words have a floor of their own from the model's "
+        "calibration (`vsparta calibrate`; 0: one floor, `match_min_weight`, for every word).",
+    )
 
 
 class Choice(_Out):

@@ -95,6 +95,7 @@ def test_the_service_holds_each_word_to_its_own_floor(
     for floors_on, expect_red in ((True, []), (False, ["red-cube", "red-sphere", "red-cylinder"])):
         settings = make_settings(embedded_spec, model_path=calibrated, match_term_floors=floors_on)
         with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+            assert c.get("/ready").json()["term_floors"] == (len(body["floors"]) if floors_on else 0)
             r = c.post("/search", json={"query": "red", "k": 5}).json()
             assert sorted(x["id"] for x in r["results"]) == sorted(expect_red)
             if not floors_on:
