@@ -44,22 +44,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--index", required=True,
         help="backend spec holding the manifest's images, indexed by that model (e.g. embedded:DIR)",
     )  # fmt: skip
-    parser.add_argument(
-        "--quantile", type=_share, default=DEFAULT.quantile,
-        help="a floor is this quantile of the word's weights where captions use it (default: %(default)s)",
+    options = (
+        ("--quantile", _share, DEFAULT.quantile,
+         "a floor is this quantile of the word's weights where captions use it"),
+        ("--negative-quantile", _share, DEFAULT.negative_quantile,
+         "p: the floor is also held against the (1 - p) quantile of its weights where captions do not"),
+        ("--min-positives", int, DEFAULT.min_positives,
+         "a word used by fewer captioned images keeps the one floor"),
     )  # fmt: skip
-    parser.add_argument(
-        "--negative-quantile", type=_share, default=DEFAULT.negative_quantile,
-        help="p: the floor is also held against the (1 - p) quantile of its weights where captions "
-        "do not use it (default: %(default)s)",
-    )  # fmt: skip
+    for flag, kind, default, text in options:
+        parser.add_argument(flag, type=kind, default=default, help=f"{text} (default: %(default)s)")
     parser.add_argument(
         "--combine", choices=("mid", "max"), default=DEFAULT.combine,
         help="the two quantiles' mean or their larger (default: %(default)s)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--min-positives", type=int, default=DEFAULT.min_positives,
-        help="a word used by fewer captioned images keeps the one floor (default: %(default)s)",
     )  # fmt: skip
 
 
