@@ -1,19 +1,22 @@
 """`vsparta calibrate MANIFEST --model M --index SPEC`: a floor per word for the match rule, from
 captioned images outside the searched index (``service.term_floors``), saved in the model folder.
 
-The images must be indexed by the same model first (any engine; an index of their own, so that
-none of them is ever an answer): ``vsparta index MANIFEST --backend SPEC --model M``. The service
-and ``vsparta search`` then use the floors whenever they serve that model (``match_term_floors``).
+The images are encoded by the same model: given ``--index``, an index that already holds them
+(any engine; an index of their own, so that none of them is ever an answer; torch-free); without
+it, ``vsparta index`` encodes them into a temporary embedded index first (the ``model`` extra),
+skipping and reporting the files it cannot read. The service and ``vsparta search`` then use the
+floors whenever they serve that model (``match_term_floors``).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import tempfile
 from pathlib import Path
 
 from vsparta.core.errors import UsageError
-from vsparta.core.manifest import read_manifest
+from vsparta.core.manifest import ManifestRecord, read_manifest
 from vsparta.model.query_tokenizer import QueryTokenizer
 from vsparta.model.resolve import resolve_model_path
 from vsparta.service.term_floors import (
@@ -41,8 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("manifest", type=Path, help="JSONL of captioned images outside the searched index")
     parser.add_argument("--model", required=True, help="the saved model folder the floors are for")
     parser.add_argument(
-        "--index", required=True,
-        help="backend spec holding the manifest's images, indexed by that model (e.g. embedded:DIR)",
+        "--index",
+        help="backend spec already holding the manifest's images, indexed by that model (e.g. "
+        "embedded:DIR); default: encode them into a temporary index first",
     )  # fmt: skip
     options = (
         ("--quantile", _share, DEFAULT.quantile,
@@ -60,6 +64,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+def _encode(args: argparse.Namespace, model: Path, folder: Path) -> str:
+    """``vsparta index`` the manifest into an embedded index in ``folder``; its spec."""
+    spec = f"embedded:{folder / 'index'}"
+    argv = ["index", str(args.manifest), "--backend", spec, "--model", str(model),
+            "--failures", str(folder / "failures.jsonl"), "--no-progress"]  # fmt: skip
+    if args.run_command(argv) != 0:
+        raise UsageError(f"the calibration images of {args.manifest} could not be encoded (see above)")
+    return spec
+
+
+def _encoded(records: list[ManifestRecord], indexed: set[str]) -> list[ManifestRecord]:
+    kept = [r for r in records if r.id in indexed]
+    if not kept:
+        raise UsageError("none of the calibration images could be read")
+    if len(kept) < len(records):
+        log.warning(
+            "%d of %d calibration images could not be read: left out", len(records) - len(kept), len(records)
+        )
+    return kept
+
+
 def run(args: argparse.Namespace) -> int:
     model = Path(resolve_model_path(args.model, needs="tokenizer.json", hub=False))
     if args.min_positives < 1:
@@ -69,8 +94,12 @@ def run(args: argparse.Namespace) -> int:
     records = read_manifest(args.manifest)
     if not records:
         raise UsageError(f"{args.manifest} lists no images")
-    with open_index(args.index) as index:
-        documents = documents_of(index, [r.id for r in records])
+    with tempfile.TemporaryDirectory(prefix="vsparta-calibrate-") as scratch:
+        spec = args.index or _encode(args, model, Path(scratch))
+        with open_index(spec) as index:
+            if args.index is None:  # the files `vsparta index` could not read are skipped, reported
+                records = _encoded(records, index.existing_ids([r.id for r in records]))
+            documents = documents_of(index, [r.id for r in records])
     shows = [caption_word_ids(tokenizer, r.captions) for r in records]
     table = floors(*weight_table(shows, documents), rule)
     path = save(model, table, tokenizer, rule, len(records))

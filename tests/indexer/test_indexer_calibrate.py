@@ -1,0 +1,58 @@
+"""`vsparta calibrate` without `--index`: the calibration images are encoded by `vsparta index` into
+a temporary index first (a real model on real image files), a file it cannot read is left out, and
+the floors are the ones the two-step path (index, then calibrate with `--index`) writes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from vsparta.cli import main
+from vsparta.service.term_floors import FILE
+
+WORDS = ("red", "blue", "green")
+
+
+def _manifest(path: Path, images: list[str]) -> Path:
+    lines = [
+        {"id": Path(rel).stem, "image": f"images/{rel}", "captions": [f"a {WORDS[i % 3]} square"]}
+        for i, rel in enumerate(images)
+    ]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def test_calibrate_encodes_the_images_itself_and_leaves_out_what_it_cannot_read(
+    sharp_model: Path,
+    write_images,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    good = write_images(tmp_path / "images", 12)
+    (tmp_path / "images/broken.jpg").write_bytes(b"not a picture")
+    one_step, two_step = tmp_path / "one", tmp_path / "two"
+    for folder in (one_step, two_step):
+        shutil.copytree(sharp_model, folder)
+
+    with caplog.at_level("WARNING"):
+        assert main(["calibrate", str(_manifest(tmp_path / "all.jsonl", [*good, "broken.jpg"])),
+                     "--model", str(one_step), "--quantile", "0.5"]) == 0  # fmt: skip
+    assert "1 of 13 calibration images could not be read" in caplog.text
+    written = json.loads((one_step / FILE).read_text())
+    assert written["calibration_images"] == 12
+    assert {"red", "blue", "green", "square"} <= set(written["floors"])
+    assert not list(scratch.iterdir())  # the temporary index is gone
+
+    manifest = _manifest(tmp_path / "good.jsonl", good)
+    spec = f"embedded:{tmp_path / 'calibration-index'}"
+    assert main(["index", str(manifest), "--backend", spec, "--model", str(two_step), "--no-progress"]) == 0
+    assert main(["calibrate", str(manifest), "--model", str(two_step), "--index", spec]) == 0
+    assert json.loads((two_step / FILE).read_text()) == written
