@@ -202,9 +202,9 @@ def _floor_text(words: Sequence[WordCount], rule: MatchRule) -> str:
     """The weight the words needed, in words: one floor, or each word's own (``term_floors``)."""
     own = {w.word: rule.term_floors.get(w.needed[0], rule.min_weight) for w in words}
     if len(set(own.values())) > 1:
-        return "a weight of " + ", ".join(f"{v:.2g} for {word}" for word, v in own.items()) + " or more"
+        return "a weight of " + ", ".join(f"{v:.3g} for {word}" for word, v in own.items()) + " or more"
     level = next(iter(own.values()))
-    return f"a weight of {level:.2g} or more" if level > 0 else "a weight that ranks"
+    return f"a weight of {level:.3g} or more" if level > 0 else "a weight that ranks"
 
 
 def describe(
