@@ -110,7 +110,8 @@ class MatchRule:
 class WordCount:
     """One query word in the index: ``images`` hold it (at most: its rarest needed piece's count),
     ``ids``: its pieces' vocabulary ids, ``needed``: those an image must hold (all but a plural
-    ending), ``idf``: its inverse document frequency in the index (0 when common)."""
+    ending), ``idf``: its inverse document frequency in the index (0 when common, and when the
+    rule's ``min_evidence`` is 0: then the evidence is not weighed)."""
 
     word: str
     tokens: tuple[str, ...]
@@ -148,7 +149,8 @@ def count_words(
         needed = tuple(ids_of[t] for t in word.tokens[: -1 if ending else None] if t in ids_of) or ids
         images = min(int(stats.df.get(i, 0)) for i in needed)
         common = rule.common(images, stats.n_docs)
-        idf = 0.0 if common else float(idf_array([images], stats.n_docs)[0])
+        weighed = not common and rule.min_evidence > 0
+        idf = float(idf_array([images], stats.n_docs)[0]) if weighed else 0.0
         out.append(WordCount(word.text, word.tokens, ids, images, common, idf, needed))
     numbers = frozenset() if rule.numbers_match else frozenset(w.word for w in out if is_number(w.word))
     return QueryCounts(int(stats.n_docs), out, numbers)
@@ -178,7 +180,7 @@ def is_match(hit: Hit, counts: QueryCounts, rule: MatchRule) -> bool:
     """Whether ``hit`` holds an informative word with at least ``rule.min_evidence``."""
     for w in counts.informative:
         weight = _held_weight(hit, w, rule)
-        if weight is not None and saturate(weight) * w.idf >= rule.min_evidence:
+        if weight is not None and (rule.min_evidence <= 0 or saturate(weight) * w.idf >= rule.min_evidence):
             return True
     return False
 

@@ -101,8 +101,8 @@ SEARCH_PATH = {
     "termindex/weightings/counts.py",  # the default weighting
     "service/engines.py",  # the timeout wrapper and its outage log (a success ends an outage)
     "termindex/reader.py",  # the embedded engine's reader (threads)
-    "service/matching.py",  # the match rule
-    "termindex/scoring.py",  # a word's idf and log(1 + w) (the rule's evidence)
+    "service/matching.py",  # the match rule (its evidence, idf x log(1 + w) from termindex/scoring.py,
+    # is weighed only when a min_evidence asks for it: 0 by default)
     "service/results.py",  # hits into the response, word-pieces into words
 }
 
