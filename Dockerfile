@@ -12,6 +12,8 @@
 #                 (e.g. /etc/ssl/certs/ca-certificates.crt) to docker/ca-bundle.pem (git ignores
 #                 it) and pass CA_BUNDLE=docker/ca-bundle.pem. The default, an empty file, means
 #                 pip's own bundle.
+# Every stage carries the label io.vsparta.image, so `bash scripts/docker.sh prune` can remove the
+# images a rebuild superseded without touching anything else on the engine.
 
 ARG PYTHON_VERSION=3.11
 ARG PYTHON_IMAGE=python:${PYTHON_VERSION}-slim
@@ -19,6 +21,7 @@ ARG TORCH_IMAGE=pytorch/pytorch:2.5.1-cuda12.4-cudnn9-runtime
 
 # ---- one pure-Python wheel, shared by both images ---------------------------------------------
 FROM ${PYTHON_IMAGE} AS wheel
+LABEL io.vsparta.image=wheel
 ARG CA_BUNDLE=docker/no-extra-ca.pem
 COPY ${CA_BUNDLE} /etc/vsparta-build/ca-bundle.pem
 WORKDIR /src
@@ -35,6 +38,7 @@ RUN if [ -s /etc/vsparta-build/ca-bundle.pem ]; then export PIP_CERT=/etc/vspart
 
 # ---- indexing job: torch (+ CUDA with the default base; runs on CPU too, slowly) -------------
 FROM ${TORCH_IMAGE} AS indexer
+LABEL io.vsparta.image=indexer
 ARG CA_BUNDLE=docker/no-extra-ca.pem
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 # The demo's object scenes draw emoji from Noto Color Emoji and read their groups from Unicode's
@@ -56,6 +60,7 @@ CMD ["index", "--help"]
 
 # ---- query service: no torch ------------------------------------------------------------------
 FROM ${PYTHON_IMAGE} AS service
+LABEL io.vsparta.image=service
 ARG CA_BUNDLE=docker/no-extra-ca.pem
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 COPY ${CA_BUNDLE} /etc/vsparta-build/ca-bundle.pem

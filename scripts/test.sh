@@ -7,6 +7,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# A run from nothing needs ~20 GB: the virtual environment (~7 GB, torch's CUDA build from PyPI) and
+# pip's unpacking, the Docker images (~9 GB the first time, ~1.6 GB a rebuild; superseded builds
+# are pruned), the tests' temporary files. Say so before pip fails with "No space left on device".
+free_gb=$(df -Pk . | awk 'NR == 2 { print int($4 / 1048576) }')
+if [ "$free_gb" -lt 20 ]; then
+  echo "[test.sh] warning: $free_gb GB free here; a run from nothing needs about 20 GB" >&2
+fi
+
 source scripts/venv.sh
 ensure_venv "all"
 

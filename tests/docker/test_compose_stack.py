@@ -195,6 +195,8 @@ def stack(need_service: Any) -> Iterator[Stack]:
             capture_output=True,
             timeout=300,
         )
+        # the images this build superseded (~1.6 GB a run): a test machine must not fill its disk
+        subprocess.run(["bash", "scripts/docker.sh", "prune"], cwd=REPO, check=True, timeout=300)
 
 
 @pytest.fixture(scope="module")
@@ -377,3 +379,13 @@ def test_down_leaves_no_container_network_or_volume(stack: Stack) -> None:
     assert all(stack.leftovers().values())  # the stack is there before
     stack.compose(*PROFILES, "down", "-v", "--remove-orphans")
     assert stack.leftovers() == {"container": [], "network": [], "volume": []}
+    # superseded builds go too; the images the stack runs stay
+    subprocess.run(["bash", "scripts/docker.sh", "prune"], cwd=REPO, check=True, timeout=300)
+
+    def images(*filters: str) -> list[str]:
+        flags = [arg for f in filters for arg in ("--filter", f)]
+        return subprocess.check_output(["docker", "images", "-q", *flags], text=True).split()
+
+    assert images("dangling=true", "label=io.vsparta.image") == []
+    assert len(images("label=io.vsparta.image=service", "dangling=false")) >= 1
+    assert len(images("label=io.vsparta.image=indexer", "dangling=false")) >= 1
