@@ -7,8 +7,9 @@ Two kinds of queries over one real index, each through the service's own pipelin
 - **out**: captions that name only objects the index does not hold (drawn from other emoji
   subgroups, or a list of queries such as "a laptop" in a ``.txt`` file; a caption is kept when
   every word is a counting or linking word of the caption templates or a word no caption of the
-  index uses, and it names no background, size or position): the answer should be "no match",
-  naming the words that found nothing.
+  index uses, in the singular or the plural ("a pizza" is not kept where captions say "two
+  pizzas", nor "dogs" where they say "a dog"), and it names no background, size or position):
+  the answer should be "no match", naming the words that found nothing.
 
 Each query is searched once (2 x k hits with their matched tokens, and the engine's term statistics
 of its tokens); every rule of the grid (``--common-shares`` x ``--min-weights`` x
@@ -89,17 +90,19 @@ def _words(text: str) -> list[str]:
 def absent_object_captions(manifests: Iterable[Path], index_manifests: Iterable[Path]) -> list[Caption]:
     """Captions that name only objects no caption of the index names (module docstring)."""
     from vsparta.scenes.object_captions import SIZE_WORDS, TEXTURE_WORDS, template_words
-    from vsparta.scenes.object_words import NUMBER_WORDS
+    from vsparta.scenes.object_words import NUMBER_WORDS, plural
 
     scene_words = NOT_OBJECTS | set(TEXTURE_WORDS.values()) | {w for s in SIZE_WORDS.values() for w in s}
     linking = (template_words() | set(NUMBER_WORDS.values())) - scene_words
     held = {w for m in index_manifests for c in caption_queries(m) for w in _words(c.text)} - linking
+    held |= {plural(w) for w in held}  # a query's "dogs" where the index's captions say "dog"
     out = []
     for manifest in manifests:
         for caption in _queries_of(manifest):
             words = _words(caption.text)
             objects = [w for w in words if w not in linking]
-            if objects and not (set(words) & scene_words) and not (set(objects) & held):
+            forms = set(objects) | {plural(w) for w in objects}  # the index's captions may say "pizzas"
+            if objects and not (set(words) & scene_words) and not (forms & held):
                 out.append(caption)
     return out
 
