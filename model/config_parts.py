@@ -77,6 +77,10 @@ class TrainingConfig:
     # keep the token embeddings where the text model put them: words no training caption uses then
     # stay next to their synonyms that it does use (the held-out-words split; docs/quality.md)
     freeze_word_embeddings: bool = False
+    # start the word embeddings from a text model's (hub id or folder), reduced to hidden_size by
+    # PCA (model.text_init.reduced_word_embeddings): a narrow transformer trained from scratch still
+    # gets word neighbourhoods, without the text model's width or layers
+    word_embeddings_from: str | None = None
     # train the vision stem or leave it as built: None = the stem's choice (pretrained stems frozen,
     # their regions cached per image and view; a stem trained from scratch is trained)
     freeze_stem: bool | None = None

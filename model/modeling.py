@@ -23,7 +23,7 @@ from vsparta.model.layers import Encoder, TextEmbeddings
 from vsparta.model.regions import RegionBatch
 from vsparta.model.stems.base import box_locations
 from vsparta.model.stems.registry import build_stem, stem_class
-from vsparta.model.text_init import copy_prefix, load_bert_state
+from vsparta.model.text_init import copy_prefix, load_bert_state, reduced_word_embeddings
 from vsparta.model.tokenization import load_tokenizer, non_query_ids, query_tokenizer_for, resolve_text_model
 from vsparta.model.topn import csr_to_dicts, select_top_terms, to_csr
 from vsparta.termindex.scoring import saturate_tensor
@@ -175,6 +175,19 @@ class VisualSpartaPreTrainedModel(PreTrainedModel):
             table.weight.requires_grad_(False)
         return len(tables)
 
+    def init_word_embeddings(self, path_or_hub_id: str) -> int:
+        """Every word-embedding table from a text model's, reduced to ``hidden_size`` by PCA
+        (``config.word_embeddings_from``); returns how many tables."""
+        table = reduced_word_embeddings(
+            resolve_text_model(path_or_hub_id), self.config.vocab_size, self.config.hidden_size
+        )
+        targets = [embeddings.word_embeddings for embeddings, _ in self._text_targets()]
+        with torch.no_grad():
+            for target in targets:
+                target.weight.copy_(table.to(target.weight.dtype))
+        log.info("word embeddings from %s (PCA to %d dimensions)", path_or_hub_id, self.config.hidden_size)
+        return len(targets)
+
     def init_from_text_model(self, path_or_hub_id: str | Path | None = DEFAULT_TEXT_MODEL) -> int:
         """Copy word/position/segment embeddings and the first L encoder layers of a BERT-family model.
 
@@ -316,4 +329,6 @@ def build_model(config: VisualSpartaConfig, init: str | None = None, model_class
         model.init_from_text_model(init)
     else:
         model.set_tokenizer(load_tokenizer(config.text_model))
+    if config.word_embeddings_from:
+        model.init_word_embeddings(config.word_embeddings_from)
     return model

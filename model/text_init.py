@@ -83,3 +83,20 @@ def text_model_dimensions(path_or_hub_id: str | Path | None = None) -> dict[str,
 def config_for_text_model(path_or_hub_id: str | Path | None = None, **overrides: Any) -> VisualSpartaConfig:
     """A config whose transformer dimensions match a BERT-family model (so it can be initialized from it)."""
     return VisualSpartaConfig(**{**text_model_dimensions(path_or_hub_id), **overrides})
+
+
+def reduced_word_embeddings(location: str, vocab_size: int, width: int) -> torch.Tensor:
+    """A text model's word embeddings on their ``width`` principal axes (centred; the first axes
+    keep the most variance, so near words stay near): ``[vocab_size, width]``."""
+    table = load_bert_state(location)["embeddings.word_embeddings.weight"].float()
+    if table.shape[0] != vocab_size:
+        raise ValueError(
+            f"{location} has {table.shape[0]:,} word embeddings; the config's vocab_size is {vocab_size:,}"
+        )
+    if width > table.shape[1]:
+        raise ValueError(
+            f"{location}'s word embeddings have {table.shape[1]} dimensions; hidden_size is {width}"
+        )
+    centred = table - table.mean(dim=0, keepdim=True)
+    _, _, axes = torch.linalg.svd(centred, full_matrices=False)
+    return centred @ axes[:width].T

@@ -41,6 +41,37 @@ def test_init_rejects_mismatched_dimensions() -> None:
         model.init_from_text_model(DEFAULT_TEXT_MODEL)
 
 
+def test_word_embeddings_from_a_text_model_keep_its_neighbours_at_the_configs_width(tmp_path: Path) -> None:
+    """``word_embeddings_from``: MiniLM's 384-wide word embeddings on their 64 principal axes; a
+    word no caption may use ("bike", "cop") starts next to its synonyms; saved and reloaded as is."""
+    config = VisualSpartaConfig(word_embeddings_from=DEFAULT_TEXT_MODEL, freeze_word_embeddings=True)
+    model = build_model(config)
+    table = model.word_embeddings.weight.detach()
+    assert table.shape == (30522, 64) and 0.3 < float(table.norm(dim=1).mean()) < 2.0
+    tok = model.query_tokenizer()
+
+    def nearest(word: str) -> set[str]:
+        unit = torch.nn.functional.normalize(table, dim=1)
+        top = (unit @ unit[tok.token_to_id(word)]).topk(6).indices.tolist()
+        return {tok.id_to_token(i) for i in top}
+
+    assert {"bicycle", "bikes"} <= nearest("bike")
+    assert {"police", "policeman"} <= nearest("cop")
+    assert "pistol" in nearest("gun")
+    model.save_pretrained(tmp_path / "m")
+    again = type(model).from_pretrained(str(tmp_path / "m"))
+    assert torch.equal(again.word_embeddings.weight, model.word_embeddings.weight)
+    assert again.config.word_embeddings_from == DEFAULT_TEXT_MODEL
+
+
+def test_word_embeddings_from_refuses_a_width_above_the_text_models() -> None:
+    config = VisualSpartaConfig(
+        word_embeddings_from=DEFAULT_TEXT_MODEL, hidden_size=512, num_attention_heads=2, intermediate_size=64
+    )
+    with pytest.raises(ValueError, match="384 dimensions; hidden_size is 512"):
+        build_model(config)
+
+
 def test_karpathy_split_loader(tmp_path: Path) -> None:
     data = {
         "dataset": "coco",
