@@ -8,7 +8,8 @@ own rate, and all follow one schedule (linear warm-up, then linear decay to zero
 
 - ``stem``: a pretrained vision stem that is fine-tuned (``freeze_stem`` false): ``stem_lr``;
 - ``pretrained``: what was copied from a text model (token, position and segment embeddings and the
-  transformer layers, ``VisualSpartaPreTrainedModel._text_targets``): ``pretrained_lr``;
+  transformer layers, ``VisualSpartaPreTrainedModel._text_targets``; only the word embeddings when
+  they come reduced from one, ``word_embeddings_from``): ``pretrained_lr``;
 - ``new``: everything else (all of a model trained from scratch): ``lr``.
 
 A rate left unset falls back to the next one down the list (``stem_lr`` to ``pretrained_lr`` to
@@ -64,6 +65,8 @@ def parameter_groups(
     text_ids = set()
     if model.config.text_model:
         text_ids = {id(p) for pair in model._text_targets() for module in pair for p in module.parameters()}
+    elif model.config.word_embeddings_from:
+        text_ids = {id(embeddings.word_embeddings.weight) for embeddings, _ in model._text_targets()}
     groups: dict[str, dict[str, Any]] = {
         "stem": {"name": "stem", "params": [], "lr": stem_lr},
         "pretrained": {"name": "pretrained", "params": [], "lr": pretrained_lr},

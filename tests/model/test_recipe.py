@@ -42,6 +42,14 @@ def test_parts_copied_from_the_text_model_get_their_own_rate() -> None:
     assert [g["name"] for g in parameter_groups(scratch, lr=5e-3, pretrained_lr=5e-5)] == ["new"]
 
 
+def test_word_embeddings_reduced_from_a_text_model_are_its_only_pretrained_part() -> None:
+    model = build_model(VisualSpartaConfig(**TINY, word_embeddings_from=MINILM))
+    groups = {g["name"]: g for g in parameter_groups(model, lr=1e-3, pretrained_lr=2e-4)}
+    assert _names(model, groups["pretrained"]) == {"image.embeddings.word_embeddings.weight"}
+    assert groups["pretrained"]["lr"] == 2e-4
+    assert "image.encoder.layer.0.attention.self.query.weight" in _names(model, groups["new"])
+
+
 def test_a_pretrained_stem_is_frozen_unless_fine_tuned() -> None:
     frozen = build_model(VisualSpartaConfig(**LITE))
     assert freeze(frozen) is frozen.image.stem
