@@ -21,6 +21,7 @@ from vsparta.model.config_parts import DEFAULT_TOP_N
 from vsparta.model.configuration import DEFAULT_TEXT_MODEL, VisualSpartaConfig
 from vsparta.model.layers import Encoder, TextEmbeddings
 from vsparta.model.regions import RegionBatch
+from vsparta.model.resolve import resolve_model_path
 from vsparta.model.stems.base import box_locations
 from vsparta.model.stems.registry import build_stem, stem_class
 from vsparta.model.text_init import copy_prefix, load_bert_state, reduced_word_embeddings
@@ -178,9 +179,8 @@ class VisualSpartaPreTrainedModel(PreTrainedModel):
     def init_word_embeddings(self, path_or_hub_id: str) -> int:
         """Every word-embedding table from a text model's, reduced to ``hidden_size`` by PCA
         (``config.word_embeddings_from``); returns how many tables."""
-        table = reduced_word_embeddings(
-            resolve_text_model(path_or_hub_id), self.config.vocab_size, self.config.hidden_size
-        )
+        location = resolve_model_path(resolve_text_model(path_or_hub_id), option="word_embeddings_from")
+        table = reduced_word_embeddings(location, self.config.vocab_size, self.config.hidden_size)
         targets = [embeddings.word_embeddings for embeddings, _ in self._text_targets()]
         with torch.no_grad():
             for target in targets:

@@ -72,6 +72,11 @@ def test_word_embeddings_from_refuses_a_width_above_the_text_models() -> None:
         build_model(config)
 
 
+def test_word_embeddings_from_a_folder_that_is_no_model_is_one_sentence(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"^word_embeddings_from .* is a folder but not a saved model"):
+        build_model(VisualSpartaConfig(word_embeddings_from=str(tmp_path)))
+
+
 def test_karpathy_split_loader(tmp_path: Path) -> None:
     data = {
         "dataset": "coco",
