@@ -42,6 +42,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "vsparta.service.cli_calibrate",
         "A floor per word for the match rule, from captioned images outside the index.",
     ),
+    "complete-words": (
+        "vsparta.model.cli_complete",
+        "Give words no training caption used the vector of their nearest caption word (floor from --val).",
+    ),
     "eval": ("vsparta.model.cli_eval", "Recall@K, NDCG@25 and the top-n trade-off on a held-out split."),
     "bench": ("vsparta.bench.cli", "Benchmarks: engines vs peers, the top-n trade-off, indexing throughput."),
 }
