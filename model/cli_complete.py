@@ -1,5 +1,6 @@
-"""`vsparta complete-words`: a trained model whose word table started from a text model, given
-predicted vectors for the words its training captions never used (``model.word_completion``).
+"""`vsparta complete-words`: a trained model's words that its training captions never used take
+the vector of their nearest caption word, nearest in the text model its words come from
+(``model.word_completion``).
 
     vsparta complete-words --model RUN/best --train train.jsonl --val val.jsonl --out RUN/completed
 
@@ -34,9 +35,7 @@ def _floor(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--model", required=True, help="trained VisualSparta folder (config word_embeddings_from)"
-    )
+    parser.add_argument("--model", required=True, help="trained VisualSparta folder")
     parser.add_argument("--train", required=True, type=existing_path, help="the manifest it was trained on")
     parser.add_argument(
         "--val", required=True, type=existing_path, help="validation manifest (images, captions)"
@@ -89,6 +88,7 @@ def _readable(records: list[Any]) -> tuple[list[Any], list[str]]:
 def _trained_model(args: argparse.Namespace) -> tuple[str, Any, Any]:
     """(folder, model, the text model's word table) of ``--model``; one sentence when it cannot
     be completed."""
+    from vsparta.model.configuration import DEFAULT_TEXT_MODEL
     from vsparta.model.dense import load_model
     from vsparta.model.modeling import VisualSpartaModel
     from vsparta.model.resolve import resolve_model_path
@@ -101,13 +101,12 @@ def _trained_model(args: argparse.Namespace) -> tuple[str, Any, Any]:
     if Path(args.out).resolve() == Path(folder):
         raise ValueError("--out is the trained model's own folder: give a new one (the trained one is kept)")
     model = load_model(folder)
-    source_name = getattr(model.config, "word_embeddings_from", None)
-    if not isinstance(model, VisualSpartaModel) or not source_name:
-        raise ValueError(
-            f"{args.model}: its word table did not start from a text model (config "
-            "word_embeddings_from), so no word has a text-model neighbour to take a vector from"
-        )
-    location = resolve_model_path(resolve_text_model(source_name), option="word_embeddings_from")
+    if not isinstance(model, VisualSpartaModel):
+        raise ValueError(f"{args.model} is a dense model: it has no words to complete")
+    # nearness is read in the table of the text model the words came from: the one the table
+    # started from, else the one whose tokenizer the model uses
+    source_name = model.config.word_embeddings_from or model.config.text_model or DEFAULT_TEXT_MODEL
+    location = resolve_model_path(resolve_text_model(source_name), option="the text model")
     source = load_bert_state(location)["embeddings.word_embeddings.weight"].float()
     if source.shape[0] != model.config.vocab_size:
         raise ValueError(

@@ -1,11 +1,12 @@
-"""Vectors for the words no training caption used, given after training from the text model the
-word table started from (``word_embeddings_from``).
+"""Vectors for the words no training caption used, given after training: each takes the trained
+vector of its nearest caption word, nearest in the text model the vocabulary comes from (MiniLM's
+table by default; the one the word table started from, ``word_embeddings_from``, if any).
 
 Why: training moves only the ids the captions contain toward images, and the sparsity loss pushes
 every other id down, so "bike" finds nothing although the text model puts it beside "bicycle", and
 "motorcycle" nothing where captions only said "motorcycles". Such a word takes the trained vector
-(and bias) of its nearest caption word in the text model, when that word is near enough (cosine
-at least a floor): a far word's copy would fire on another object's images. ``choose_floor``
+(and bias) of its nearest caption word, when that word is near enough (cosine at least a floor):
+a far word's copy would fire on another object's images. ``choose_floor``
 picks the floor on validation images, with caption words held out standing in for the unseen
 ones: the lowest floor from which, bin by bin, held-out words find one of their images in the
 first five at least half as often as their own trained vectors do. (Measured on the 1,161-object

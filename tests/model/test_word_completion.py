@@ -187,14 +187,17 @@ def test_a_word_no_caption_used_finds_the_images_of_its_caption_twin(
 
 @pytest.fixture(scope="module")
 def saved(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Untrained tiny models, saved: one whose table started from MiniLM's, one from random values."""
+    """Untrained tiny models, saved: one whose table started from MiniLM's, one from random values,
+    one dense."""
     from vsparta.model.configuration import VisualSpartaConfig
+    from vsparta.model.dense import DenseConfig, DenseDualEncoder
     from vsparta.model.modeling import build_model
 
     out = tmp_path_factory.mktemp("saved")
     for name, extra in (("minilm", {"word_embeddings_from": DEFAULT_TEXT_MODEL}), ("random", {})):
         build_model(VisualSpartaConfig(**TINY, **extra)).save_pretrained(out / name)
-    return {"minilm": out / "minilm", "random": out / "random"}
+    build_model(DenseConfig(**TINY), model_class=DenseDualEncoder).save_pretrained(out / "dense")
+    return {name: out / name for name in ("minilm", "random", "dense")}
 
 
 def test_complete_words_says_in_one_sentence_what_is_wrong(
@@ -203,14 +206,30 @@ def test_complete_words_says_in_one_sentence_what_is_wrong(
     common = ["complete-words", "--train", str(colour_manifest), "--val", str(colour_manifest)]
     assert main([*common, "--model", str(saved["minilm"]), "--out", str(saved["minilm"])]) == 2
     assert "the trained model's own folder" in caplog.text
-    assert main([*common, "--model", str(saved["random"]), "--out", str(tmp_path / "o")]) == 2
-    assert "did not start from a text model" in caplog.text
+    assert main([*common, "--model", str(saved["dense"]), "--out", str(tmp_path / "o")]) == 2
+    assert "is a dense model: it has no words to complete" in caplog.text
     assert main([*common, "--model", str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 2
     assert "no such folder" in caplog.text
+    assert (
+        main([*common, "--model", str(saved["minilm"]), "--out", str(tmp_path / "o"), "--batch-size", "0"])
+        == 2
+    )
+    assert "--batch-size must be at least 1" in caplog.text
     with pytest.raises(SystemExit) as exit_:
         main([*common, "--model", str(saved["minilm"]), "--out", str(tmp_path / "o"), "--floor", "2"])
     assert exit_.value.code == 2
     assert not (tmp_path / "o").exists()
+
+
+def test_a_model_whose_table_started_from_random_values_is_completed_in_its_tokenizers_text_model(
+    saved: dict[str, Path], colour_manifest: Path, tmp_path: Path
+) -> None:
+    """Nearness is a property of the words, not of the trained table: MiniLM's (the tokenizer's)."""
+    argv = ["complete-words", "--model", str(saved["random"]), "--train", str(colour_manifest),
+            "--val", str(colour_manifest), "--out", str(tmp_path / "out"), "--floor", "0.6"]  # fmt: skip
+    assert main(argv) == 0
+    report = json.loads((tmp_path / "out" / "word-completion.json").read_text())
+    assert report["examples"]["grey"] == "gray" and report["completed_words"] > 0
 
 
 def test_an_unreadable_validation_image_is_left_out_and_reported(
