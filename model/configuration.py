@@ -85,6 +85,15 @@ PRESETS: dict[str, dict[str, Any]] = {
     # best CPU-sized recipe on the object scenes (docs/quality-objects-1161/lite0-320: test R@1 56.0
     # against 50.3 at 224 px, shift 37.0 against 30.4) for twice the stem's work per picture
     "lite0-320": {**_LITE0, "image_size": 320, "grid_size": 10},
+    # the same with the word table started from MiniLM's (reduced to 64 wide, trained at
+    # --pretrained-lr 2e-3): test R@1 56.4; then `vsparta complete-words` gives the words no caption
+    # used a near caption word's vector (docs/word-embeddings.md)
+    "lite0-320-words": {
+        **_LITE0,
+        "image_size": 320,
+        "grid_size": 10,
+        "word_embeddings_from": DEFAULT_TEXT_MODEL,
+    },
     # the same at 128 px: a third of the stem's work per picture, the demo's (fits its 5 minutes)
     "lite0-128": {**_LITE0, "image_size": 128, "grid_size": 4},
     "base": {

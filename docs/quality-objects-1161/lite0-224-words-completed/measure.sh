@@ -5,10 +5,12 @@
 # every pool (`vsparta eval`, top-n natural) and with held-out phrases asked alone
 # (`python -m bench.heldout_alone`). Run from the repository root after the test command's install:
 #   D=CACHE/objects-16000-500-1000-224-0 RUN=CACHE/runs/visualsparta-...-85f1a0d3/best bash THIS
-# (RUN: the model folder the training command printed; ~12 min on 2 cores).
+# (RUN: the model folder the training command printed; ~12 min on 2 cores). HERE=FOLDER writes
+# another run's figures elsewhere (lite0-320-words-completed: its RUN from ../lite0-320-words).
 set -euo pipefail
 : "${D:?the object scenes folder}" "${RUN:?the trained model folder}"
-HERE=docs/quality-objects-1161/lite0-224-words-completed
+HERE=${HERE:-docs/quality-objects-1161/lite0-224-words-completed}
+mkdir -p "$HERE"
 WORK=${WORK:-$(mktemp -d)}
 .venv/bin/vsparta complete-words --model "$RUN" --train "$D/train.jsonl" --val "$D/val.jsonl" --out "$WORK/completed"
 cp "$WORK/completed/word-completion.json" "$HERE/"
