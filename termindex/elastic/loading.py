@@ -40,7 +40,6 @@ LOAD_SETTINGS: dict[str, Any] = {
 # after its master was cut off: up to ~80 s, docs/cluster-faults.md).
 RESTORE_TRIES = 16
 LOAD_REFRESH_TIMEOUT_S = 600.0  # the refresh ending a load (or a force-merge) writes segments
-FAILED_LOAD_REFRESH_S = 30.0  # a failed load's end refreshes once, for at most this long
 
 
 class BulkLoading:
@@ -147,8 +146,8 @@ class BulkLoading:
             self._load_job = None
             heartbeat.stop()
             try:
-                # One short refresh at most (``_refresh_briefly``): a refresh through a cut link
-                # can block for minutes a try.
+                # No refresh of its own: the serving refresh interval makes the documents it did
+                # write visible, and a refresh through a cut link can block for minutes a try.
                 self._end_load_retrying(records, job, refresh=False)
             except TermIndexError as exc:
                 log.warning(
@@ -227,8 +226,8 @@ class BulkLoading:
     def _end_load(self, records: Mapping[str, dict[str, Any]], job: str, refresh: bool = True) -> None:
         """Serving settings back, then this load's record removed; while another load of the same
         index still runs (its beat moves), its end restores them instead. Every shard refreshed
-        (``refresh`` false, a failed load's end: for a short while, ``_refresh_briefly``), then the
-        load's documents shown in one alias update (``leases.hide_steps``)."""
+        (unless ``refresh`` is false: a failed load's end), then the load's documents shown in one
+        alias update (``leases.hide_steps``)."""
         still: dict[str, leases.Records] = {}
         for n, record in records.items():
             others = self._living_others(n, job)
@@ -243,21 +242,9 @@ class BulkLoading:
         # 1M documents took over 10 s (the default timeout) on OpenSearch 3.x on a busy machine.
         if refresh:
             self.refresh(timeout_s=LOAD_REFRESH_TIMEOUT_S)
-        else:
-            self._refresh_briefly()
         if self._target == self.alias:
             for n, others in still.items():
                 self._run(leases.hide_steps(self.alias, n, others))
-
-    def _refresh_briefly(self) -> None:
-        """A failed load's end: one refresh of at most ``FAILED_LOAD_REFRESH_S`` before its
-        documents are shown, so that searches see all it wrote at once. Without it each shard showed
-        its part at its own next refresh, and a search in between saw a mix of two states (the soak
-        caught it). A refresh that fails (a node cut off) leaves them to the serving refresh."""
-        try:
-            self.refresh(timeout_s=FAILED_LOAD_REFRESH_S)
-        except TermIndexError as exc:
-            log.warning("a failed load's documents show shard by shard: refreshing failed (%s)", exc)
 
     def finish_load(self) -> str:
         """After a complete load: force-merge to ``merge_segments`` per shard when this handle

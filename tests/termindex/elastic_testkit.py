@@ -236,7 +236,6 @@ class FaultProxy:
         self.failures = failures
         self.bulk_attempts = 0
         self.bulk_failed = 0
-        self.requests: list[tuple[str, str]] = []  # (method, path) of every request, in order
         self.port = port or free_port()
         self._lock = threading.Lock()
         self._server: http.server.ThreadingHTTPServer | None = None
@@ -275,7 +274,6 @@ class FaultProxy:
                     self.wfile.write(body)
 
             def _forward(self) -> None:
-                proxy.requests.append((self.command, self.path))
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 if proxy.delay and "_search" in self.path:

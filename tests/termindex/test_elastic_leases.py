@@ -194,33 +194,6 @@ def test_a_failed_load_restores_through_a_503_and_a_dead_first_node(
     assert served.count() == 70  # refreshed
 
 
-def test_a_failed_load_refreshes_every_shard_before_it_shows_what_it_wrote(
-    es_url: str, served: ElasticsearchIndex
-) -> None:
-    """Between putting the serving settings back and showing the load's documents (the alias
-    update), one refresh: the refresh the engine starts by itself when the interval changes runs
-    on each node in the background, so without it a search could see some shards' part only (a
-    state the index never held; the OpenSearch soak once caught it)."""
-    with (
-        FaultProxy(es_url, path="_nothing_fails") as proxy,
-        ElasticsearchIndex(proxy.url, served.alias) as index,
-    ):
-        with pytest.raises(RuntimeError, match="the load failed"), index.bulk_load():
-            index.upsert(
-                [TermDocument(f"new-{d.id}", d.weights) for d in random_docs(20, 300, seed=3)], refresh=False
-            )
-            proxy.requests.clear()
-            raise RuntimeError("the load failed")
-        steps = [
-            "settings" if "/_settings" in path and method == "PUT" else "refresh" if "/_refresh" in path
-            else "alias" if path.startswith("/_aliases") else None
-            for method, path in proxy.requests
-        ]  # fmt: skip
-    steps = [s for s in steps if s]
-    assert steps[-3:] == ["settings", "refresh", "alias"], proxy.requests
-    assert served._client.count(index=served.alias)["count"] == 70
-
-
 def test_a_load_into_the_served_version_keeps_its_replicas_a_new_version_drops_them(es_url: str) -> None:
     """One node: replicas 1 cannot be allocated, but the setting shows what a load does to it. The
     handle that creates the index loads it empty, with nobody to keep answering: it drops them."""
