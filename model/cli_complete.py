@@ -110,7 +110,8 @@ def _trained_model(args: argparse.Namespace) -> tuple[str, Any, Any]:
     source = load_bert_state(location)["embeddings.word_embeddings.weight"].float()
     if source.shape[0] != model.config.vocab_size:
         raise ValueError(
-            f"{source_name} has {source.shape[0]:,} words; the model's table {model.config.vocab_size:,}"
+            f"{source_name} has {source.shape[0]:,} words and the model {model.config.vocab_size:,}: "
+            "their vocabularies differ, so the model's words cannot be looked up there"
         )
     return folder, model, source
 

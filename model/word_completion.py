@@ -6,10 +6,10 @@ Why: training moves only the ids the captions contain toward images, and the spa
 every other id down, so "bike" finds nothing although the text model puts it beside "bicycle", and
 "motorcycle" nothing where captions only said "motorcycles". Such a word takes the trained vector
 (and bias) of its nearest caption word, when that word is near enough (cosine at least a floor):
-a far word's copy would fire on another object's images. ``choose_floor``
-picks the floor on validation images, with caption words held out standing in for the unseen
-ones: the lowest floor from which, bin by bin, held-out words find one of their images in the
-first five at least half as often as their own trained vectors do. (Measured on the 1,161-object
+a far word's copy would fire on another object's images. ``choose_floor`` picks the floor on
+validation images, with caption words held out standing in for the unseen ones: the lowest floor
+from which, bin by bin, held-out words find one of their images in the first five at least half
+as often as their own trained vectors do. (Measured on the 1,161-object
 scenes, copying the nearest caption word's vector kept 2 to 3 times the hits of a ridge map from
 the text model's vectors to the trained table: docs/word-embeddings.md.)
 """
