@@ -132,6 +132,7 @@ def run_soak(
         "answers": answers.as_dict(),
         "index": final.as_dict(),
         "settings_after": run.settings,
+        "left_behind": run.left_behind,
         "load_errors": [str(e) for e in errors],
     }
 

@@ -20,6 +20,13 @@ while the load runs the alias filters them out (``hide_steps``); its end refresh
 then, in one alias update, shows them: a search sees the index as the load found it, or as it
 left it, never a mix.
 
+What no record explains heals the same way: a request of a load held by a slow or cut link can
+reach the engine after the load has ended (refreshes turned off again, or its documents hidden
+again), and a failed load whose refresh could not reach every shard leaves its documents hidden on
+purpose. An observer that has seen such state stand unchanged for a lease turns refreshes back on,
+refreshes every shard and shows the documents (``recover_steps``); a later load keeps them hidden
+while it runs and shows them at its end.
+
 One clock decides: the observer's own monotonic clock, timing how long it has seen a beat stand
 still. No wall-clock time written by one machine is compared with another machine's (loader and
 opener clocks hours apart once restored a running load's settings at once, or kept a dead load's
@@ -57,6 +64,10 @@ DEFAULT_LEASE_S = 60.0
 LEASE_ENV = "VSPARTA_LOAD_LEASE_S"
 
 Records = dict[str, dict[str, Any]]  # job id -> record
+LEFTOVER = "~leftover"  # the watch's key for load state no record explains (``recover_steps``)
+# The settings a load turns off that no serving index keeps (restored to their defaults when left
+# behind with no record; replicas are kept by a load of the served version).
+LOAD_KEYS = ("index.refresh_interval", "index.translog.flush_threshold_size")
 
 
 def lease_seconds(value: Any = None) -> float:
@@ -204,27 +215,87 @@ def hide_steps(alias: str, index: str, jobs: Iterable[str]) -> Steps[None]:
     )
 
 
-def recover_steps(alias: str, watch: LeaseWatch) -> Steps[list[str]]:
+def hidden_steps(alias: str) -> Steps[dict[str, set[str]]]:
+    """The jobs whose documents the alias's filter leaves out, per index behind it."""
+    answer = yield Call("read alias", "indices.get_alias", {"name": alias})
+    out: dict[str, set[str]] = {}
+    for index, body in answer.items():
+        found = ((body.get("aliases") or {}).get(alias) or {}).get("filter") or {}
+        jobs: set[str] = set()
+        for clause in (found.get("bool") or {}).get("must_not") or []:
+            jobs.update((clause.get("terms") or {}).get(LOAD_FIELD) or [])
+        out[index] = jobs
+    return out
+
+
+def refresh_off_steps(alias: str) -> Steps[dict[str, bool]]:
+    """Per index behind the alias: are refreshes off (a load's setting)?"""
+    kwargs = {"index": alias, "name": "index.refresh_interval", "flat_settings": True}
+    answer = yield Call("read settings", "indices.get_settings", kwargs)
+    flat = {i: (b.get("settings") or {}).get("index.refresh_interval") for i, b in answer.items()}
+    return {i: value in ("-1", -1) for i, value in flat.items()}
+
+
+def refresh_steps(index: str) -> Steps[bool]:
+    """Refresh ``index``; whether every shard copy that answers did (a node cut off: not all)."""
+    answer = yield Call("refresh", "indices.refresh", {"index": index, "ignore": [500]})
+    shards = answer.get("_shards") if isinstance(answer, Mapping) else None
+    return isinstance(shards, Mapping) and not int(shards.get("failed") or 0)
+
+
+def _leftover(jobs: set[str], refresh_off: bool, lease_s: float) -> Records:
+    """A pseudo-record for load state that no record explains, watched like a record: its
+    "beat" is the state itself, so a change restarts the watch."""
+    if not jobs and not refresh_off:
+        return {}
+    return {LEFTOVER: {"beat": f"{sorted(jobs)} refresh off {refresh_off}", "lease_s": lease_s}}
+
+
+def recover_steps(alias: str, watch: LeaseWatch, lease_s: float | None = None) -> Steps[list[str]]:
     """Put back the serving settings of every index behind ``alias`` whose loads ``watch`` has
-    seen dead (their beats stood still for a lease); returns the indices restored. A load seen
-    beating, or not watched long enough yet, is left alone."""
+    seen dead (their beats stood still for a lease), refresh it and show what they wrote; returns
+    the indices restored. A load seen beating, or not watched long enough yet, is left alone.
+
+    Also load state no record explains, once it has stood for a lease (``lease_s``, default
+    ``lease_seconds()``): refreshes off, or documents hidden, with no load recorded. A request
+    held by a slow or cut link can reach the engine after its load has ended (the soak saw a
+    load's "refreshes off" land after its end had put them back); a load's own end, which removes
+    its record before its refresh and shows afterwards, is over long before a lease."""
+    lease = lease_seconds(lease_s)
+    # Read before the records: a load writes its record before it hides anything or turns
+    # refreshes off, so what these show with no record read after them was left by no running load.
+    hidden = yield from hidden_steps(alias)
+    refresh_off = yield from refresh_off_steps(alias)
     restored = []
     for index, records in (yield from read_steps(alias)).items():
-        watch.see(index, records)
-        if not records or not all(watch.verdict(index, j, r) for j, r in records.items()):
+        if records:
+            judged = records
+        else:
+            judged = _leftover(hidden.get(index, set()), refresh_off.get(index, False), lease)
+        watch.see(index, judged)
+        if not judged or not all(watch.verdict(index, j, r) for j, r in judged.items()):
             continue
-        job, record = min(records.items(), key=lambda kv: float(kv[1].get("started") or 0))
-        standing = watch.standing(index, job)
-        serving = record.get("serving") or {}
-        yield from settings_steps(index, serving)
-        yield from write_steps(index, {})
-        yield Call("refresh", "indices.refresh", {"index": index})
-        yield from hide_steps(alias, index, [])
+        if records:
+            job, record = min(records.items(), key=lambda kv: float(kv[1].get("started") or 0))
+            serving = record.get("serving") or {}
+            left_by = f"{describe(job, record, watch.standing(index, job))} that stopped without ending"
+        else:
+            serving = {k: None for k in LOAD_KEYS} if refresh_off.get(index) else {}
+            state, standing = judged[LEFTOVER]["beat"], watch.standing(index, LEFTOVER)
+            left_by = f"no load on record (hidden jobs {state} for {standing:.0f}s)"
+        if serving:
+            yield from settings_steps(index, serving)
+        if records:
+            yield from write_steps(index, {})
+        whole = yield from refresh_steps(index)
+        if whole:  # shown once every shard has refreshed: never a mix of two states
+            yield from hide_steps(alias, index, [])
         log.warning(
-            "restored serving settings of %s (%s) left by %s that stopped without ending",
+            "restored serving settings of %s (%s) left by %s%s",
             index,
-            settings_text(serving),
-            describe(job, record, standing),
+            settings_text(serving) or "unchanged",
+            left_by,
+            "" if whole else "; its documents stay hidden until a refresh reaches every shard",
         )
         restored.append(index)
     return restored

@@ -40,6 +40,7 @@ LOAD_SETTINGS: dict[str, Any] = {
 # after its master was cut off: up to ~80 s, docs/cluster-faults.md).
 RESTORE_TRIES = 16
 LOAD_REFRESH_TIMEOUT_S = 600.0  # the refresh ending a load (or a force-merge) writes segments
+FAILED_LOAD_REFRESH_S = 30.0  # a failed load's end refreshes once, for at most this long
 
 
 class BulkLoading:
@@ -103,7 +104,7 @@ class BulkLoading:
         """Serving settings back on indices behind the alias left by a killed load (``leases``):
         one whose beat this handle has seen stand still for a lease. Each call is a look; the
         first look at a record only starts the watch."""
-        return self._run(leases.recover_steps(self.alias, self._watch))
+        return self._run(leases.recover_steps(self.alias, self._watch, self._lease_s))
 
     def _records(self, index: str) -> leases.Records:
         records = self._run(leases.read_steps(index)).get(index, {})
@@ -146,8 +147,8 @@ class BulkLoading:
             self._load_job = None
             heartbeat.stop()
             try:
-                # No refresh of its own: the serving refresh interval makes the documents it did
-                # write visible, and a refresh through a cut link can block for minutes a try.
+                # One short refresh at most (``_refresh_briefly``): a refresh through a cut link
+                # can block for minutes a try.
                 self._end_load_retrying(records, job, refresh=False)
             except TermIndexError as exc:
                 log.warning(
@@ -171,8 +172,10 @@ class BulkLoading:
             )
         records: dict[str, dict[str, Any]] = {}
         served = self._target == self.alias
+        hidden: dict[str, set[str]] = {}
         if served:
             self._ensure_current_mapping()  # the field the alias filter names
+            hidden = self._run(leases.hidden_steps(self.alias))
         for n in indices:
             # Another load of this index (running, or killed), or this one's try before, saw the
             # serving settings: keep those.
@@ -184,8 +187,9 @@ class BulkLoading:
             records[n] = dict(blank) | {"serving": serving}
             mine = self._records(n) | {job: records[n]}
             self._write_records(n, mine)  # before anything changes
-            if served:  # searches leave this load's documents out until it ends
-                self._run(leases.hide_steps(self.alias, n, mine))
+            if served:  # searches leave this load's documents out until it ends, and keep out
+                # those of a failed load not shown yet (no record: its end could not refresh)
+                self._run(leases.hide_steps(self.alias, n, set(mine) | hidden.get(n, set())))
             self._put_settings(n, self._load_settings())
         return records
 
@@ -226,8 +230,10 @@ class BulkLoading:
     def _end_load(self, records: Mapping[str, dict[str, Any]], job: str, refresh: bool = True) -> None:
         """Serving settings back, then this load's record removed; while another load of the same
         index still runs (its beat moves), its end restores them instead. Every shard refreshed
-        (unless ``refresh`` is false: a failed load's end), then the load's documents shown in one
-        alias update (``leases.hide_steps``)."""
+        (``refresh`` false, a failed load's end: for a short while, ``_refresh_briefly``), then the
+        load's documents shown in one alias update (``leases.hide_steps``); a failed load whose
+        refresh did not reach every shard leaves its documents hidden, for the next load's end or
+        an observer a lease later (``leases.recover_steps``) to refresh and show."""
         still: dict[str, leases.Records] = {}
         for n, record in records.items():
             others = self._living_others(n, job)
@@ -242,9 +248,22 @@ class BulkLoading:
         # 1M documents took over 10 s (the default timeout) on OpenSearch 3.x on a busy machine.
         if refresh:
             self.refresh(timeout_s=LOAD_REFRESH_TIMEOUT_S)
+        shown = refresh or self._refresh_briefly()
         if self._target == self.alias:
             for n, others in still.items():
-                self._run(leases.hide_steps(self.alias, n, others))
+                self._run(leases.hide_steps(self.alias, n, set(others) | (set() if shown else {job})))
+
+    def _refresh_briefly(self) -> bool:
+        """A failed load's end: one refresh of at most ``FAILED_LOAD_REFRESH_S``; whether it reached
+        every shard. The engine refreshes by itself when the interval changes, but in the background
+        on each node: an alias update showing the documents could come first, and a search in
+        between saw a mix of two states (the soak caught it on OpenSearch 2.19)."""
+        try:
+            self.refresh(timeout_s=FAILED_LOAD_REFRESH_S)
+            return True
+        except TermIndexError as exc:
+            log.warning("a failed load's documents stay hidden until a refresh reaches every shard: %s", exc)
+            return False
 
     def finish_load(self) -> str:
         """After a complete load: force-merge to ``merge_segments`` per shard when this handle

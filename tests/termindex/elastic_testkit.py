@@ -104,6 +104,18 @@ def random_docs(
     return docs
 
 
+@contextmanager
+def served_index(es_url: str, prefix: str, **options: Any) -> Iterator[ElasticsearchIndex]:
+    """A served index with 50 random documents (``random_docs`` seed 1), deleted afterwards."""
+    index = ElasticsearchIndex(es_url, unique_name(prefix), create=True, **options)
+    try:
+        index.upsert(random_docs(50, 300, seed=1))
+        yield index
+    finally:
+        index.drop()
+        index.close()
+
+
 def random_queries(n: int, vocab: int, seed: int) -> list[dict[int, float]]:
     """1-8 tokens drawn like query words (Zipf); boosts are counts, some explicit float weights."""
     rng = np.random.default_rng(seed)
@@ -236,6 +248,7 @@ class FaultProxy:
         self.failures = failures
         self.bulk_attempts = 0
         self.bulk_failed = 0
+        self.requests: list[tuple[str, str]] = []  # (method, path) of every request, in order
         self.port = port or free_port()
         self._lock = threading.Lock()
         self._server: http.server.ThreadingHTTPServer | None = None
@@ -274,6 +287,7 @@ class FaultProxy:
                     self.wfile.write(body)
 
             def _forward(self) -> None:
+                proxy.requests.append((self.command, self.path))
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
                 if proxy.delay and "_search" in self.path:

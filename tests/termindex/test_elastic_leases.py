@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from elastic_testkit import FaultProxy, free_port, random_docs, tokenizer_folder, unique_name
+from elastic_testkit import FaultProxy, free_port, random_docs, served_index, tokenizer_folder, unique_name
 
 from vsparta.termindex.base import TermDocument
 from vsparta.termindex.elastic.index import ElasticsearchIndex
@@ -62,13 +62,8 @@ def _state(index: ElasticsearchIndex) -> tuple[dict[str, Any], dict[str, Any]]:
 @pytest.fixture
 def served(es_url: str) -> Iterator[ElasticsearchIndex]:
     """A served index with documents in it, deleted afterwards."""
-    index = ElasticsearchIndex(es_url, unique_name("lease"), create=True)
-    try:
-        index.upsert(random_docs(50, 300, seed=1))
+    with served_index(es_url, "lease") as index:
         yield index
-    finally:
-        index.drop()
-        index.close()
 
 
 def _killed_load(
