@@ -216,9 +216,12 @@ def hide_steps(alias: str, index: str, jobs: Iterable[str]) -> Steps[None]:
 
 
 def hidden_steps(alias: str) -> Steps[dict[str, set[str]]]:
-    """The jobs whose documents the alias's filter leaves out, per index behind it."""
-    answer = yield Call("read alias", "indices.get_alias", {"name": alias})
+    """The jobs whose documents the alias's filter leaves out, per index behind it (none where
+    ``alias`` names a concrete index)."""
+    answer = yield Call("read alias", "indices.get_alias", {"name": alias, "ignore": [404]})
     out: dict[str, set[str]] = {}
+    if "status" in answer and "error" in answer:  # no such alias
+        return out
     for index, body in answer.items():
         found = ((body.get("aliases") or {}).get(alias) or {}).get("filter") or {}
         jobs: set[str] = set()
