@@ -322,12 +322,6 @@ discovery_config() {
   done
   printf 'cluster.name: vsparta-cluster-%s\ntransport.port: %s\n' "$BASE_PORT" "$((PORT + 100))"
   printf 'discovery.seed_hosts: [%s]\ncluster.initial_master_nodes: [%s]\n' "$seeds" "$names"
-  # A node without a master refuses reads too. By default it answers from its last cluster state:
-  # a node cut off from the others (or healed but not yet rejoined) served its stale shard copies,
-  # and the soak saw a search miss whole shards' worth of documents with 200 (docs/cluster-faults-method.md).
-  local block=cluster.no_master_block
-  [ "$DISTRIBUTION" = opensearch ] && block=cluster.no_cluster_manager_block
-  printf '%s: all\n' "$block"
 }
 
 # ES 7.17's integ-test-zip carries x-pack core/security: a local test node runs without security.

@@ -146,7 +146,6 @@ def test_cluster_profile_nodes_discover_each_other_and_bootstrap_together(compos
         assert set(env["discovery.seed_hosts"].split(",")) == transports
         assert set(env["cluster.initial_master_nodes"].split(",")) == names
         assert "discovery.type" not in env
-        assert env["cluster.no_master_block"] == "all"  # no stale reads from a node cut off
         assert f"127.0.0.1:{env['http.port']}/" in " ".join(es["healthcheck"]["test"])  # its own port
     holder = compose["services"]["cluster-net"]
     assert holder["profiles"] == ["cluster"] and "ports" in holder
