@@ -9,6 +9,8 @@ refused server fails the first request, in one sentence; no search pays for the 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Generator, Iterable, Mapping
 from itertools import chain
 from typing import Any
@@ -23,6 +25,7 @@ from elasticsearch.exceptions import (
 )
 
 from vsparta.termindex.elastic import servers
+from vsparta.termindex.elastic.masters import MasterProbe
 
 __all__ = ["AsyncCheckedClient", "AsyncCheckedTransport", "CheckedClient", "CheckedTransport"]
 
@@ -127,9 +130,38 @@ class CheckedTransport(Transport):  # type: ignore[misc]
 
 
 class AsyncCheckedTransport(AsyncTransport):  # type: ignore[misc]
-    """``AsyncTransport`` with ``CheckedTransport``'s check, awaited."""
+    """``AsyncTransport`` with ``CheckedTransport``'s check, awaited; with several hosts, searches
+    leave out those without a master (``elastic.masters``)."""
 
     product = "elasticsearch"
+    masters: MasterProbe | None = None
+    _probing: asyncio.Task[None] | None = None
+
+    async def _async_init(self) -> None:
+        await super()._async_init()
+        hosts = tuple(getattr(self.connection_pool, "orig_connections", ()))
+        if len(hosts) > 1:
+            self.masters = MasterProbe(self.product)
+            self._probing = asyncio.get_running_loop().create_task(self.masters.run(hosts))
+
+    def get_connection(self) -> Any:
+        """The pool's next host, passing over those the probe last saw without a master."""
+        connection = super().get_connection()
+        if self.masters is None:
+            return connection
+        for _ in range(len(self.connection_pool.connections)):
+            if self.masters.usable(connection):
+                return connection
+            connection = super().get_connection()
+        return connection  # none knows a master: the engine decides
+
+    async def close(self) -> None:
+        if self._probing is not None:
+            self._probing.cancel()
+            # (RuntimeError: closed from another event loop than the one the probe ran in)
+            with contextlib.suppress(asyncio.CancelledError, RuntimeError):
+                await self._probing
+        await super().close()
 
     async def _do_verify_elasticsearch(self, headers: Any, timeout: Any) -> None:
         async with self._verify_elasticsearch_lock:

@@ -1,0 +1,75 @@
+"""The service's reader leaves out hosts that have no master (``termindex/elastic/masters.py``).
+
+On a real 3-node cluster (every node on its own loopback address): the master is cut off from
+both others by iptables. Once it knows it has no master (its own ``_cat/master``), it would still
+answer searches from its stale shard copies; the reader's probe sees that within a second or two
+and sends no request there, and takes it back once the cut has healed and it has rejoined.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+from elastic_testkit import FaultCluster, open_on, random_docs, unique_name
+
+from vsparta.termindex.registry import open_reader
+
+pytestmark = [pytest.mark.elasticsearch, pytest.mark.slow]
+
+
+async def _until(what: str, check: Any, within_s: float) -> None:
+    deadline = time.monotonic() + within_s
+    while not await asyncio.to_thread(check):
+        assert time.monotonic() < deadline, f"{what}: not within {within_s:.0f}s"
+        await asyncio.sleep(0.5)
+
+
+@pytest.mark.parametrize("fault_cluster", ["elasticsearch-7.17", "opensearch-2.19"], indirect=True)
+def test_searches_leave_out_a_node_that_has_no_master(fault_cluster: FaultCluster) -> None:
+    fault_cluster.healthy()
+    cluster, faults = fault_cluster.cluster, fault_cluster.faults
+    name = unique_name("masters")
+    with open_on(fault_cluster.server(), name, create=True) as index:
+        index.upsert(random_docs(60, 300, seed=1))
+    master = cluster.master()
+    assert master is not None
+    others = [n for n in range(cluster.nodes) if n != master]
+    addresses = cluster.addresses()
+    reader = open_reader(cluster.spec(name), request_timeout=10)
+
+    async def scenario() -> None:
+        assert await reader.count() == 60  # the client's first request starts the probe
+        transport = reader._client.transport
+        by_url = {c.host: c for c in transport.connection_pool.orig_connections}
+        cut_off = by_url[cluster.url(master)]
+        await asyncio.sleep(2.5)
+        assert transport.masters.masterless == frozenset()
+        try:
+            for other in others:
+                faults.cut(addresses[master], addresses[other])
+                faults.cut(addresses[other], addresses[master])
+            await _until("the cut-off node knows it has no master",
+                         lambda: cluster.master_seen_by(master) is None, 120)  # fmt: skip
+            await _until("the probe sees it", lambda: transport.masters.masterless == {cut_off}, 30)
+            picked = {transport.get_connection() for _ in range(30)}
+            assert cut_off not in picked and len(picked) == 2
+            assert await reader.count() == 60  # answered by the others
+        finally:
+            faults.heal()
+        await _until("the node rejoined", lambda: cluster.master_seen_by(master) is not None, 180)
+        await _until("the probe takes it back", lambda: transport.masters.masterless == frozenset(), 10)
+        assert cut_off in {transport.get_connection() for _ in range(30)}
+
+    async def run() -> None:
+        try:
+            await scenario()
+        finally:
+            await reader.close()
+
+    asyncio.run(run())
+    cluster.wait_green()
+    with open_on(fault_cluster.server(), name) as index:
+        index.drop()
