@@ -81,6 +81,34 @@ def test_a_cut_drops_one_direction_between_two_of_our_addresses_only(addresses: 
     assert chain not in our_rules()  # closed: nothing left
 
 
+def test_a_reset_cut_both_ways_fails_connections_at_once(addresses: list[str]) -> None:
+    """Both directions cut with resets: an open connection and a new one fail at once. (The
+    reset answering one direction travels the other; before resets passed, that rule swallowed
+    it and the link hung like a drop.)"""
+    a, b, _ = addresses
+    with NetFaults(addresses) as faults, socket.socket() as server, socket.socket() as client:
+        server.bind((b, 0))
+        server.listen(2)
+        client.bind((a, 0))
+        client.connect(server.getsockname())
+        peer, _ = server.accept()
+        faults.cut(a, b, reset=True)
+        faults.cut(b, a, reset=True)
+        client.settimeout(5)
+        t0 = time.monotonic()
+        with peer, pytest.raises(ConnectionResetError):
+            client.sendall(b"ping")
+            client.recv(4)
+        with socket.socket() as fresh:
+            fresh.bind((a, 0))
+            fresh.settimeout(5)
+            with pytest.raises(ConnectionRefusedError):
+                fresh.connect(server.getsockname())
+        assert time.monotonic() - t0 < 1.0
+        faults.heal()
+        assert round_trip_s(a, b) < 0.3
+
+
 def test_a_slow_link_holds_packets_for_seconds_and_only_between_its_pair(addresses: list[str]) -> None:
     a, b, c = addresses
     with NetFaults(addresses) as faults:
