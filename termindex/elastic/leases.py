@@ -239,11 +239,22 @@ def refresh_off_steps(alias: str) -> Steps[dict[str, bool]]:
     return {i: value in ("-1", -1) for i, value in flat.items()}
 
 
-def refresh_steps(index: str) -> Steps[bool]:
-    """Refresh ``index``; whether every shard copy that answers did (a node cut off: not all)."""
-    answer = yield Call("refresh", "indices.refresh", {"index": index, "ignore": [500]})
+def refresh_steps(index: str, request_timeout: float | None = None) -> Steps[str]:
+    """Refresh ``index``; "" when every shard copy that answers did, else what did not (a master
+    being elected, a node cut off: the engine answers 500 with the shards that failed). The one
+    rule of "refreshed" for a load's end and for an observer restoring one: never show documents
+    that some shard cannot yet search."""
+    kwargs: dict[str, Any] = {"index": index, "ignore": [500]}
+    if request_timeout is not None:
+        kwargs["request_timeout"] = request_timeout
+    answer = yield Call("refresh", "indices.refresh", kwargs)
     shards = answer.get("_shards") if isinstance(answer, Mapping) else None
-    return isinstance(shards, Mapping) and not int(shards.get("failed") or 0)
+    if not isinstance(shards, Mapping):  # a 500 that is not about shards
+        return f"error 500 (refresh): {answer}"
+    if not int(shards.get("failed") or 0):  # (unassigned replicas count as neither failed nor done)
+        return ""
+    reasons = sorted({str((f.get("reason") or {}).get("type")) for f in shards.get("failures") or []})
+    return f"{shards['failed']} of {shards.get('total')} shard copies not refreshed: {', '.join(reasons)}"
 
 
 def _leftover(jobs: set[str], refresh_off: bool, lease_s: float) -> Records:
@@ -290,7 +301,7 @@ def recover_steps(alias: str, watch: LeaseWatch, lease_s: float | None = None) -
             yield from settings_steps(index, serving)
         if records:
             yield from write_steps(index, {})
-        whole = yield from refresh_steps(index)
+        whole = not (yield from refresh_steps(index))
         if whole:  # shown once every shard has refreshed: never a mix of two states
             yield from hide_steps(alias, index, [])
         log.warning(

@@ -305,15 +305,8 @@ class BulkLoading:
 
     def refresh(self, timeout_s: float | None = None) -> None:
         """Make what was written searchable; ``timeout_s`` past the client's request timeout. Some
-        shards not refreshed (a master being elected, a node cut off: the engine answers 500 with
-        the shards that failed) is ``EngineUnavailable``: a load's end tries again."""
-        extra = {} if timeout_s is None else {"request_timeout": timeout_s}
-        with errors("refresh", engine=self.engine_label):
-            resp = self._client.indices.refresh(index=self._target, ignore=[500], **extra)
-        shards = resp.get("_shards") if isinstance(resp, Mapping) else None
-        if not isinstance(shards, Mapping):  # a 500 that is not about shards
-            raise TermIndexError(f"{self.engine_label} error 500 (refresh): {resp}")
-        if int(shards.get("failed") or 0):  # (unassigned replicas count as neither failed nor done)
-            reasons = sorted({str((f.get("reason") or {}).get("type")) for f in shards.get("failures") or []})
-            what = f"{shards['failed']} of {shards.get('total')} shard copies not refreshed"
-            raise EngineUnavailable(f"{what}: {', '.join(reasons)}")
+        shards not refreshed (``leases.refresh_steps``) is ``EngineUnavailable``: a load's end
+        tries again."""
+        problem = self._run(leases.refresh_steps(self._target, timeout_s))
+        if problem:
+            raise EngineUnavailable(f"{self.engine_label}: {problem}")
