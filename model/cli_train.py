@@ -107,6 +107,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"(default {Augmentation.scale[0]:g},{Augmentation.scale[1]:g})",
     )
     parser.add_argument(
+        "--index-scales",
+        type=input_sizes,
+        metavar="S1,S2,...",
+        help="input sizes every indexed image is read at, its term weights the mean over them (saved in "
+        "the model's config; e.g. 256,320,416,480 for lite0-320: docs/index-scales.md). Default: "
+        "image_size only",
+    )
+    parser.add_argument(
         "--feature-cache",
         help="folder of a frozen stem's cached regions (default: OUT/feature-cache; rebuilt when stale)",
     )
@@ -136,6 +144,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--patience", type=int, help="with --val: stop after N epochs without improvement")
 
 
+def input_sizes(text: str) -> list[int]:
+    """``--index-scales 256,320,416``: positive pixel sizes (the stem checks what it can read)."""
+    try:
+        sizes = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected pixel sizes such as 256,320,416, got {text!r}") from None
+    if not sizes or min(sizes) <= 0:
+        raise argparse.ArgumentTypeError(f"input sizes must be positive, got {text!r}")
+    return sizes
+
+
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The loss (sparsity, presence) and stem flags given, as config fields (absent ones: the preset's)."""
     given = {field: getattr(args, field) for field, _, _ in LOSS_FLAGS}
@@ -143,6 +162,7 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
         "sparsity_loss": args.sparsity_loss,
         "phi_term_bias": True if args.term_bias else None,
         "freeze_stem": False if getattr(args, "fine_tune_stem", False) else None,
+        "index_scales": getattr(args, "index_scales", None),
     }
     return {k: v for k, v in given.items() if v is not None}
 

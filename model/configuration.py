@@ -170,6 +170,8 @@ class VisualSpartaConfig(PretrainedConfig):
         if self.sparsity_vocab is not None and self.sparsity_vocab < 1:
             raise ValueError(f"sparsity_vocab must be >= 1 or None (all), got {self.sparsity_vocab}")
         stem.check_config(self)
+        for size in self.index_scales or ():
+            stem.check_scale(self, size)
         if len(self.image_mean) != 3 or len(self.image_std) != 3:
             raise ValueError("image_mean and image_std need 3 values (RGB)")
 

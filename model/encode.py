@@ -96,8 +96,8 @@ class TermEncoder:
         """GPU time spent on finished batches (CUDA events, copy in to top-n); None on CPU."""
         return None if self._busy_ms is None else self._busy_ms / 1000.0
 
-    def _top(self, h: torch.Tensor, mask: torch.Tensor, top_n: int | None) -> tuple[torch.Tensor, ...]:
-        phi = self.model.term_weights(h, mask)  # [B, V] float32 (the model keeps φ out of autocast)
+    def _top(self, phi: torch.Tensor, top_n: int | None) -> tuple[torch.Tensor, ...]:
+        # phi [B, V] float32 (the model keeps φ out of autocast)
         return select_top_terms(phi, top_n, self._drop)
 
     def _stage(self, pixels: np.ndarray) -> torch.Tensor:
@@ -136,8 +136,7 @@ class TermEncoder:
         # to kernels whose sums depend on the thread count (documents must not).
         x = (x.permute(0, 3, 1, 2).contiguous().float() / 255.0 - self._mean) / self._std
         with autocast_for(self.device, self.amp):
-            h, mask = self.model.encode_images(pixel_values=x)
-            ids, weights, counts = self._top(h, mask, top_n)
+            ids, weights, counts = self._top(self.model.image_term_weights(pixel_values=x), top_n)
         if events is not None:
             events[1].record()
         return PendingBatch(ids, weights, counts, events)
@@ -167,8 +166,7 @@ class TermEncoder:
             max_label_tokens=self.config.max_label_tokens,
         ).to(self.device)
         with autocast_for(self.device, self.amp):
-            h, mask = self.model.encode_images(regions=batch)
-            return to_csr(*self._top(h, mask, top_n))
+            return to_csr(*self._top(self.model.image_term_weights(regions=batch), top_n))
 
     @torch.inference_mode()
     def encode_pixels(self, batch: np.ndarray, top_n: int | None = DEFAULT_TOP_N) -> list[dict[int, float]]:
@@ -181,8 +179,8 @@ class TermEncoder:
             return []
         pixels = torch.from_numpy(batch).to(self.device)
         with autocast_for(self.device, self.amp):
-            h, mask = self.model.encode_images(pixel_values=pixels)
-            return csr_to_dicts(*to_csr(*self._top(h, mask, top_n)))
+            phi = self.model.image_term_weights(pixel_values=pixels)
+            return csr_to_dicts(*to_csr(*self._top(phi, top_n)))
 
     def encode_regions(
         self, regions: Sequence[Regions], top_n: int | None = DEFAULT_TOP_N

@@ -108,11 +108,10 @@ def encode_sparse(
         idx = list(range(start, min(len(store), start + batch_size)))
         pixels, regions = store.image_batch(idx)
         with autocast_for(device, amp):
-            h, mask = model.encode_images(
+            phi = model.image_term_weights(  # [B, V]
                 pixel_values=None if pixels is None else pixels.to(device),
                 regions=None if regions is None else regions.to(device),
             )
-            phi = model.term_weights(h, mask)  # [B, V]
         indptr, term_ids, weights = to_csr(*select_top_terms(phi, None, drop))
         for a, b in zip(indptr[:-1], indptr[1:], strict=True):
             ids_out.append(term_ids[a:b])
@@ -314,7 +313,8 @@ def _prepared(
     model.to(device).eval()
     tok = model.query_tokenizer()
     store = ImageStore(records, model.config, tok.tokenize, cache=False)
-    attach(store, model, feature_cache, device, progress)
+    # regions cached at image_size cannot be read at other scales: pixels then (index_scales)
+    attach(store, model, None if model.config.index_scales else feature_cache, device, progress)
     return tok, build_queries(records, tok.tokenize), store
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 from transformers import PreTrainedModel
 
@@ -301,6 +302,25 @@ class VisualSpartaModel(VisualSpartaPreTrainedModel):
                 tb = None if bias is None else bias[start : start + e.shape[0]]
                 parts.append(self.phi(y, tb))
             return torch.cat(parts, dim=1)
+
+    @torch.no_grad()
+    def image_term_weights(
+        self, pixel_values: torch.Tensor | None = None, regions: RegionBatch | None = None
+    ) -> torch.Tensor:
+        """φ ``[B, V]`` of a batch of images as an index holds them: pixels ``[B, 3, S, S]`` at
+        ``image_size`` are read at each of the config's ``index_scales`` (resized here, bicubic
+        with antialiasing) and their φ averaged; regions, or no scales, once as they are."""
+        scales = list(self.config.index_scales or ()) if pixel_values is not None else []
+        if not scales:
+            return self.term_weights(*self.encode_images(pixel_values=pixel_values, regions=regions))
+        total = None
+        for size in scales:
+            x = pixel_values
+            if size != x.shape[-1]:
+                x = F.interpolate(x.float(), (size, size), mode="bicubic", antialias=True)
+            phi = self.term_weights(*self.encode_images(pixel_values=x))
+            total = phi if total is None else total + phi
+        return total / len(scales)
 
     @torch.no_grad()
     def term_weights(self, h: torch.Tensor, h_mask: torch.Tensor, chunk_size: int = 8192) -> torch.Tensor:

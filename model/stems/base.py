@@ -40,6 +40,16 @@ class VisionStem(nn.Module):
         """Raise ``ValueError`` (one sentence naming the field) for settings this stem cannot take."""
 
     @classmethod
+    def check_scale(cls, config: Any, size: int) -> None:
+        """Raise ``ValueError`` (one sentence) for an input size of ``index_scales`` this stem cannot
+        read; by default only ``image_size``: a stem whose regions depend on the input size."""
+        if size != config.image_size:
+            raise ValueError(
+                f"stem {config.stem!r} reads images at image_size ({config.image_size}) only: index_scales "
+                f"{list(config.index_scales)} cannot hold {size}"
+            )
+
+    @classmethod
     def prepare(cls, config: Any) -> Any:
         """For a fresh model only (not a reload): fetch pretrained weights and record in ``config``
         what they fix (feature size, input normalisation, architecture) so the saved model reloads

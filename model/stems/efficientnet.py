@@ -195,6 +195,15 @@ class EfficientNetLite0Stem(VisionStem):
             )
 
     @classmethod
+    def check_scale(cls, config: Any, size: int) -> None:
+        """Any multiple of the stride: the head map is average-pooled to ``grid_size`` whatever its side."""
+        if not isinstance(size, int) or size < STRIDE or size % STRIDE:
+            raise ValueError(
+                f"stem 'efficientnet_lite0' reads input sizes that are multiples of {STRIDE}: index_scales "
+                f"{list(config.index_scales)} holds {size!r}"
+            )
+
+    @classmethod
     def prepare(cls, config: Any) -> Any:
         """The ImageNet weights (None for ``stem_weights="none"``); the config records the feature
         size and the input normalisation they need, so a saved model reloads without the package."""
