@@ -111,7 +111,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=input_sizes,
         metavar="S1,S2,...",
         help="input sizes every indexed image is read at, its term weights the mean over them (saved in "
-        "the model's config; e.g. 256,320,416,480 for lite0-320: docs/index-scales.md). Default: "
+        "the model's config; e.g. 256,320,480 for lite0-320: docs/index-scales.md). Default: "
         "image_size only",
     )
     parser.add_argument(

@@ -93,9 +93,9 @@ class IndexingConfig:
     top_n: int | None = 1000  # terms kept per image (paper: n = 1000); None keeps every positive one
     max_query_tokens: int = 64
     # the input sizes (pixels a side) every indexed image is read at, its weights the mean over them
-    # (``VisualSpartaModel.image_term_weights``): objects drawn smaller or larger than any training
-    # scene meet the stem at a familiar size in one of them (docs/index-scales.md); () reads it at
-    # image_size only. Validation during training reads image_size only.
+    # (``VisualSpartaModel.image_term_weights``): an ensemble of views of one picture, +2-4 R@1 on
+    # every pool of the object benchmark for one pass per size (docs/index-scales.md); () reads it
+    # at image_size only. Validation during training reads image_size only.
     index_scales: tuple[int, ...] = ()
 
 
