@@ -1,14 +1,15 @@
 """``vsparta bench no-match-floors``: the match rule with a floor per word, calibrated on images
-outside the index (``MatchRule.term_floors``; ``vsparta calibrate`` makes them for the service).
+outside the index (``MatchRule.word_floors``; ``vsparta calibrate`` makes them for the service).
 
 Why: one floor for every word cannot tell "mouse" written weakly onto a bird from "sparrow"
 written onto a sparrow, when a model writes some words with large weights everywhere. A word's own
 floor comes from how the model weighs it on calibration images that show an object it names
 (``--positives objects``, the scenes' labels) or whose captions use it (``captions``, what
-``vsparta calibrate`` has): the ``--quantiles`` q-quantile there, and on the others the
+``vsparta calibrate`` has): the pieces the model writes on at least ``--piece-shares`` of them,
+the ``--quantiles`` q-quantile of the key piece's weight there, and on the others the
 (1 - p)-quantile for ``--negative-quantiles`` p, combined as their larger (``max``) or their mean
-(``mid``) by ``service.term_floors.floors``; a word with fewer than ``--min-positives`` positive
-images keeps the rule's ``min_weight``.
+(``mid``) by ``service.term_floors.word_floors``; a word with fewer than ``--min-positives``
+positive images keeps the rule's ``min_weight`` and every piece.
 
 The calibration images are a manifest indexed by the same model into their own index (fresh
 scenes of every subgroup, none of them in the searched index). The in / out queries, the answers
@@ -26,8 +27,6 @@ import logging
 import time
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from vsparta.bench import no_match
 from vsparta.bench.search_runs import caption_queries, meta, recall
@@ -62,27 +61,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a word's positive calibration images: those showing an object it names (the scenes' "
         "labels) or those whose captions use it (what `vsparta calibrate` has)",
     )  # fmt: skip
+    parser.add_argument(
+        "--piece-shares", type=no_match._floats, default=[0.5],
+        help="comma list: a word's piece counts when the model writes it on this share of its positives",
+    )  # fmt: skip
     parser.set_defaults(name="no-match-floors")
 
 
-def object_word_ids(tokenizer: Any, record: Any, linking: set[str]) -> set[int]:
-    """The vocabulary ids a word naming one of the image's objects needs (names, aliases,
-    categories and their plurals; never a caption template's linking or counting word)."""
+def object_words(tokenizer: Any, record: Any, linking: set[str]) -> set[Any]:
+    """The words naming one of the image's objects (names, aliases, categories and their plurals;
+    never a caption template's linking or counting word)."""
     from vsparta.scenes.emoji_catalog import catalog
     from vsparta.scenes.object_words import plural
     from vsparta.service.matching import words_of
 
     by_name = {o.name: o for o in catalog()}
-    ids: set[int] = set()
+    words = set()
     for drawn in record.metadata["objects"]:
         obj = by_name[drawn["name"]]
         for phrase in (*obj.phrases, *obj.categories):
             for text in (phrase, plural(phrase)):
                 tokens = [tokenizer.id_to_token(i) for i in tokenizer.tokenize(text)]
-                for word in words_of(tokens):
-                    if word.text not in linking:
-                        ids.add(tokenizer.token_to_id(word.tokens[0]))
-    return ids - {None}
+                words.update(w for w in words_of(tokens) if w.text not in linking)
+    return words
 
 
 def linking_words() -> set[str]:
@@ -92,14 +93,12 @@ def linking_words() -> set[str]:
     return set(template_words() | set(NUMBER_WORDS.values())) - no_match.NOT_OBJECTS
 
 
-def calibration(
-    tokenizer: Any, manifest: Path, spec: str, positives: str
-) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
-    """Per vocabulary id a word needs: its weight on every calibration image (0 where absent) and
-    whether that image is a positive: it shows an object the word names (``objects``, the scenes'
-    own labels) or its captions use the word (``captions``, what ``vsparta calibrate`` has)."""
+def calibration(tokenizer: Any, manifest: Path, spec: str, positives: str) -> Any:
+    """The calibration images' ``term_floors.Calibration``: a word's positives are the images that
+    show an object it names (``objects``, the scenes' own labels) or whose captions use it
+    (``captions``, what ``vsparta calibrate`` has)."""
     from vsparta.core.manifest import read_manifest
-    from vsparta.service.term_floors import caption_word_ids, documents_of, weight_table
+    from vsparta.service.term_floors import calibration_table, caption_words, documents_of
     from vsparta.termindex import open_index
 
     records = {r.id: r for r in read_manifest(manifest)}
@@ -108,10 +107,10 @@ def calibration(
         docs = documents_of(index, ids)
     linking = linking_words()
     if positives == "captions":
-        shows = [caption_word_ids(tokenizer, records[i].captions) for i in ids]
+        shows = [caption_words(tokenizer, records[i].captions) for i in ids]
     else:
-        shows = [object_word_ids(tokenizer, records[i], linking) for i in ids]
-    return weight_table(shows, docs)
+        shows = [object_words(tokenizer, records[i], linking) for i in ids]
+    return calibration_table(tokenizer, shows, docs)
 
 
 def category_words() -> set[str]:
@@ -124,32 +123,35 @@ def category_words() -> set[str]:
 
 
 def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captions: list[Any],
-         weights: dict[int, np.ndarray], positive: dict[int, np.ndarray]) -> dict[str, Any]:  # fmt: skip
+         table: Any) -> dict[str, Any]:  # fmt: skip
     """Every rule: one floor (the ``no-match`` grid) and a floor per word, on the same answers."""
     from vsparta.service.matching import MatchRule, words_of
-    from vsparta.service.term_floors import FloorRule, floors
+    from vsparta.service.term_floors import FloorRule, word_floors
 
     base = recall([[h.id for h in a.hits[: no_match.K]] for a in inside], captions)
     categories = category_words()
     by_category = [bool({w.text for w in words_of(a.tokens)} & categories) for a in outside]
-    per_word = [(None, None, "-")] + [
-        (q, p, c) for q in args.quantiles for p in (None, *args.negative_quantiles)
-        for c in (["-"] if p is None else args.combine)
+    per_word = [(None, None, "-", None)] + [
+        (q, p, c, piece) for q in args.quantiles for p in (None, *args.negative_quantiles)
+        for c in (["-"] if p is None else args.combine) for piece in args.piece_shares
     ]  # fmt: skip
     rows = []
-    for (q, p, combine), share, floor, numbers in itertools.product(
+    for (q, p, combine, piece), share, floor, numbers in itertools.product(
         per_word, args.common_shares, args.min_weights, args.numbers_match
     ):
-        rule_of_word = None if q is None else FloorRule(q, p, combine, args.min_positives)  # type: ignore[arg-type]
-        table = {} if rule_of_word is None else floors(weights, positive, rule_of_word)
-        rule = MatchRule(share, floor, 0.0, numbers, table)
+        if q is None:
+            words = {}
+        else:
+            words = word_floors(table, FloorRule(q, p, combine, args.min_positives, piece))  # type: ignore[arg-type]
+        rule = MatchRule(share, floor, 0.0, numbers, words)
         ranked, _, _ = no_match.judge(inside, rule)
         _, out_none, _ = no_match.judge(outside, rule)
         pairs = list(zip(out_none, by_category, strict=True))
         rec = recall(ranked, captions)
         rows.append({
-            "q": q, "p": p, "combine": combine, "common_share": share, "min_weight": floor,
-            "numbers_match": numbers, "words_with_floors": len(table), "R@10": rec["R@10"],
+            "q": q, "p": p, "combine": combine, "piece_share": piece, "common_share": share,
+            "min_weight": floor, "numbers_match": numbers, "words_with_floors": len(words),
+            "R@10": rec["R@10"],
             "d_R@10": rec["R@10"] - base["R@10"], "out_no_match": no_match._pct(out_none),
             "out_no_match_category_words": no_match._pct([n for n, c in pairs if c]),
             "out_no_match_object_words": no_match._pct([n for n, c in pairs if not c]),
@@ -159,8 +161,12 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
         ("one floor", lambda r: r["q"] is None),
         ("a floor per word", lambda r: r["q"] is not None),
     ):
-        allowed = [r for r in rows if keep(r) and r["d_R@10"] >= -args.max_drop]
-        best[kind] = max(allowed, key=lambda r: (r["out_no_match"], r["d_R@10"])) if allowed else None
+        kind_rows = [r for r in rows if keep(r)]
+        allowed = [r for r in kind_rows if r["d_R@10"] >= -args.max_drop]
+        if allowed:
+            best[kind] = max(allowed, key=lambda r: (r["out_no_match"], r["d_R@10"])) | {"within": True}
+        else:  # none keeps recall: the one that costs least, marked as such
+            best[kind] = max(kind_rows, key=lambda r: (r["d_R@10"], r["out_no_match"])) | {"within": False}
     return {"baseline": base, "rows": rows, "best": best, "out_with_category_words": sum(by_category)}
 
 
@@ -178,19 +184,19 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
         f"objects the index lacks, {result['out_with_category_words']} of them with a category word. "
         f"Floors from `{args.calibration_index}` ({result['calibration_images']} images).",
         "",
-        f"Best rules within {args.max_drop:g} points of R@10 (every row: the JSON):",
+        f"Best rules within {args.max_drop:g} points of R@10 (every row: the JSON; a rule in italics: "
+        "none is within, the one that costs least):",
         "",
-        "| rule | q | p | combine | common share | min weight | numbers alone | R@10 | d R@10 "
+        "| rule | q | p | combine | piece share | common share | min weight | numbers alone | R@10 | d R@10 "
         "| out: no match % | with a category word | object words only |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for kind, r in result["best"].items():
-        if r is None:
-            lines.append(f"| {kind} | none within the limit |||||||||||")
-            continue
+        name = kind if r["within"] else f"*{kind}*"
+        piece = "-" if r.get("piece_share") is None else f"{r['piece_share']:g}"
         lines.append(
-            f"| {kind} | {r['q'] if r['q'] is not None else '-'} | {r['p'] if r['p'] is not None else '-'} | "
-            f"{r['combine']} | {r['common_share']:g} | {r['min_weight']:g} | "
+            f"| {name} | {r['q'] if r['q'] is not None else '-'} | {r['p'] if r['p'] is not None else '-'} | "
+            f"{r['combine']} | {piece} | {r['common_share']:g} | {r['min_weight']:g} | "
             f"{'yes' if r['numbers_match'] else 'no'} | {r['R@10']:.1f} | {r['d_R@10']:+.1f} | "
             f"{r['out_no_match']:.1f} | {r['out_no_match_category_words']:.1f} | "
             f"{r['out_no_match_object_words']:.1f} |"
@@ -205,14 +211,11 @@ def run(args: argparse.Namespace) -> int:
     tokenizer = QueryTokenizer.from_pretrained(args.model)
     captions = caption_queries(args.in_split, args.captions_per_image)
     outside_captions = no_match.absent_object_captions(args.out_split, args.index_manifest)
-    weights, positive = calibration(
-        tokenizer, args.calibration_manifest, args.calibration_index, args.positives
-    )
+    table = calibration(tokenizer, args.calibration_manifest, args.calibration_index, args.positives)
     inside = no_match.collect(tokenizer, args.index, captions)
     outside = no_match.collect(tokenizer, args.index, outside_captions)
-    result = grid(args, inside, outside, captions, weights, positive)
-    n_calibration = len(next(iter(weights.values()))) if weights else 0
-    result |= {"in_queries": len(inside), "out_queries": len(outside), "calibration_images": n_calibration}
+    result = grid(args, inside, outside, captions, table)
+    result |= {"in_queries": len(inside), "out_queries": len(outside), "calibration_images": table.images}
     result["meta"] = meta("no-match-floors", time.perf_counter() - start)
     text = markdown(result, args)
     print(text)  # noqa: T201 - the command's output

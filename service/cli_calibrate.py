@@ -21,11 +21,11 @@ from vsparta.model.query_tokenizer import QueryTokenizer
 from vsparta.model.resolve import resolve_model_path
 from vsparta.service.term_floors import (
     FloorRule,
-    caption_word_ids,
+    calibration_table,
+    caption_words,
     documents_of,
-    floors,
     save,
-    weight_table,
+    word_floors,
 )
 from vsparta.termindex import open_index
 
@@ -55,6 +55,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
          "p: the floor is also held against the (1 - p) quantile of its weights where captions do not"),
         ("--min-positives", int, DEFAULT.min_positives,
          "a word used by fewer captioned images keeps the one floor"),
+        ("--piece-share", _share, DEFAULT.piece_share,
+         "a word's piece counts when the model writes it on this share of the images captions use it for"),
     )  # fmt: skip
     for flag, kind, default, text in options:
         parser.add_argument(flag, type=kind, default=default, help=f"{text} (default: %(default)s)")
@@ -89,7 +91,9 @@ def run(args: argparse.Namespace) -> int:
     model = Path(resolve_model_path(args.model, needs="tokenizer.json", hub=False))
     if args.min_positives < 1:
         raise UsageError(f"--min-positives must be 1 or more, not {args.min_positives}")
-    rule = FloorRule(args.quantile, args.negative_quantile, args.combine, args.min_positives)
+    rule = FloorRule(
+        args.quantile, args.negative_quantile, args.combine, args.min_positives, args.piece_share
+    )
     tokenizer = QueryTokenizer.from_pretrained(model)
     records = read_manifest(args.manifest)
     if not records:
@@ -100,8 +104,8 @@ def run(args: argparse.Namespace) -> int:
             if args.index is None:  # the files `vsparta index` could not read are skipped, reported
                 records = _encoded(records, index.existing_ids([r.id for r in records]))
             documents = documents_of(index, [r.id for r in records])
-    shows = [caption_word_ids(tokenizer, r.captions) for r in records]
-    table = floors(*weight_table(shows, documents), rule)
+    shows = [caption_words(tokenizer, r.captions) for r in records]
+    table = word_floors(calibration_table(tokenizer, shows, documents), rule)
     path = save(model, table, tokenizer, rule, len(records))
     log.info("%d words have a floor of their own, from %d images: %s", len(table), len(records), path)
     return 0

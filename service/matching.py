@@ -16,6 +16,10 @@ The rule (its parameters chosen by measurement: ``bench/no_match.py``, docs/no-m
   many words an image does not show): "peacocks" is ``peacock`` + ``##s`` and the stem says what it
   is about (a suffix alone says nothing), but "faucet" is ``fa`` + ``##uce`` + ``##t``, and ``fa``
   alone is the "fax" it begins. Its image count is its rarest such piece's. Punctuation is no word.
+  A model calibrated by ``vsparta calibrate`` brings, per word its captions use, the pieces it
+  writes for that word and a floor of its own (``WordFloor``, ``service.term_floors``): a strong
+  model writes ``##cake`` on a cupcake and not ``cup``, so "all pieces" would say that no image has
+  the cupcakes it holds.
 - A word is **common** when at least ``common_share`` of the indexed images hold it: "a" or "photo"
   in nearly every image tells them apart no better than nothing. It still adds to every score
   (explanations add up to the score) but makes no result a match. The others are
@@ -87,20 +91,36 @@ NUMBER_WORDS = frozenset(
 )
 
 
+def needed_pieces(tokens: Sequence[str]) -> tuple[str, ...]:
+    """The pieces of a word an image must hold: all but a plural ending ("peacocks" needs ``peacock``)."""
+    ending = len(tokens) > 1 and tokens[-1] in PLURAL_ENDINGS
+    return tuple(tokens[:-1] if ending else tokens)
+
+
+@dataclass(frozen=True)
+class WordFloor:
+    """A calibrated word (``service.term_floors``): the vocabulary ids an image must hold for it
+    (the pieces its model writes for it), and the least weight of ``key`` among them."""
+
+    pieces: tuple[int, ...]
+    key: int
+    floor: float
+
+
 @dataclass(frozen=True)
 class MatchRule:
     """``common_share``: a word held by at least this share of the images is common; ``min_weight``:
     the least weight of a word's first piece in an image for it to hold the word (with the others);
     ``min_evidence``: the least ``log(1 + weight) x idf`` of a held informative word for a match;
-    ``numbers_match``: whether a number word alone can make a match; ``term_floors``: per vocabulary
-    id, a floor in place of ``min_weight`` for the words whose first piece it is (none by default;
-    calibrated on images outside the index by ``bench.no_match_floors``, docs/no-match.md)."""
+    ``numbers_match``: whether a number word alone can make a match; ``word_floors``: per word,
+    the pieces an image must hold and a floor in place of ``min_weight`` (none by default;
+    calibrated on images outside the index by ``vsparta calibrate``, docs/no-match.md)."""
 
     common_share: float = COMMON_SHARE
     min_weight: float = MIN_WEIGHT
     min_evidence: float = MIN_EVIDENCE
     numbers_match: bool = NUMBERS_MATCH
-    term_floors: Mapping[int, float] = field(default_factory=dict, hash=False)
+    word_floors: Mapping[str, WordFloor] = field(default_factory=dict, hash=False)
 
     def common(self, images: int, indexed: int) -> bool:
         return indexed > 0 and images >= self.common_share * indexed
@@ -110,8 +130,9 @@ class MatchRule:
 class WordCount:
     """One query word in the index: ``images`` hold it (at most: its rarest needed piece's count),
     ``ids``: its pieces' vocabulary ids, ``needed``: those an image must hold (all but a plural
-    ending), ``idf``: its inverse document frequency in the index (0 when common, and when the
-    rule's ``min_evidence`` is 0: then the evidence is not weighed)."""
+    ending, or its calibrated pieces), ``key``: the one of them whose weight must reach ``floor``,
+    ``idf``: its inverse document frequency in the index (0 when common, and when the rule's
+    ``min_evidence`` is 0: then the evidence is not weighed)."""
 
     word: str
     tokens: tuple[str, ...]
@@ -120,6 +141,8 @@ class WordCount:
     common: bool
     idf: float
     needed: tuple[int, ...]
+    key: int
+    floor: float
 
 
 @dataclass(frozen=True)
@@ -145,13 +168,17 @@ def count_words(
         ids = tuple(ids_of[t] for t in word.tokens if t in ids_of)
         if not ids:
             continue
-        ending = len(word.tokens) > 1 and word.tokens[-1] in PLURAL_ENDINGS
-        needed = tuple(ids_of[t] for t in word.tokens[: -1 if ending else None] if t in ids_of) or ids
+        calibrated = rule.word_floors.get(word.text)
+        if calibrated is not None:
+            needed, key, floor = calibrated.pieces, calibrated.key, calibrated.floor
+        else:
+            needed = tuple(ids_of[t] for t in needed_pieces(word.tokens) if t in ids_of) or ids
+            key, floor = needed[0], rule.min_weight
         images = min(int(stats.df.get(i, 0)) for i in needed)
         common = rule.common(images, stats.n_docs)
         weighed = not common and rule.min_evidence > 0
         idf = float(idf_array([images], stats.n_docs)[0]) if weighed else 0.0
-        out.append(WordCount(word.text, word.tokens, ids, images, common, idf, needed))
+        out.append(WordCount(word.text, word.tokens, ids, images, common, idf, needed, key, floor))
     numbers = frozenset() if rule.numbers_match else frozenset(w.word for w in out if is_number(w.word))
     return QueryCounts(int(stats.n_docs), out, numbers)
 
@@ -160,26 +187,25 @@ def is_number(word: str) -> bool:
     return word.isdigit() or word.lower() in NUMBER_WORDS
 
 
-def _held_weight(hit: Hit, word: WordCount, rule: MatchRule) -> float | None:
-    """The weight of ``word``'s first piece in ``hit`` when ``hit`` holds the word (each needed
-    piece, the first with at least its floor: ``rule.term_floors``, else ``rule.min_weight``), else None."""
+def _held_weight(hit: Hit, word: WordCount) -> float | None:
+    """The weight of ``word``'s key piece in ``hit`` when ``hit`` holds the word (each needed
+    piece, the key with at least the word's floor), else None."""
     terms = hit.contributions or {}
     if not all(i in terms for i in word.needed):
         return None
-    first = word.needed[0]
-    weight = terms[first][0]
-    return weight if weight >= rule.term_floors.get(first, rule.min_weight) else None
+    weight = terms[word.key][0]
+    return weight if weight >= word.floor else None
 
 
-def held(hit: Hit, word: WordCount, rule: MatchRule) -> bool:
-    """Whether ``hit`` holds each needed piece of ``word``, the first with at least ``rule.min_weight``."""
-    return _held_weight(hit, word, rule) is not None
+def held(hit: Hit, word: WordCount) -> bool:
+    """Whether ``hit`` holds each needed piece of ``word``, the key with at least the word's floor."""
+    return _held_weight(hit, word) is not None
 
 
 def is_match(hit: Hit, counts: QueryCounts, rule: MatchRule) -> bool:
     """Whether ``hit`` holds an informative word with at least ``rule.min_evidence``."""
     for w in counts.informative:
-        weight = _held_weight(hit, w, rule)
+        weight = _held_weight(hit, w)
         if weight is not None and (rule.min_evidence <= 0 or saturate(weight) * w.idf >= rule.min_evidence):
             return True
     return False
@@ -200,9 +226,9 @@ def _names(words: Sequence[WordCount]) -> str:
     return ", ".join(w.word for w in words)
 
 
-def _floor_text(words: Sequence[WordCount], rule: MatchRule) -> str:
-    """The weight the words needed, in words: one floor, or each word's own (``term_floors``)."""
-    own = {w.word: rule.term_floors.get(w.needed[0], rule.min_weight) for w in words}
+def _floor_text(words: Sequence[WordCount]) -> str:
+    """The weight the words needed, in words: one floor, or each word's own (``word_floors``)."""
+    own = {w.word: w.floor for w in words}
     if len(set(own.values())) > 1:
         return "a weight of " + ", ".join(f"{v:.3g} for {word}" for word, v in own.items()) + " or more"
     level = next(iter(own.values()))
@@ -229,7 +255,7 @@ def describe(
             "tokens": list(w.tokens),
             "images": w.images,
             "common": w.common,
-            "results": sum(1 for h in shown if not w.common and held(h, w, rule)),
+            "results": sum(1 for h in shown if not w.common and held(h, w)),
         }
         for w in counts.words
     ]
@@ -242,11 +268,11 @@ def describe(
         return out
     common, rare = [w for w in counts.words if w.common], counts.informative
     numbers = [w for w in counts.words if w.word in counts.numbers and not w.common]
-    found = [w for w in rare if any(held(h, w, rule) for h in ranked)]
+    found = [w for w in rare if any(held(h, w) for h in ranked)]
     reasons = [f"No image has {w.word}." for w in rare if w.images == 0]
     weak = [w for w in rare if w.images > 0 and w not in found]
     if weak and require_match:
-        floor = _floor_text(weak, rule)
+        floor = _floor_text(weak)
         reasons.append(  # below the floor, or too light to rank among the best-scored images
             f"The images that hold {_names(weak)} hold {'it' if len(weak) == 1 else 'them'} too weakly "
             f"to count as a match ({floor} among the {len(ranked)} best-scored images)."

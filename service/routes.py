@@ -283,7 +283,7 @@ def build_router(settings: ServiceSettings) -> APIRouter:
                 "status": "ready",
                 "detail": detail,
                 "query_weights": pipeline.weighting.name,
-                "term_floors": len(pipeline.match.term_floors),
+                "term_floors": len(pipeline.match.word_floors),
             }
         return Response(
             Ready(status="not ready", detail=detail).model_dump_json(exclude_none=True),

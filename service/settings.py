@@ -104,9 +104,9 @@ class ServiceSettings(BaseSettings):
     )
     match_term_floors: bool = Field(
         True,
-        description="Use the floor per word in the model folder's term-floors.json (written by "
-        "`vsparta calibrate`), where it has one, in place of match_min_weight for those words "
-        "(docs/no-match.md).",
+        description="Use the model folder's term-floors.json (written by `vsparta calibrate`): for "
+        "each word it calibrated, the word-pieces the model writes for it and a floor in place of "
+        "match_min_weight (docs/no-match.md).",
     )
     match_numbers: bool = Field(
         NUMBERS_MATCH,

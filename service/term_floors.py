@@ -5,15 +5,22 @@ onto a sparrow, when a model writes some words with large weights everywhere. Me
 half-catalog test (docs/no-match.md), a floor per word answers 3 to 8 times as many queries for
 objects the index lacks "no match" at the same cost in recall.
 
-A word's floor comes from the weights the model gives its first piece on **calibration images**
-(captioned images outside the index, encoded by the same model): the ``quantile`` q of its weights
-on the images whose captions use the word (positives), and the (1 - ``negative_quantile``) quantile
-on the others (negatives), combined as their larger (``max``) or their mean (``mid``). A word on
-fewer than ``min_positives`` positive images gets no floor of its own (the rule's ``min_weight``).
+**Calibration images** are captioned images outside the index, encoded by the same model. For each
+word their captions use (on at least ``min_positives`` images, its positives; the others are its
+negatives), a ``WordFloor`` says:
 
-The floors belong to the model (its weights' scale), so they are saved in the model's folder
-(``FILE``, written by ``vsparta calibrate``) and read by the service and ``vsparta search`` from
-there (``ServiceSettings.match_rule``); keyed by token, so the file reads without the model.
+- which of its pieces an image must hold: those the model writes on at least ``piece_share`` of
+  the positives (a strong model writes ``##cake`` on a cupcake but not ``cup``, ``tang`` on a
+  tangerine but not ``##erine``; a word none of whose pieces reach that share keeps them all);
+- which of those is the **key** (the one with the largest median weight on the positives), and
+  its floor: the ``quantile`` q of the key's weights on the positives and the
+  (1 - ``negative_quantile``) quantile on the negatives, combined as their larger (``max``) or
+  their mean (``mid``).
+
+A word without calibration keeps the rule's own (every piece, ``min_weight``). The floors belong to
+the model (its weights' scale), so they are saved in the model's folder (``FILE``, written by
+``vsparta calibrate``) and read by the service and ``vsparta search`` from there
+(``ServiceSettings.match_rule``); keyed by word and token, so the file reads without the model.
 """
 
 from __future__ import annotations
@@ -28,64 +35,84 @@ import numpy as np
 
 from vsparta.core.errors import UsageError
 from vsparta.model.query_tokenizer import QueryTokenizer
-from vsparta.service.matching import words_of
+from vsparta.service.matching import Word, WordFloor, needed_pieces, words_of
 from vsparta.termindex.base import TermIndex
 
 FILE = "term-floors.json"
-FORMAT = 1
+FORMAT = 2  # 1: a floor per first word-piece (before 2026-11-27); read no more
 
 
 @dataclass(frozen=True)
 class FloorRule:
-    """How a word's floor is made from its calibration weights (module docstring); the defaults
-    are the rule ``vsparta bench no-match-floors --positives captions`` chose on each of three
-    models of the half-catalog test (docs/no-match.md): the median where captions use the word,
-    halfway to the 99th percentile where they do not."""
+    """How a word's pieces and floor are made from its calibration weights (module docstring); the
+    quantiles are the rule ``vsparta bench no-match-floors --positives captions`` chose on each of
+    three models of the half-catalog test (docs/no-match.md): the median where captions use the
+    word, halfway to the 99th percentile where they do not."""
 
     quantile: float = 0.5
     negative_quantile: float | None = 0.01
     combine: Literal["max", "mid"] = "mid"
     min_positives: int = 3
+    piece_share: float = 0.5
 
 
-def floors(
-    weights: Mapping[int, np.ndarray], positive: Mapping[int, np.ndarray], rule: FloorRule
-) -> dict[int, float]:
-    """Each id's floor from its weight on every calibration image (0 where the image lacks it) and
-    whether that image is a positive; ids with fewer than ``rule.min_positives`` are left out."""
-    out = {}
-    for term, w in weights.items():
-        pos, neg = w[positive[term]], w[~positive[term]]
-        if len(pos) < rule.min_positives:
-            continue
-        low = float(np.quantile(pos, rule.quantile))
-        if rule.negative_quantile is None:
-            out[term] = low
-            continue
-        high = float(np.quantile(neg, 1 - rule.negative_quantile)) if len(neg) else 0.0
-        out[term] = max(low, high) if rule.combine == "max" else 0.5 * (low + high)
-    return out
+@dataclass(frozen=True)
+class Calibration:
+    """The calibration images as the floors need them: per word, its needed pieces' ids and which
+    images are its positives; per id, its weight on every image (0 where the image lacks it)."""
+
+    pieces: dict[str, tuple[int, ...]]
+    positive: dict[str, np.ndarray]
+    weights: dict[int, np.ndarray]
+
+    @property
+    def images(self) -> int:
+        return len(next(iter(self.weights.values()))) if self.weights else 0
 
 
-def caption_word_ids(tokenizer: QueryTokenizer, captions: Iterable[str]) -> set[int]:
-    """The first needed piece of each word the captions use (the id the rule's floor is looked up
-    by: ``service.matching``), punctuation left out."""
-    ids: set[int] = set()
+def caption_words(tokenizer: QueryTokenizer, captions: Iterable[str]) -> set[Word]:
+    """The words the captions use (as ``service.matching`` merges a query's pieces), punctuation left out."""
+    words: set[Word] = set()
     for caption in captions:
-        tokens = [tokenizer.id_to_token(i) for i in tokenizer.tokenize(caption)]
-        ids.update(tokenizer.token_to_id(word.tokens[0]) for word in words_of(tokens))
-    return ids - {None}  # type: ignore[arg-type]
+        words.update(words_of([tokenizer.id_to_token(i) for i in tokenizer.tokenize(caption)]))
+    return words
 
 
-def weight_table(
-    shows: Sequence[set[int]], documents: Sequence[Mapping[int, float]]
-) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
-    """Per id an image shows: its weight on every calibration image and whether the image shows it
-    (``shows[i]``: the ids image i is a positive for; ``documents[i]``: its term weights)."""
-    terms = set().union(*shows) if shows else set()
-    weights = {t: np.array([d.get(t, 0.0) for d in documents], dtype=np.float64) for t in terms}
-    positive = {t: np.array([t in s for s in shows]) for t in terms}
-    return weights, positive
+def calibration_table(
+    tokenizer: QueryTokenizer, shows: Sequence[set[Word]], documents: Sequence[Mapping[int, float]]
+) -> Calibration:
+    """``shows[i]``: the words calibration image i is a positive for; ``documents[i]``: its term weights."""
+    pieces: dict[str, tuple[int, ...]] = {}
+    for word in set().union(*shows) if shows else set():
+        ids = tuple(tokenizer.token_to_id(t) for t in needed_pieces(word.tokens))
+        if None not in ids:
+            pieces[word.text] = ids  # type: ignore[assignment]
+    texts = [{w.text for w in s} for s in shows]
+    positive = {w: np.array([w in t for t in texts]) for w in pieces}
+    ids = {i for p in pieces.values() for i in p}
+    weights = {i: np.array([d.get(i, 0.0) for d in documents], dtype=np.float64) for i in ids}
+    return Calibration(pieces, positive, weights)
+
+
+def word_floors(table: Calibration, rule: FloorRule) -> dict[str, WordFloor]:
+    """Each word's pieces, key and floor (module docstring); words on fewer than
+    ``rule.min_positives`` positive images are left out."""
+    out = {}
+    for word, ids in table.pieces.items():
+        pos = table.positive[word]
+        if pos.sum() < rule.min_positives:
+            continue
+        written = tuple(i for i in ids if (table.weights[i][pos] > 0).mean() >= rule.piece_share) or ids
+        key = max(written, key=lambda i: float(np.median(table.weights[i][pos])))
+        low = float(np.quantile(table.weights[key][pos], rule.quantile))
+        if rule.negative_quantile is None:
+            floor = low
+        else:
+            neg = table.weights[key][~pos]
+            high = float(np.quantile(neg, 1 - rule.negative_quantile)) if len(neg) else 0.0
+            floor = max(low, high) if rule.combine == "max" else 0.5 * (low + high)
+        out[word] = WordFloor(written, key, floor)
+    return out
 
 
 def documents_of(index: TermIndex, ids: Sequence[str]) -> list[dict[int, float]]:
@@ -101,16 +128,19 @@ def documents_of(index: TermIndex, ids: Sequence[str]) -> list[dict[int, float]]
 
 
 def save(
-    folder: Path, table: Mapping[int, float], tokenizer: QueryTokenizer, rule: FloorRule, images: int
+    folder: Path, table: Mapping[str, WordFloor], tokenizer: QueryTokenizer, rule: FloorRule, images: int
 ) -> Path:
     """Write the floors into the model ``folder``; the path written."""
     path = folder / FILE
-    body = {
-        "format": FORMAT,
-        "rule": asdict(rule),
-        "calibration_images": images,
-        "floors": {tokenizer.id_to_token(t): round(v, 6) for t, v in sorted(table.items())},
+    words = {
+        word: {
+            "pieces": [tokenizer.id_to_token(i) for i in f.pieces],
+            "key": tokenizer.id_to_token(f.key),
+            "floor": round(f.floor, 6),
+        }
+        for word, f in sorted(table.items())
     }
+    body = {"format": FORMAT, "rule": asdict(rule), "calibration_images": images, "words": words}
     path.write_text(json.dumps(body, indent=1) + "\n")
     return path
 
@@ -120,21 +150,31 @@ def floors_path(model_path: Path) -> Path:
     return (model_path if model_path.is_dir() else model_path.parent) / FILE
 
 
-def load(model_path: Path, tokenizer: QueryTokenizer) -> dict[int, float]:
-    """The model's floors by vocabulary id; none when it has no ``FILE``. A file this version
-    cannot read raises ``UsageError`` naming it (a floor silently dropped would change answers)."""
+def load(model_path: Path, tokenizer: QueryTokenizer) -> dict[str, WordFloor]:
+    """The model's calibrated words; none when it has no ``FILE``. A file this version cannot read
+    raises ``UsageError`` naming it (a floor silently dropped would change answers)."""
     path = floors_path(model_path)
     if not path.is_file():
         return {}
     try:
         body: Any = json.loads(path.read_text())
         if body.get("format") != FORMAT:
-            raise ValueError(f"format {body.get('format')!r}, this version reads {FORMAT}")
-        table = {str(k): float(v) for k, v in body["floors"].items()}
+            raise ValueError(
+                f"format {body.get('format')!r}, this version reads {FORMAT}: run `vsparta calibrate` again"
+            )
+        entries = {
+            str(word): ([str(t) for t in e["pieces"]], str(e["key"]), float(e["floor"]))
+            for word, e in body["words"].items()
+        }
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise UsageError(f"{path} is not a term-floors file this version reads: {exc}") from exc
-    ids = {token: tokenizer.token_to_id(token) for token in table}
-    unknown = sorted(t for t, i in ids.items() if i is None)
-    if unknown:
-        raise UsageError(f"{path} has floors for tokens the model's vocabulary lacks, e.g. {unknown[0]!r}")
-    return {ids[token]: value for token, value in table.items()}  # type: ignore[misc]
+    out = {}
+    for word, (pieces, key, floor) in entries.items():
+        ids = tuple(tokenizer.token_to_id(t) for t in pieces)
+        key_id = tokenizer.token_to_id(key)
+        if None in ids or key_id is None or key_id not in ids:
+            raise UsageError(
+                f"{path} gives {word!r} pieces the model's vocabulary lacks or a key not among them"
+            )
+        out[word] = WordFloor(ids, key_id, floor)  # type: ignore[arg-type]
+    return out

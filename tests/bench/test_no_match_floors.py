@@ -1,5 +1,5 @@
-"""``vsparta bench no-match-floors``' parts: which vocabulary ids name a scene's objects (the real
-catalog and the MiniLM tokenizer); a word's floor is ``service.term_floors``' (its own tests)."""
+"""``vsparta bench no-match-floors``' parts: which words name a scene's objects (the real catalog
+and the MiniLM tokenizer); a word's floor is ``service.term_floors``' (its own tests)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from vsparta.bench.no_match_floors import linking_words, object_word_ids
+from vsparta.bench.no_match_floors import linking_words, object_words
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +25,6 @@ def tokenizer(tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
 
 def test_an_objects_name_alias_and_categories_name_it_a_captions_linking_words_do_not(tokenizer) -> None:
     record = SimpleNamespace(metadata={"objects": [{"name": "grinning face"}]})
-    ids = object_word_ids(tokenizer, record, linking_words())
-    # its name's words, their plurals' first pieces, its categories (face-smiling); no "a"
-    assert {tokenizer.id_to_token(i) for i in ids} == {"grinning", "face", "faces", "smiling"}
+    words = object_words(tokenizer, record, linking_words())
+    # its name's words, their plurals, its categories (face-smiling) and theirs; no "a"
+    assert {w.text for w in words} == {"grinning", "grinnings", "face", "faces", "smiling", "smilings"}

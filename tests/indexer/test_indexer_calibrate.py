@@ -48,7 +48,7 @@ def test_calibrate_encodes_the_images_itself_and_leaves_out_what_it_cannot_read(
     assert "1 of 13 calibration images could not be read" in caplog.text
     written = json.loads((one_step / FILE).read_text())
     assert written["calibration_images"] == 12
-    assert {"red", "blue", "green", "square"} <= set(written["floors"])
+    assert {"red", "blue", "green", "square"} <= set(written["words"])
     assert not list(scratch.iterdir())  # the temporary index is gone
 
     manifest = _manifest(tmp_path / "good.jsonl", good)

@@ -7,7 +7,15 @@ here; the engines' own answers are in ``test_service_no_match.py``.
 
 from __future__ import annotations
 
-from vsparta.service.matching import MatchRule, count_words, describe, is_match, select, words_of
+from vsparta.service.matching import (
+    MatchRule,
+    WordFloor,
+    count_words,
+    describe,
+    is_match,
+    select,
+    words_of,
+)
 from vsparta.termindex import Hit
 from vsparta.termindex.base import TermStatistics
 
@@ -105,11 +113,24 @@ def test_a_word_held_too_lightly_to_rank_is_named_without_a_floor() -> None:
 
 
 def test_a_word_with_its_own_floor_is_held_by_that_floor_the_others_by_the_rules() -> None:
-    """``term_floors`` (a floor per word's first piece, bench.no_match_floors) replaces
-    ``min_weight`` for its words only."""
-    rule = MatchRule(common_share=0.5, min_weight=0.5, term_floors={IDS["bird"]: 2.0})
+    """``word_floors`` (``vsparta calibrate``) replaces ``min_weight`` for its words only."""
+    rule = MatchRule(common_share=0.5, min_weight=0.5, word_floors={"bird": WordFloor((2,), 2, 2.0)})
     bird, peacock = counts_of("bird", rule), counts_of("peacocks", rule)
     assert not is_match(hit("weak", bird=1.0), bird, rule)  # above 0.5, under the word's own 2.0
     assert is_match(hit("strong", bird=2.5), bird, rule)
     assert is_match(hit("p", peacock=0.6), peacock, rule)  # no floor of its own: the rule's 0.5
-    assert MatchRule(term_floors={2: 2.0}) != MatchRule() and hash(MatchRule(term_floors={2: 2.0}))
+    floors = {"bird": WordFloor((2,), 2, 2.0)}
+    assert MatchRule(word_floors=floors) != MatchRule() and hash(MatchRule(word_floors=floors))
+
+
+def test_a_calibrated_word_needs_the_pieces_its_model_writes_for_it() -> None:
+    """A model that writes ``##uce`` and ``##t`` for faucets, never ``fa`` (calibrated): a faucet
+    image without ``fa`` holds the word, the count is its pieces', and the key piece is weighed."""
+    rule = MatchRule(0.5, 0.5, word_floors={"faucet": WordFloor((8, 9), 8, 1.0)})
+    counts = counts_of("faucet", rule)
+    assert [(w.word, w.images) for w in counts.words] == [("faucet", 3)]
+    assert is_match(hit("faucet", _uce=1.5, _t=0.2), counts, rule)  # "fa" not needed; "##t" not weighed
+    assert not is_match(hit("light", _uce=0.9, _t=3.0), counts, rule)  # the key under its floor
+    assert not is_match(hit("fax", fa=4.0), counts, rule)
+    uncalibrated = MatchRule(0.5, 0.5)  # every piece but a plural ending
+    assert not is_match(hit("faucet", _uce=1.5, _t=0.2), counts_of("faucet", uncalibrated), uncalibrated)

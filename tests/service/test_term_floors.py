@@ -21,42 +21,79 @@ from service_testdata import Corpus
 from vsparta.cli import main
 from vsparta.service.app import create_app
 from vsparta.service.cli import setup_problem
+from vsparta.service.matching import WordFloor
 from vsparta.service.settings import ServiceSettings
-from vsparta.service.term_floors import FILE, FloorRule, caption_word_ids, floors, load, save
+from vsparta.service.term_floors import FILE, Calibration, FloorRule, caption_words, load, save, word_floors
 
-# id 7: weighed 1-4 on the four images that show it, 0-0.5 on the four that do not
-WEIGHTS = {7: np.array([1.0, 2.0, 3.0, 4.0, 0.0, 0.5, 0.2, 0.0]), 8: np.array([5.0, 0, 0, 0, 0, 0, 0, 0])}
-POSITIVE = {7: np.array([True] * 4 + [False] * 4), 8: np.array([True] + [False] * 7)}
+# "peacock" (id 7): weighed 1-4 on the four images captions use it for, 0-0.5 on the four others;
+# "cupcake" (cup 10 + ##cake 11): the model writes ##cake on its three positives, cup on none;
+# "owl" (id 12): one positive.
+CALIBRATION = Calibration(
+    pieces={"peacock": (7,), "cupcake": (10, 11), "owl": (12,)},
+    positive={
+        "peacock": np.array([True] * 4 + [False] * 4),
+        "cupcake": np.array([False] * 4 + [True] * 3 + [False]),
+        "owl": np.array([True] + [False] * 7),
+    },
+    weights={
+        7: np.array([1.0, 2.0, 3.0, 4.0, 0.0, 0.5, 0.2, 0.0]),
+        10: np.array([0.0, 0, 0, 0, 0, 0, 0, 2.0]),
+        11: np.array([0.0, 0, 0, 0, 3.0, 5.0, 4.0, 1.0]),
+        12: np.array([5.0, 0, 0, 0, 0, 0, 0, 0]),
+    },
+)
+
+
+def floor_of(rule: FloorRule, word: str = "peacock") -> float:
+    return word_floors(CALIBRATION, rule)[word].floor
 
 
 def test_a_floor_is_a_quantile_of_the_positives_raised_to_or_averaged_with_the_negatives() -> None:
-    assert floors(WEIGHTS, POSITIVE, FloorRule(0.0, None, "mid", 3)) == {7: 1.0}  # id 8: one positive
-    assert floors(WEIGHTS, POSITIVE, FloorRule(0.5, None, "mid", 1)) == {7: 2.5, 8: 5.0}
-    assert floors(WEIGHTS, POSITIVE, FloorRule(0.0, 0.0, "max", 3)) == {7: 1.0}  # negatives' largest: 0.5
-    assert floors(WEIGHTS, POSITIVE, FloorRule(0.0, 0.0, "mid", 3)) == {7: 0.75}
+    assert set(word_floors(CALIBRATION, FloorRule(0.0, None, "mid", 3))) == {"peacock", "cupcake"}  # owl: 1
+    assert set(word_floors(CALIBRATION, FloorRule(0.5, None, "mid", 1))) == {"peacock", "cupcake", "owl"}
+    assert floor_of(FloorRule(0.0, None, "mid", 3)) == 1.0
+    assert floor_of(FloorRule(0.5, None, "mid", 3)) == 2.5
+    assert floor_of(FloorRule(0.0, 0.0, "max", 3)) == 1.0  # the negatives' largest: 0.5
+    assert floor_of(FloorRule(0.0, 0.0, "mid", 3)) == 0.75
 
 
-def test_a_captions_words_are_keyed_by_their_first_piece(corpus: Corpus) -> None:
+def test_a_word_needs_the_pieces_its_model_writes_on_its_positives() -> None:
+    cupcake = word_floors(CALIBRATION, FloorRule(0.0, 0.0, "max", 3))["cupcake"]
+    assert cupcake == WordFloor((11,), 11, 3.0)  # never "cup"; ##cake's least positive 3.0 > 1.0
+    assert word_floors(CALIBRATION, FloorRule(piece_share=1.0))["cupcake"].pieces == (11,)  # on each
+    never = Calibration({"x": (10, 12)}, {"x": np.array([True] * 3 + [False] * 5)}, CALIBRATION.weights)
+    assert word_floors(never, FloorRule())["x"].pieces == (10, 12)  # written on no positive: all kept
+
+
+def test_a_captions_words_are_its_merged_pieces(corpus: Corpus) -> None:
     tok = corpus.tokenizer
-    ids = caption_word_ids(tok, ["Two peacocks next to a faucet.", "a red cube"])
-    # peacocks = peacock ##s, faucet = fa ##uce ##t: the piece the rule looks a floor up by; no "."
-    assert {tok.id_to_token(i) for i in ids} == {"two", "peacock", "next", "to", "a", "fa", "red", "cube"}
+    words = caption_words(tok, ["Two peacocks next to a faucet.", "a red cube"])
+    # peacocks = peacock ##s, faucet = fa ##uce ##t: the words the rule looks a floor up by; no "."
+    assert {w.text for w in words} == {"two", "peacocks", "next", "to", "a", "faucet", "red", "cube"}
+    assert next(w for w in words if w.text == "faucet").tokens == ("fa", "##uce", "##t")
 
 
 def test_floors_are_saved_by_token_and_read_back_by_id(corpus: Corpus, tmp_path: Path) -> None:
     tok = corpus.tokenizer
     red, blue = tok.token_to_id("red"), tok.token_to_id("blue")
+    table = {"red": WordFloor((red,), red, 1.5), "blues": WordFloor((blue,), blue, 1.75)}
     assert load(tmp_path, tok) == {}  # no file: no floors
-    path = save(tmp_path, {red: 1.5, blue: 1.75}, tok, FloorRule(), 12)
+    path = save(tmp_path, table, tok, FloorRule(), 12)
     body = json.loads(path.read_text())
-    assert body["floors"] == {"red": 1.5, "blue": 1.75} and body["calibration_images"] == 12
-    assert load(tmp_path, tok) == {red: 1.5, blue: 1.75}
-    assert load(tmp_path / FILE, tok) == {red: 1.5, blue: 1.75}  # a tokenizer.json-like file's folder
-    path.write_text(json.dumps({**body, "floors": {"notawordpiece123": 1.0}}))
-    with pytest.raises(ValueError, match="vocabulary lacks, e.g. 'notawordpiece123'"):
+    assert body["words"]["blues"] == {"pieces": ["blue"], "key": "blue", "floor": 1.75}
+    assert body["calibration_images"] == 12 and body["format"] == 2
+    assert load(tmp_path, tok) == table
+    assert load(tmp_path / FILE, tok) == table  # a tokenizer.json-like file's folder
+    path.write_text(
+        json.dumps({**body, "words": {"x": {"pieces": ["notawordpiece123"], "key": "x", "floor": 1}}})
+    )
+    with pytest.raises(ValueError, match="gives 'x' pieces the model's vocabulary lacks"):
         load(tmp_path, tok)
-    path.write_text(json.dumps({**body, "format": 99}))
-    with pytest.raises(ValueError, match="format 99"):
+    path.write_text(json.dumps({**body, "words": {"red": {"pieces": ["red"], "key": "blue", "floor": 1}}}))
+    with pytest.raises(ValueError, match="or a key not among them"):
+        load(tmp_path, tok)
+    path.write_text(json.dumps({"format": 1, "floors": {"red": 1.5}}))  # an earlier version's
+    with pytest.raises(ValueError, match="format 1, this version reads 2: run `vsparta calibrate` again"):
         load(tmp_path, tok)
 
 
@@ -79,10 +116,11 @@ def calibrated(corpus: Corpus, embedded_spec: str, tmp_path: Path) -> Path:
 
 
 def test_calibrate_writes_the_models_floors(calibrated: Path, corpus: Corpus) -> None:
-    table = json.loads((calibrated / FILE).read_text())["floors"]
+    table = json.loads((calibrated / FILE).read_text())["words"]
     # "red": 3.0 on the 3 images captioned red, 0 on the 9 others: the mean of 3.0 and 0.0
-    assert table["red"] == pytest.approx(1.5) and table["blue"] == pytest.approx(1.75)
-    assert table["thing"] == pytest.approx(0.0) and "cube" not in table  # no caption says "cube"
+    assert table["red"] == {"pieces": ["red"], "key": "red", "floor": pytest.approx(1.5)}
+    assert table["blue"]["floor"] == pytest.approx(1.75)
+    assert table["thing"]["floor"] == pytest.approx(0.0) and "cube" not in table  # no caption says "cube"
 
 
 def test_the_service_holds_each_word_to_its_own_floor(
@@ -90,12 +128,12 @@ def test_the_service_holds_each_word_to_its_own_floor(
 ) -> None:
     red = calibrated / FILE
     body = json.loads(red.read_text())
-    body["floors"]["red"] = 3.2  # above red's 3.0 on every red image; blue keeps 1.75
+    body["words"]["red"]["floor"] = 3.2  # above red's 3.0 on every red image; blue keeps 1.75
     red.write_text(json.dumps(body))
     for floors_on, expect_red in ((True, []), (False, ["red-cube", "red-sphere", "red-cylinder"])):
         settings = make_settings(embedded_spec, model_path=calibrated, match_term_floors=floors_on)
         with TestClient(create_app(settings), raise_server_exceptions=False) as c:
-            assert c.get("/ready").json()["term_floors"] == (len(body["floors"]) if floors_on else 0)
+            assert c.get("/ready").json()["term_floors"] == (len(body["words"]) if floors_on else 0)
             r = c.post("/search", json={"query": "red", "k": 5}).json()
             assert sorted(x["id"] for x in r["results"]) == sorted(expect_red)
             if not floors_on:
