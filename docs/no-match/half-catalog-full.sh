@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The half-catalog test with a model trained on the whole catalog (docs/no-match.md): MODEL is the
+# issue-30 model `lite0-320-words` (docs/quality-objects-1161; 16,000 scenes of all 82 subgroups),
+# read at its 320 px. Two splits of the subgroups:
+# - eight: the eight subgroups of half-catalog-lite0.sh (index: fruit, sweets, flowers, birds;
+#   out: mammals, ground transport, prepared food, household), as the earlier tables;
+# - half: every other subgroup of the catalog's 82, in the catalog's order (index: 41 of them).
+# Each: 2,500 indexed scenes (2,000 + the 500 of its own test split), 500 out scenes, 2,000
+# calibration scenes of both halves (seed 3, in an index of their own; never the searched one).
+# Tables: half-catalog-full-{eight,half}-floors-captions.md. Run from the repository root after
+# the test command's install; MODEL=path/to/best.
+set -euo pipefail
+V="env OMP_WAIT_POLICY=PASSIVE .venv/bin/vsparta"
+HC=${HC:-.cache/hc-full}
+MODEL=${MODEL:?the lite0-320-words model folder}
+common=(--kind objects --size 224 --heldout-words 0 --heldout-objects 0 --held-word-share 0 --held-object-share 0 --no-vocabulary --no-progress)
+half() {  # every other subgroup (some names have spaces: "sky & weather"), from the first or the second
+  .venv/bin/python -c "from vsparta.scenes.emoji_catalog import catalog
+print(','.join(list(dict.fromkeys(o.subgroup for o in catalog()))[$1::2]))"
+}
+HALF_A=$(half 0); HALF_B=$(half 1)
+grid=(--min-weights 0.5,1,2 --common-shares 0.5,0.6 --quantiles 0.1,0.2,0.3,0.5 --negative-quantiles 0,0.01,0.05)
+for split in eight half; do
+  if [ $split = eight ]; then
+    A=food-fruit,food-sweet,plant-flower,animal-bird; B=animal-mammal,transport-ground,food-prepared,household
+  else
+    A=$HALF_A; B=$HALF_B
+  fi
+  S=$HC/$split
+  [ -f $S/a/test.jsonl ] || $V scenes "${common[@]}" --seed 1 --out $S/a --train 2000 --val 0 --test 500 --groups "$A"
+  [ -f $S/b/test.jsonl ] || $V scenes "${common[@]}" --seed 2 --out $S/b --train 0 --val 0 --test 500 --groups "$B"
+  [ -f $S/calib/test.jsonl ] || $V scenes "${common[@]}" --seed 3 --out $S/calib --train 0 --val 0 --test 2000 --groups "$A,$B"
+  for part in a/train a/test calib/test; do
+    index=$S/index; [ $part = calib/test ] && index=$S/calib-index
+    $V index $S/$part.jsonl --backend embedded:$index --model "$MODEL" --resume --failures $index-failures.jsonl --no-progress
+  done
+  $V bench no-match-floors --index embedded:$S/index --model "$MODEL" --calibration-index embedded:$S/calib-index \
+    --in-split $S/a/test.jsonl --out-split $S/b/test.jsonl --index-manifest $S/a/train.jsonl --index-manifest $S/a/test.jsonl \
+    --calibration-manifest $S/calib/test.jsonl --positives captions "${grid[@]}" --out-dir docs/no-match \
+    --name half-catalog-full-$split-floors-captions
+done
+echo done
