@@ -7,8 +7,8 @@
 # - half: every other subgroup of the catalog's 82, in the catalog's order (index: 41 of them).
 # Each: 2,500 indexed scenes (2,000 + the 500 of its own test split), 500 out scenes, 2,000
 # calibration scenes of both halves (seed 3, in an index of their own; never the searched one).
-# Tables: half-catalog-full-{eight,half}-floors-captions.md. Run from the repository root after
-# the test command's install; MODEL=path/to/best.
+# Tables: half-catalog-full-eight-floors-captions.md and half-catalog-full-half-floors-captions.md.
+# Run from the repository root after the test command's install; MODEL=path/to/best.
 set -euo pipefail
 V="env OMP_WAIT_POLICY=PASSIVE .venv/bin/vsparta"
 HC=${HC:-.cache/hc-full}
