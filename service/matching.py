@@ -132,7 +132,8 @@ class WordCount:
     ``ids``: its pieces' vocabulary ids, ``needed``: those an image must hold (all but a plural
     ending, or its calibrated pieces), ``key``: the one of them whose weight must reach ``floor``,
     ``idf``: its inverse document frequency in the index (0 when common, and when the rule's
-    ``min_evidence`` is 0: then the evidence is not weighed)."""
+    ``min_evidence`` is 0: then the evidence is not weighed), ``partial``: no image holds every
+    needed piece but some image holds one (an uncalibrated model may write only the telling ones)."""
 
     word: str
     tokens: tuple[str, ...]
@@ -143,6 +144,7 @@ class WordCount:
     needed: tuple[int, ...]
     key: int
     floor: float
+    partial: bool = False
 
 
 @dataclass(frozen=True)
@@ -175,10 +177,11 @@ def count_words(
             needed = tuple(ids_of[t] for t in needed_pieces(word.tokens) if t in ids_of) or ids
             key, floor = needed[0], rule.min_weight
         images = min(int(stats.df.get(i, 0)) for i in needed)
+        partial = images == 0 and any(stats.df.get(i, 0) > 0 for i in needed)
         common = rule.common(images, stats.n_docs)
         weighed = not common and rule.min_evidence > 0
         idf = float(idf_array([images], stats.n_docs)[0]) if weighed else 0.0
-        out.append(WordCount(word.text, word.tokens, ids, images, common, idf, needed, key, floor))
+        out.append(WordCount(word.text, word.tokens, ids, images, common, idf, needed, key, floor, partial))
     numbers = frozenset() if rule.numbers_match else frozenset(w.word for w in out if is_number(w.word))
     return QueryCounts(int(stats.n_docs), out, numbers)
 
@@ -226,6 +229,16 @@ def _names(words: Sequence[WordCount]) -> str:
     return ", ".join(w.word for w in words)
 
 
+def _absent(word: WordCount) -> str:
+    """Why no image holds ``word``: none has it, or none holds every piece the rule asks for."""
+    if not word.partial:
+        return f"No image has {word.word}."
+    return (
+        f"No image holds every piece of {word.word} ({' '.join(word.tokens)}); "
+        "`vsparta calibrate` learns which pieces the model writes for it."
+    )
+
+
 def _floor_text(words: Sequence[WordCount]) -> str:
     """The weight the words needed, in words: one floor, or each word's own (``word_floors``)."""
     own = {w.word: w.floor for w in words}
@@ -255,6 +268,7 @@ def describe(
             "tokens": list(w.tokens),
             "images": w.images,
             "common": w.common,
+            "partial": w.partial,
             "results": sum(1 for h in shown if not w.common and held(h, w)),
         }
         for w in counts.words
@@ -269,7 +283,7 @@ def describe(
     common, rare = [w for w in counts.words if w.common], counts.informative
     numbers = [w for w in counts.words if w.word in counts.numbers and not w.common]
     found = [w for w in rare if any(held(h, w) for h in ranked)]
-    reasons = [f"No image has {w.word}." for w in rare if w.images == 0]
+    reasons = [_absent(w) for w in rare if w.images == 0]
     weak = [w for w in rare if w.images > 0 and w not in found]
     if weak and require_match:
         floor = _floor_text(weak)

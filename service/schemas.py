@@ -135,6 +135,11 @@ class WordStat(_Out):
         description="Held by so many of the images (`VSPARTA_MATCH_COMMON_SHARE`, by default half) "
         "that it does not tell them apart: it adds to scores but makes no result a match."
     )
+    partial: bool = Field(
+        False,
+        description="No image holds every word-piece the match rule needs for it, but some image holds "
+        "one of them (a model may write only a word's telling pieces; `vsparta calibrate` learns which).",
+    )
     results: int = Field(ge=0, description="Results shown that match it (weight >= the match floor).")
 
 

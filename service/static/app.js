@@ -112,7 +112,8 @@ function renderWordNotes(body) {
   const indexed = body.indexed_images || 0;
   for (const w of body.query_word_stats || []) {
     const word = { textContent: w.word };
-    if (w.images === 0) notes.push(sentence(["No image has ", word, "."]));
+    if (w.images === 0 && w.partial) notes.push(sentence(["No image holds every piece of ", word, ` (${w.tokens.join(" ")}).`]));
+    else if (w.images === 0) notes.push(sentence(["No image has ", word, "."]));
     else if (w.common) {
       const where = w.images >= indexed ? "every image" : `${w.images.toLocaleString()} of the ${indexed.toLocaleString()} images`;
       notes.push(sentence([word, ` is in ${where} and does not rank.`]));

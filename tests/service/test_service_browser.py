@@ -111,6 +111,11 @@ def test_search_page_shows_results_and_more_like_this(
         page.locator("#results .card[data-id='red-cube']").wait_for(timeout=15_000)
         assert page.locator("#results .card").count() == 3  # the red ones; zebra found nothing
         assert page.locator("#word-notes li").all_inner_texts() == ["No image has zebra."]
+        box.fill("bluebird")  # blue ##bird: the blue images hold "blue", none "##bird"
+        page.get_by_role("button", name="Search", exact=True).click()
+        page.get_by_text("No match for “bluebird”.").wait_for(timeout=15_000)
+        notes = page.locator("#word-notes li").all_inner_texts()
+        assert notes == ["No image holds every piece of bluebird (blue ##bird)."]
 
         # the weightings come from the service's registry (GET /search/options), not from the page
         from vsparta.termindex.weightings.registry import WEIGHTINGS

@@ -1,8 +1,9 @@
 """The match rule (``service.matching``) on hand-made hits: each of its clauses, one at a time.
 
 Index of 100 images; "a" in 90 (common), "bird" in 30, "peacock" + "##s" in 5 / 60, "five" in 28,
-"clock" in none, "fa" + "##uce" + "##t" (faucet) in 12 / 3 / 50. Engine answers are written out
-here; the engines' own answers are in ``test_service_no_match.py``.
+"clock" in none, "fa" + "##uce" + "##t" (faucet) in 12 / 3 / 50, "lo" + "##lli" + "##pop" (lollipop)
+in 40 / 40 / 0 (a model that never writes ``##pop``). Engine answers are written out here; the
+engines' own answers are in ``test_service_no_match.py``.
 """
 
 from __future__ import annotations
@@ -20,8 +21,13 @@ from vsparta.termindex import Hit
 from vsparta.termindex.base import TermStatistics
 
 IDS = {"a": 1, "bird": 2, "peacock": 3, "##s": 4, "five": 5, "clock": 6, "fa": 7, "##uce": 8, "##t": 9}
-STATS = TermStatistics(100, {1: 90, 2: 30, 3: 5, 4: 60, 5: 28, 6: 0, 7: 12, 8: 3, 9: 50})
-PIECES = {"peacocks": ["peacock", "##s"], "faucet": ["fa", "##uce", "##t"]}
+IDS |= {"lo": 10, "##lli": 11, "##pop": 12}
+STATS = TermStatistics(100, {1: 90, 2: 30, 3: 5, 4: 60, 5: 28, 6: 0, 7: 12, 8: 3, 9: 50, 10: 40, 11: 40})
+PIECES = {
+    "peacocks": ["peacock", "##s"],
+    "faucet": ["fa", "##uce", "##t"],
+    "lollipop": ["lo", "##lli", "##pop"],
+}
 
 
 def hit(doc_id: str, **weights: float) -> Hit:
@@ -134,3 +140,24 @@ def test_a_calibrated_word_needs_the_pieces_its_model_writes_for_it() -> None:
     assert not is_match(hit("fax", fa=4.0), counts, rule)
     uncalibrated = MatchRule(0.5, 0.5)  # every piece but a plural ending
     assert not is_match(hit("faucet", _uce=1.5, _t=0.2), counts_of("faucet", uncalibrated), uncalibrated)
+
+
+def test_a_word_whose_pieces_no_image_holds_together_says_so_until_calibrated() -> None:
+    """Images hold ``lo`` and ``##lli`` but none ``##pop``: not "No image has lollipop" (the index
+    may well hold lollipops), and calibration that says the model writes only ``lo ##lli`` finds them."""
+    rule = MatchRule(0.5, 0.5)
+    counts = counts_of("lollipop clock", rule)
+    assert [(w.word, w.images, w.partial) for w in counts.words] == [
+        ("lollipop", 0, True),
+        ("clock", 0, False),
+    ]
+    said = describe([hit("x", lo=3.0, _lli=2.0)], [], [], counts, rule, require_match=True, min_score=0)
+    assert said["no_match"]["reason"] == (
+        "No image holds every piece of lollipop (lo ##lli ##pop); `vsparta calibrate` learns which pieces "
+        "the model writes for it. No image has clock."
+    )
+    assert [w["partial"] for w in said["query_word_stats"]] == [True, False]
+    calibrated = MatchRule(0.5, 0.5, word_floors={"lollipop": WordFloor((10, 11), 11, 1.0)})
+    counts = counts_of("lollipop", calibrated)
+    assert [(w.word, w.images, w.partial) for w in counts.words] == [("lollipop", 40, False)]
+    assert is_match(hit("x", lo=3.0, _lli=2.0), counts, calibrated)
