@@ -53,6 +53,7 @@ def test_a_floor_is_a_quantile_of_the_positives_raised_to_or_averaged_with_the_n
     assert set(word_floors(CALIBRATION, FloorRule(0.5, None, "mid", 1))) == {"peacock", "cupcake", "owl"}
     assert floor_of(FloorRule(0.0, None, "mid", 3)) == 1.0
     assert floor_of(FloorRule(0.5, None, "mid", 3)) == 2.5
+    assert floor_of(FloorRule(0.5, None, "mid", 1), "owl") == 5.0  # its one positive
     assert floor_of(FloorRule(0.0, 0.0, "max", 3)) == 1.0  # the negatives' largest: 0.5
     assert floor_of(FloorRule(0.0, 0.0, "mid", 3)) == 0.75
 
