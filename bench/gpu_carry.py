@@ -38,7 +38,9 @@ def download_wheels(folder: Path, pins: list[str] | None = None) -> list[Path]:
     dependencies resolved by pip: the list names them all)."""
     from importlib.metadata import version
 
-    folder.mkdir(parents=True, exist_ok=True)
+    if folder.exists():  # one version of each: two stop the install on the GPU machine
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
     pins = pins or [f"{name}=={version(name)}" for name in WHEELS]
     platforms = [arg for p in PLATFORMS for arg in ("--platform", p)]
     cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:"]

@@ -5,6 +5,7 @@
 #                                                   stem's weights (float16) into .gpu/
 #   bash scripts/gpu-check.sh run [--out DIR]       on the GPU machine: tests, indexing benchmark, quality run
 #   bash scripts/gpu-check.sh run --dry-run ...     the same steps at toy sizes, on the CPU (CI runs this)
+#   bash scripts/gpu-check.sh cli ARGS...           on the GPU machine: any `vsparta ARGS...` with what run stages
 #   ... prepare --profiler / run --profile            also py-spy / each step under it (stacks into DIR)
 #
 # On the device tool: carry [".gpu"], command `bash scripts/gpu-check.sh run` (results go to $OUT).
@@ -14,10 +15,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 step=${1:-}
 case "$step" in
-  prepare | run) shift ;;
-  *) echo "usage: bash scripts/gpu-check.sh prepare|run [--out DIR] [--dry-run]" >&2; exit 2 ;;
+  prepare | run | cli) shift ;;
+  *) echo "usage: bash scripts/gpu-check.sh prepare|run [--out DIR] [--dry-run]|cli ARGS..." >&2; exit 2 ;;
 esac
-PY=${PYTHON:-python3}
+PY=${PYTHON:-python3}  # on the GPU machine: its python3, which holds torch
+[ -z "${PYTHON:-}" ] && [ "$step" = prepare ] && [ -x .venv/bin/python ] && PY=.venv/bin/python
 CARRY=${GPU_CHECK_CARRY:-.gpu}
 site=$(mktemp -d "${TMPDIR:-/tmp}/gpu-check-site.XXXXXX")
 trap 'rm -rf "$site"' EXIT
@@ -40,7 +42,7 @@ for root in (repo, repo / "bench"):
             (package / name.split(".")[1]).symlink_to((root / folder).resolve())
 PYEOF
 
-if [ "$step" = run ]; then
+if [ "$step" != prepare ]; then
   if ! "$PY" -c "import pydantic_settings" 2>/dev/null; then
     [ -d "$CARRY/wheels" ] || { echo "gpu-check: no $CARRY/wheels: run 'bash scripts/gpu-check.sh prepare' first" >&2; exit 2; }
     "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$CARRY"/wheels/*.whl
@@ -59,5 +61,9 @@ fi
 # PYTHONSAFEPATH: the checkout's own vsparta/ folder (the CLI alone) must not shadow the staged package.
 export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" PYTHONSAFEPATH=1
 rc=0
-"$PY" -m vsparta.bench.gpu_check "$step" "$@" || rc=$?
+if [ "$step" = cli ]; then
+  "$PY" -m vsparta.cli "$@" || rc=$?
+else
+  "$PY" -m vsparta.bench.gpu_check "$step" "$@" || rc=$?
+fi
 exit "$rc"

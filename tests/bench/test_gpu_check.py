@@ -179,3 +179,41 @@ def test_dry_run_runs_every_step_and_reports(tmp_path: Path) -> None:
 def test_a_rerun_names_its_steps_and_an_unknown_step_is_one_sentence(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match=r"no step \['gpu-test'\]; the steps: \['gpu-tests'"):
         gpu_check.main(["run", "--dry-run", "--out", str(tmp_path), "--steps", "gpu-test"])
+
+
+def test_cli_runs_a_vsparta_command_with_the_staged_package_and_a_wrong_verb_is_usage() -> None:
+    env = {**os.environ, "PYTHON": sys.executable}
+    done = subprocess.run(
+        ["bash", "scripts/gpu-check.sh", "cli", "bench", "quality", "--help"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("usage: vsparta bench quality")  # the benchmarks, from the staged links
+    wrong = subprocess.run(["bash", "scripts/gpu-check.sh", "go"], cwd=REPO, capture_output=True, text=True)
+    assert wrong.returncode == 2 and wrong.stderr.startswith("usage: bash scripts/gpu-check.sh prepare|run")
+
+
+def test_wheels_are_downloaded_into_an_emptied_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wheel left by an earlier prepare (another Python's versions) would make two versions of one
+    package, which stops the install on the GPU machine."""
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    (folder / "pydantic-0.0.1-py3-none-any.whl").write_bytes(b"stale")
+    calls: list[list[str]] = []
+
+    def fake_pip(cmd: list[str], check: bool) -> None:  # pip download itself needs the network
+        calls.append(cmd)
+        assert not any(folder.iterdir())  # emptied before pip runs
+        (folder / "pydantic-2.0.0-py3-none-any.whl").write_bytes(b"new")
+
+    monkeypatch.setattr(gpu_carry.subprocess, "run", fake_pip)
+    assert [p.name for p in gpu_carry.download_wheels(folder, ["pydantic==2.0.0"])] == [
+        "pydantic-2.0.0-py3-none-any.whl"
+    ]
+    assert calls and calls[0][-1] == "pydantic==2.0.0"
