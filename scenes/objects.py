@@ -12,6 +12,10 @@ are independent.
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +33,7 @@ log = logging.getLogger(__name__)
 SPLITS = ("train", "val", "test", "heldout_words", "heldout_objects", "shift")  # order fixes the seeds
 _MODES = {"heldout_words": "heldout_words", "heldout_objects": "heldout_objects"}
 MAX_KINDS = 3
+CHUNK = 500  # scenes a worker process draws at a time
 
 
 def check_numbers(min_objects: int, max_objects: int, image_size: int, counts: dict[str, int]) -> None:
@@ -85,55 +90,90 @@ def _scene(
     return kinds
 
 
-def _records(
-    out: Path,
-    split: str,
-    n: int,
-    size: int,
-    seed: int,
-    objects: tuple[EmojiObject, ...],
-    vocab: Vocabulary,
-    n_range: tuple[int, int],
-    progress: bool,
-    shift: ShiftStyle,
-) -> list[ManifestRecord]:
-    folder = out / "images" / split
-    folder.mkdir(parents=True, exist_ok=True)
-    style = shift if split == "shift" else SEEN
-    mode = "shift" if split == "shift" and shift.templates else _MODES.get(split, "seen")
-    records: list[ManifestRecord] = []
-    for i in progress_bar(range(n), total=n, desc=f"scenes {split}", unit="img", enabled=progress and n > 0):
-        rng = np.random.default_rng([seed, SPLITS.index(split), i])
-        kinds = _scene(rng, objects, vocab, split, n_range)
-        order = [(p, k.obj.char) for k in kinds for p in k.placed]
-        rng.shuffle(order)  # draw order mixes kinds, so any of them may be the one partly hidden
-        image, background, drawn = render_objects(
-            rng, [p for p, _ in order], [c for _, c in order], size, style
-        )
-        captions, mentions = make_captions(rng, kinds, vocab, mode, background["texture"])
-        image_id = f"{split}-{i:05d}"
-        path = folder / f"{image_id}.jpg"
-        image.save(path, format="JPEG", quality=90)
-        metadata = {
-            "split": split,
-            "kind": "objects",
-            "size": size,
-            "background": background,
-            "objects": [
-                {
-                    "emoji": objects[p.index].char,
-                    "name": objects[p.index].name,
-                    "position": p.position(),
-                    "size": p.size,
-                    **d,
-                }
-                for (p, _), d in zip(order, drawn, strict=True)
-            ],
-            "focus": next((k.obj.name for k in kinds if k.focus), None),
-            "style": style.name,
-            "mentions": mentions,  # per caption: the objects it names, with counts
-        }
-        records.append(ManifestRecord(id=image_id, image=path, captions=captions, metadata=metadata))
+@dataclass(frozen=True)
+class _Draw:
+    """What every scene of one split is drawn from (sent whole to each worker process)."""
+
+    out: Path
+    split: str
+    size: int
+    seed: int
+    objects: tuple[EmojiObject, ...]
+    vocab: Vocabulary
+    n_range: tuple[int, int]
+    shift: ShiftStyle
+
+
+def _record(d: _Draw, i: int) -> ManifestRecord:
+    """Scene ``i`` of the split: drawn from its own generator, written as a JPEG."""
+    style = d.shift if d.split == "shift" else SEEN
+    mode = "shift" if d.split == "shift" and d.shift.templates else _MODES.get(d.split, "seen")
+    rng = np.random.default_rng([d.seed, SPLITS.index(d.split), i])
+    kinds = _scene(rng, d.objects, d.vocab, d.split, d.n_range)
+    order = [(p, k.obj.char) for k in kinds for p in k.placed]
+    rng.shuffle(order)  # draw order mixes kinds, so any of them may be the one partly hidden
+    placed, chars = [p for p, _ in order], [c for _, c in order]
+    image, background, drawn = render_objects(rng, placed, chars, d.size, style)
+    captions, mentions = make_captions(rng, kinds, d.vocab, mode, background["texture"])
+    image_id = f"{d.split}-{i:05d}"
+    path = d.out / "images" / d.split / f"{image_id}.jpg"
+    image.save(path, format="JPEG", quality=90)
+    metadata = {
+        "split": d.split,
+        "kind": "objects",
+        "size": d.size,
+        "background": background,
+        "objects": [
+            {
+                "emoji": d.objects[p.index].char,
+                "name": d.objects[p.index].name,
+                "position": p.position(),
+                "size": p.size,
+                **drawn_object,
+            }
+            for (p, _), drawn_object in zip(order, drawn, strict=True)
+        ],
+        "focus": next((k.obj.name for k in kinds if k.focus), None),
+        "style": style.name,
+        "mentions": mentions,  # per caption: the objects it names, with counts
+    }
+    return ManifestRecord(id=image_id, image=path, captions=captions, metadata=metadata)
+
+
+def _chunk(d: _Draw, start: int, stop: int) -> list[ManifestRecord]:
+    return [_record(d, i) for i in range(start, stop)]
+
+
+def scene_workers(n: int, workers: int | None) -> int:
+    """Processes for ``n`` scenes: ``workers``, or by default one per core but never fewer than
+    ``CHUNK`` scenes each (a process costs about a second to start)."""
+    if workers is not None:
+        if workers < 1:
+            raise ValueError(f"scene workers must be >= 1, got {workers}")
+        return workers
+    return max(1, min(os.cpu_count() or 1, n // CHUNK))
+
+
+def _records(d: _Draw, n: int, progress: bool, workers: int) -> list[ManifestRecord]:
+    """The split's ``n`` scenes in order. Each scene has its own generator, so the bytes do not
+    depend on how many processes draw them."""
+    (d.out / "images" / d.split).mkdir(parents=True, exist_ok=True)
+    bar = progress_bar(total=n, desc=f"scenes {d.split}", unit="img", enabled=progress and n > 0)
+    if workers == 1 or n <= CHUNK:
+        records = []
+        for i in range(n):
+            records.append(_record(d, i))
+            bar.update(1)
+        bar.close()
+        return records
+    bounds = [(start, min(start + CHUNK, n)) for start in range(0, n, CHUNK)]
+    records = []
+    # spawn, not fork: a caller may hold threads or a CUDA context that a forked child must not copy
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for chunk in pool.map(_chunk, [d] * len(bounds), *zip(*bounds, strict=True)):
+            records += chunk
+            bar.update(len(chunk))
+    bar.close()
     return records
 
 
@@ -159,12 +199,14 @@ def generate_object_scenes(
     groups: tuple[str, ...] = (),
     progress: bool = True,
     shift: ShiftStyle = SHIFT,
+    workers: int | None = None,
 ) -> dict[str, Path]:
     """Write ``out_dir/images/<split>/`` and ``out_dir/<split>.jsonl`` for each split in ``counts``
     (any of :data:`SPLITS`); returns split -> manifest path. Same arguments, same bytes. The shares
     are of the catalog's objects and of its alias/category words held out (0: none, as the demo).
     ``groups`` restricts the catalog to those Unicode emoji groups/subgroups (empty: all); ``shift``
-    is how the shift split is drawn (by default every change at once, ``scenes.object_shift``)."""
+    is how the shift split is drawn (by default every change at once, ``scenes.object_shift``);
+    ``workers``: processes that draw a split (default: ``scene_workers``)."""
     unknown = set(counts) - set(SPLITS)
     if unknown:
         raise ValueError(f"unknown split(s) {sorted(unknown)}; the object scenes have {list(SPLITS)}")
@@ -180,9 +222,8 @@ def generate_object_scenes(
     out.mkdir(parents=True, exist_ok=True)
     manifests: dict[str, Path] = {}
     for split, n in counts.items():
-        records = _records(
-            out, split, n, image_size, seed, objects, vocab, (min_objects, max_objects), progress, shift
-        )
+        draw = _Draw(out, split, image_size, seed, objects, vocab, (min_objects, max_objects), shift)
+        records = _records(draw, n, progress, scene_workers(n, workers))
         manifests[split] = write_manifest(out / f"{split}.jsonl", records)
         log.info("scenes: %s: %d images -> %s", split, len(records), manifests[split])
     return manifests

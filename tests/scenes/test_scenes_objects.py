@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -15,6 +16,7 @@ from PIL import Image
 from vsparta.cli import main
 from vsparta.core.manifest import ManifestRecord, read_manifest
 from vsparta.demo import _scenes_argv
+from vsparta.scenes import objects
 from vsparta.scenes.emoji_catalog import FONT_ENV, FONT_PACKAGE, catalog, glyph, normalise, select
 from vsparta.scenes.object_captions import CAPTIONS_PER_IMAGE, template_words
 from vsparta.scenes.object_render import MAX_OBJECTS
@@ -124,6 +126,30 @@ def test_same_seed_same_bytes(scenes_dir: Path, tmp_path: Path) -> None:
             assert (scenes_dir / "images" / split / name).read_bytes() == (
                 again / "images" / split / name
             ).read_bytes()
+
+
+def test_worker_processes_draw_the_same_bytes(
+    scenes_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Split into chunks of 7 over two processes, each scene still comes from its own generator."""
+    monkeypatch.setattr(objects, "CHUNK", 7)
+    again = tmp_path / "workers"
+    generate_object_scenes(again, {"train": 40, "shift": 12}, progress=False, workers=2, **ARGS)
+    for split in ("train", "shift"):
+        first = read_manifest(scenes_dir / f"{split}.jsonl")
+        second = read_manifest(again / f"{split}.jsonl")
+        assert [r.id for r in second] == [r.id for r in first]
+        assert [(r.captions, r.metadata) for r in second] == [(r.captions, r.metadata) for r in first]
+        for a, b in zip(first, second, strict=True):
+            assert Path(b.image).read_bytes() == Path(a.image).read_bytes()
+
+
+def test_scene_workers_default_to_the_cores_for_large_splits() -> None:
+    assert objects.scene_workers(objects.CHUNK, None) == 1  # small: no process to start
+    assert objects.scene_workers(100 * objects.CHUNK, None) == (os.cpu_count() or 1)
+    assert objects.scene_workers(10, 3) == 3
+    with pytest.raises(ValueError, match="scene workers must be >= 1"):
+        objects.scene_workers(10, 0)
 
 
 def test_cli_writes_the_vocabulary_report(tmp_path: Path) -> None:
