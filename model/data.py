@@ -11,8 +11,11 @@ precomputed detector regions (Eq. 4-5).
 
 from __future__ import annotations
 
+import functools
 import logging
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +36,14 @@ if TYPE_CHECKING:
     from vsparta.model.feature_cache import FeatureCache
 
 log = logging.getLogger(__name__)
+
+# Threads that decode and augment a batch's pictures: a GPU step on a fine-tuned stem waits for them.
+LOADER_THREADS = min(8, os.cpu_count() or 1)
+
+
+@functools.cache
+def _loader() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(LOADER_THREADS, thread_name_prefix="vsparta-pixels")
 
 
 def load_rgb(path: str | Path) -> Image.Image:
@@ -149,9 +160,12 @@ class ImageStore:
                 max_label_tokens=self.config.max_label_tokens,
             )
         views = views if views is not None else [0] * len(indices)
-        return torch.from_numpy(
-            np.stack([self.pixels(i, v) for i, v in zip(indices, views, strict=True)])
-        ), None
+        pairs = list(zip(indices, views, strict=True))
+        if len(pairs) > 1 and LOADER_THREADS > 1:  # decoding and augmenting release the GIL
+            arrays = list(_loader().map(lambda pair: self.pixels(*pair), pairs))
+        else:
+            arrays = [self.pixels(i, v) for i, v in pairs]
+        return torch.from_numpy(np.stack(arrays)), None
 
     def _cached_regions(self, indices: Sequence[int], views: Sequence[int] | None) -> RegionBatch:
         """The cached stem output as a ``RegionBatch``: every grid cell a region, no labels."""

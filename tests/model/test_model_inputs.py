@@ -176,3 +176,31 @@ def test_training_data_handles_odd_and_broken_images(tmp_path: Path, tiny_config
     assert abs(float(pixels[1, 0].mean()) - float(pixels[2, 0].mean())) < 0.1  # CMYK ~ RGBA ~ original
     with pytest.raises(ValueError, match="trunc.png"):
         store.image_batch([3])
+    with pytest.raises(ValueError, match="trunc.png"):  # from a loader thread, as from the caller's
+        store.image_batch([0, 3, 1])
+
+
+def test_a_batch_loaded_by_threads_is_the_one_loaded_in_turn(
+    tmp_path: Path, tiny_config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each view is drawn from its own (image, view) generator, so the loader's threads change nothing."""
+    from vsparta.core.manifest import ManifestRecord
+    from vsparta.model import data
+    from vsparta.model.augment import Augmentation
+
+    recs = []
+    for n, (colour, shape) in enumerate([("red", "square"), ("blue", "circle"), ("green", "triangle")]):
+        draw_scene(colour, shape, "left").save(tmp_path / f"{n}.png")
+        recs.append(ManifestRecord(str(n), tmp_path / f"{n}.png", [f"a {colour} {shape}"]))
+    augment = Augmentation(views=3, seed=5)
+    indices, views = [i // 3 for i in range(9)], [0, 1, 2] * 3  # each image in its three views
+    monkeypatch.setattr(data, "LOADER_THREADS", 4)
+    threaded, _ = data.ImageStore(recs, tiny_config, lambda s: [1], augmentation=augment).image_batch(
+        indices, views
+    )
+    monkeypatch.setattr(data, "LOADER_THREADS", 1)
+    in_turn, _ = data.ImageStore(recs, tiny_config, lambda s: [1], augmentation=augment).image_batch(
+        indices, views
+    )
+    assert threaded.shape == (9, 3, 32, 32) and torch.equal(threaded, in_turn)
+    assert not torch.equal(threaded[0], threaded[1])  # one image's views differ: augmentation ran
