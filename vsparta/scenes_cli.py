@@ -23,6 +23,13 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, required=True, help="output folder (created if missing)")
     parser.add_argument(
@@ -43,6 +50,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=0,
         help="shift test images: seen objects and words, drawn and captioned as no other split (default 0)",
+    )
+    objects.add_argument(
+        "--workers",
+        type=_positive,
+        help="processes that draw a split (default: one per core, at most one per 500 scenes); "
+        "the images do not depend on it",
     )
     objects.add_argument("--min-objects", type=int, default=1, help="fewest objects in a scene (default 1)")
     objects.add_argument("--max-objects", type=int, default=5, help="most objects in a scene (default 5)")
@@ -86,7 +99,7 @@ def _generate(args: argparse.Namespace) -> dict[str, Path]:
     return generate_object_scenes(
         args.out, counts, image_size=args.size, seed=args.seed, min_objects=args.min_objects,
         max_objects=args.max_objects, held_word_share=args.held_word_share,
-        held_object_share=args.held_object_share, progress=args.progress,
+        held_object_share=args.held_object_share, progress=args.progress, workers=args.workers,
         groups=tuple(g.strip() for g in args.groups.split(",") if g.strip()),
     )  # fmt: skip
 

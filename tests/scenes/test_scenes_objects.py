@@ -156,7 +156,7 @@ def test_cli_writes_the_vocabulary_report(tmp_path: Path) -> None:
     out = tmp_path / "s"
     argv = ["scenes", "--kind", "objects", "--out", str(out), "--train", "30", "--val", "5", "--test", "5"]
     argv += ["--heldout-words", "5", "--heldout-objects", "5", "--shift", "5"]
-    argv += ["--size", "32", "--no-progress"]
+    argv += ["--size", "32", "--no-progress", "--workers", "2"]
     assert main(argv) == 0
     report = json.loads((out / "vocabulary.json").read_text())
     assert set(report) == {*SPLITS, "all"}
@@ -166,6 +166,14 @@ def test_cli_writes_the_vocabulary_report(tmp_path: Path) -> None:
     assert len(total["df_ranked"]) == total["distinct_word_pieces"]
     curve = [total["df_curve"][r] for r in ("1", "10", "100")]
     assert curve == sorted(curve, reverse=True) and curve[0] > curve[2]
+
+
+def test_workers_below_one_are_refused_by_the_parser(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["scenes", "--kind", "objects", "--out", str(tmp_path / "w"), "--workers", "0"])
+    assert exc.value.code == 2
+    assert "--workers: must be >= 1, got 0" in capsys.readouterr().err
+    assert not (tmp_path / "w").exists()
 
 
 @pytest.mark.parametrize(
