@@ -197,7 +197,9 @@ def _scenes(
         manifests = {k: folder / f"{k}.jsonl" for k in counts}
         missing = {k: n for k, n in counts.items() if not manifests[k].exists()}
         if missing:  # each split has its own seeds: the ones there stay as they are
-            generate_object_scenes(folder, missing, image_size=s["size"], seed=seed, groups=groups)
+            generate_object_scenes(
+                folder, missing, image_size=s["size"], seed=seed, groups=groups, workers=None
+            )
         return manifests
     from vsparta.scenes.shapes import generate_scenes
 

@@ -199,14 +199,17 @@ def generate_object_scenes(
     groups: tuple[str, ...] = (),
     progress: bool = True,
     shift: ShiftStyle = SHIFT,
-    workers: int | None = None,
+    workers: int | None = 1,
 ) -> dict[str, Path]:
     """Write ``out_dir/images/<split>/`` and ``out_dir/<split>.jsonl`` for each split in ``counts``
     (any of :data:`SPLITS`); returns split -> manifest path. Same arguments, same bytes. The shares
     are of the catalog's objects and of its alias/category words held out (0: none, as the demo).
     ``groups`` restricts the catalog to those Unicode emoji groups/subgroups (empty: all); ``shift``
     is how the shift split is drawn (by default every change at once, ``scenes.object_shift``);
-    ``workers``: processes that draw a split (default: ``scene_workers``)."""
+    ``workers``: processes that draw a split; None: ``scene_workers`` chooses. Worker processes are
+    started by spawning, which imports the caller's main module again: only a caller whose script
+    keeps its work under ``if __name__ == "__main__"`` (every ``vsparta`` command does) asks for more
+    than one."""
     unknown = set(counts) - set(SPLITS)
     if unknown:
         raise ValueError(f"unknown split(s) {sorted(unknown)}; the object scenes have {list(SPLITS)}")
