@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vsparta.bench.quality_data import checked_groups, features_folder, scenes
 from vsparta.bench.quality_report import merge_runs, write
 
 log = logging.getLogger(__name__)
@@ -104,6 +105,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--augment-scale", type=zoom_range, default=Augmentation.scale, metavar="LOW,HIGH",
         help="the augmented views' zoom range (model.augment)",
     )  # fmt: skip
+    from vsparta.scenes.object_varied import TRAIN_LOOKS
+
+    recipe.add_argument(
+        "--train-look", choices=sorted(TRAIN_LOOKS), default="seen",
+        help="objects: the training split's look (varied: half its backgrounds vivid, scenes.object_varied)",
+    )  # fmt: skip
     parser.add_argument(
         "--groups",
         default="",
@@ -167,67 +174,6 @@ def variants(s: dict[str, Any], args: argparse.Namespace) -> list[Variant]:
     return out
 
 
-def _groups(text: str, kind: str) -> tuple[str, ...]:
-    """``--groups`` checked before any scene is drawn: a wrong name costs one sentence, not a run."""
-    from vsparta.core.errors import UsageError
-
-    groups = tuple(g.strip() for g in text.split(",") if g.strip())
-    if groups and kind != "objects":
-        raise UsageError("--groups picks emoji objects; it needs --kind objects")
-    if groups:
-        from vsparta.scenes.emoji_catalog import select
-
-        try:
-            select(groups)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-    return groups
-
-
-def _scenes(
-    s: dict[str, Any], cache: Path, seed: int, kind: str, heldout: int | None, groups: tuple[str, ...]
-) -> dict[str, Path]:
-    folder = _scenes_folder(s, cache, seed, kind, groups)
-    if kind == "objects":
-        from vsparta.scenes.objects import generate_object_scenes
-
-        n_held = s["test"] if heldout is None else heldout
-        counts = {"train": s["train"], "val": s["val"], "test": s["test"]}
-        counts |= {"heldout_words": n_held, "heldout_objects": n_held, "shift": n_held}
-        manifests = {k: folder / f"{k}.jsonl" for k in counts}
-        missing = {k: n for k, n in counts.items() if not manifests[k].exists()}
-        if missing:  # each split has its own seeds: the ones there stay as they are
-            generate_object_scenes(
-                folder, missing, image_size=s["size"], seed=seed, groups=groups, workers=None
-            )
-        return manifests
-    from vsparta.scenes.shapes import generate_scenes
-
-    manifests = {k: folder / f"{k}.jsonl" for k in ("train", "val", "test")}
-    if all(p.exists() for p in manifests.values()):
-        return manifests
-    return generate_scenes(
-        folder, n_train=s["train"], n_val=s["val"], n_test=s["test"], image_size=s["size"], seed=seed
-    )
-
-
-def _scenes_folder(s: dict[str, Any], cache: Path, seed: int, kind: str, groups: tuple[str, ...]) -> Path:
-    folder = cache / f"{kind}-{s['train']}-{s['val']}-{s['test']}-{s['size']}-{seed}"
-    return folder.with_name(folder.name + "-" + "+".join(groups)) if groups else folder
-
-
-def _features_folder(manifest: Path, s: dict[str, Any], args: argparse.Namespace, pool: str) -> Path:
-    """Where runs on these scenes keep a frozen stem's regions of ``pool`` (train, val, test ...):
-    one folder per stem setting, whatever the transformer on top, so every recipe shares it (a cache
-    of more views serves a run that wants fewer; a stale one is rebuilt, ``model.feature_cache``)."""
-    from vsparta.model.configuration import config_from_spec
-
-    config = config_from_spec(s["config"])
-    stem = [config.stem, config.stem_weights, config.image_size, config.grid_size, config.hf_vision_model]
-    digest = hashlib.sha1(json.dumps(stem).encode()).hexdigest()[:8]
-    return args.cache_dir / "features" / f"{manifest.parent.name}-{digest}" / pool
-
-
 def train_variant(
     v: Variant, s: dict[str, Any], manifests: dict[str, Path], args: argparse.Namespace, work: Path
 ) -> dict[str, Any]:
@@ -263,7 +209,7 @@ def train_variant(
             stem_lr=args.stem_lr,
             augment_views=args.augment_views,
             augment_scale=tuple(args.augment_scale),
-            feature_cache=str(_features_folder(manifests["train"], s, args, "")),
+            feature_cache=str(features_folder(manifests["train"], s, args, "")),
             seed=args.seed,
             device=args.device,
             progress=False,
@@ -291,7 +237,7 @@ def train_variant(
 
 def _recipe(args: argparse.Namespace) -> dict[str, Any]:
     """The recipe options of a run, as its settings record them (the report names them)."""
-    keys = ("pretrained_lr", "stem_lr", "fine_tune_stem", "augment_views", "augment_scale")
+    keys = ("pretrained_lr", "stem_lr", "fine_tune_stem", "augment_views", "augment_scale", "train_look")
     return {k: getattr(args, k) for k in keys}
 
 
@@ -358,11 +304,11 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     s = _settings(args)
     t0 = time.perf_counter()
-    groups = _groups(args.groups, args.kind)
-    manifests = _scenes(s, args.cache_dir, args.seed, args.kind, args.heldout, groups)
+    groups = checked_groups(args.groups, args.kind)
+    manifests = scenes(s, args, groups)
     test = read_manifest(manifests["test"])
     held = {k: read_manifest(p) for k, p in manifests.items() if k.startswith("heldout") or k == "shift"}
-    features = {k: _features_folder(p, s, args, pool=k) for k, p in manifests.items()}
+    features = {k: features_folder(p, s, args, pool=k) for k, p in manifests.items()}
     pools = {"test": test, **held}
     ceilings = {k: perfect_detector_recall(r) for k, r in pools.items()} if args.kind == "objects" else {}
     results = []

@@ -67,11 +67,12 @@ def _config_name(config: str) -> str:
 
 def _views(s: dict[str, Any]) -> str:
     """ ", 2 views" for a run that trained on augmented views (runs from before say nothing), with
-    the zoom range when it is not the default."""
+    the zoom range when it is not the default, and the training look when it is not the seen one."""
     views = s.get("augment_views") or 1
     scale = s.get("augment_scale")  # runs from before, or of the default range (0.7-1.3), say nothing
     zoom = f" zoomed {scale[0]:g}-{scale[1]:g}x" if scale and list(scale) != [0.7, 1.3] else ""
-    return f", {views} views{zoom}" if views > 1 else ""
+    look = s.get("train_look") or "seen"  # runs from before trained on the seen look
+    return (f", {views} views{zoom}" if views > 1 else "") + ("" if look == "seen" else f", {look} look")
 
 
 def _recipe_notes(config: str) -> str:

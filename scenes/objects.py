@@ -24,7 +24,15 @@ from vsparta.core.manifest import ManifestRecord, write_manifest
 from vsparta.core.progress import progress_bar
 from vsparta.scenes.emoji_catalog import EmojiObject, select
 from vsparta.scenes.object_captions import Kind, make_captions, template_words
-from vsparta.scenes.object_render import MAX_OBJECTS, MIN_IMAGE_SIZE, SEEN, SIZES, Placed, render_objects
+from vsparta.scenes.object_render import (
+    MAX_OBJECTS,
+    MIN_IMAGE_SIZE,
+    SEEN,
+    SIZES,
+    Placed,
+    Style,
+    render_objects,
+)
 from vsparta.scenes.object_shift import SHIFT, ShiftStyle
 from vsparta.scenes.object_words import Vocabulary, choose_vocabulary
 
@@ -102,11 +110,12 @@ class _Draw:
     vocab: Vocabulary
     n_range: tuple[int, int]
     shift: ShiftStyle
+    train_look: Style
 
 
 def _record(d: _Draw, i: int) -> ManifestRecord:
     """Scene ``i`` of the split: drawn from its own generator, written as a JPEG."""
-    style = d.shift if d.split == "shift" else SEEN
+    style = d.shift if d.split == "shift" else d.train_look if d.split == "train" else SEEN
     mode = "shift" if d.split == "shift" and d.shift.templates else _MODES.get(d.split, "seen")
     rng = np.random.default_rng([d.seed, SPLITS.index(d.split), i])
     kinds = _scene(rng, d.objects, d.vocab, d.split, d.n_range)
@@ -199,13 +208,15 @@ def generate_object_scenes(
     groups: tuple[str, ...] = (),
     progress: bool = True,
     shift: ShiftStyle = SHIFT,
+    train_look: Style = SEEN,
     workers: int | None = 1,
 ) -> dict[str, Path]:
     """Write ``out_dir/images/<split>/`` and ``out_dir/<split>.jsonl`` for each split in ``counts``
     (any of :data:`SPLITS`); returns split -> manifest path. Same arguments, same bytes. The shares
     are of the catalog's objects and of its alias/category words held out (0: none, as the demo).
     ``groups`` restricts the catalog to those Unicode emoji groups/subgroups (empty: all); ``shift``
-    is how the shift split is drawn (by default every change at once, ``scenes.object_shift``);
+    is how the shift split is drawn (by default every change at once, ``scenes.object_shift``),
+    ``train_look`` how the training split is (by default as every other, ``scenes.object_varied``);
     ``workers``: processes that draw a split; None: ``scene_workers`` chooses. Worker processes are
     started by spawning, which imports the caller's main module again: only a caller whose script
     keeps its work under ``if __name__ == "__main__"`` (every ``vsparta`` command does) asks for more
@@ -225,7 +236,8 @@ def generate_object_scenes(
     out.mkdir(parents=True, exist_ok=True)
     manifests: dict[str, Path] = {}
     for split, n in counts.items():
-        draw = _Draw(out, split, image_size, seed, objects, vocab, (min_objects, max_objects), shift)
+        n_range = (min_objects, max_objects)
+        draw = _Draw(out, split, image_size, seed, objects, vocab, n_range, shift, train_look)
         records = _records(draw, n, progress, scene_workers(n, workers))
         manifests[split] = write_manifest(out / f"{split}.jsonl", records)
         log.info("scenes: %s: %d images -> %s", split, len(records), manifests[split])

@@ -34,6 +34,8 @@ _non_negative, _positive = _at_least(0), _at_least(1)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from vsparta.scenes.object_varied import TRAIN_LOOKS
+
     parser.add_argument("--out", type=Path, required=True, help="output folder (created if missing)")
     parser.add_argument(
         "--kind", choices=["shapes", "objects"], default="shapes", help="coloured shapes or everyday objects"
@@ -53,6 +55,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=0,
         help="shift test images: seen objects and words, drawn and captioned as no other split (default 0)",
+    )
+    objects.add_argument(
+        "--train-look",
+        choices=sorted(TRAIN_LOOKS),
+        default="seen",
+        help="the training split's look: seen (as every other split, default) or varied (half of its "
+        "backgrounds vivid, in colours and contrasts no other split has; scenes/object_varied.py)",
     )
     objects.add_argument(
         "--workers",
@@ -94,6 +103,7 @@ def _generate(args: argparse.Namespace) -> dict[str, Path]:
             args.out, n_train=args.train, n_val=args.val, n_test=args.test, image_size=args.size,
             seed=args.seed, progress=args.progress,
         )  # fmt: skip
+    from vsparta.scenes.object_varied import TRAIN_LOOKS
     from vsparta.scenes.objects import generate_object_scenes
 
     counts = {"train": args.train, "val": args.val, "test": args.test}
@@ -103,6 +113,7 @@ def _generate(args: argparse.Namespace) -> dict[str, Path]:
         args.out, counts, image_size=args.size, seed=args.seed, min_objects=args.min_objects,
         max_objects=args.max_objects, held_word_share=args.held_word_share,
         held_object_share=args.held_object_share, progress=args.progress, workers=args.workers,
+        train_look=TRAIN_LOOKS[args.train_look],
         groups=tuple(g.strip() for g in args.groups.split(",") if g.strip()),
     )  # fmt: skip
 

@@ -116,17 +116,22 @@ def test_quality_bench_on_emoji_subgroups_draws_only_their_objects(tmp_path: Pat
     argv += ["--train", "40", "--val", "12", "--test", "12", "--heldout", "10", "--size", "32"]
     argv += ["--epochs", "1", "--batch-size", "16", "--config", json.dumps(TINY), "--threads", "2"]
     argv += ["--weights", "3e-4", "--no-dense", "--cache-dir", str(tmp_path / "cache")]
-    assert main([*argv, "--out-dir", str(tmp_path / "out")]) == 0
+    assert main([*argv, "--train-look", "varied", "--out-dir", str(tmp_path / "out")]) == 0
     allowed = {o.name for o in select(groups)}
+    (folder,) = (tmp_path / "cache").glob("objects-*-food-fruit+animal-bird-varied")
+    train = [json.loads(line)["metadata"] for line in (folder / "train.jsonl").read_text().splitlines()]
+    test = [json.loads(line)["metadata"] for line in (folder / "test.jsonl").read_text().splitlines()]
+    assert {m["style"] for m in train} == {"varied"} and {m["style"] for m in test} == {"seen"}
     drawn = {
         obj["name"]
-        for manifest in (tmp_path / "cache").glob("objects-*-food-fruit+animal-bird/*.jsonl")
+        for manifest in folder.glob("*.jsonl")
         for line in manifest.read_text(encoding="utf-8").splitlines()
         for obj in json.loads(line)["metadata"]["objects"]
     }
     assert drawn and drawn <= allowed
     data = json.loads((tmp_path / "out" / "quality.json").read_text())
     assert data["meta"]["settings"]["groups"] == list(groups)
+    assert data["meta"]["settings"]["train_look"] == "varied"
     assert (
         "objects scenes of groups food-fruit, animal-bird, 40 train"
         in (tmp_path / "out" / "quality.md").read_text()
@@ -173,3 +178,5 @@ def test_merged_rows_name_a_json_config_by_the_preset_it_equals(tmp_path: Path) 
     )
     assert _views({"augment_views": 2, "augment_scale": [0.5, 1.8]}) == ", 2 views zoomed 0.5-1.8x"
     assert _views({"augment_views": 2, "augment_scale": [0.7, 1.3]}) == _views({"augment_views": 2})
+    assert _views({"augment_views": 2, "train_look": "varied"}) == ", 2 views, varied look"
+    assert _views({"train_look": "seen"}) == _views({}) == ""
