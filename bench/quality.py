@@ -304,7 +304,7 @@ def run(args: argparse.Namespace) -> int:
         torch.set_num_threads(args.threads)
     s = _settings(args)
     t0 = time.perf_counter()
-    groups = checked_groups(args.groups, args.kind)
+    groups = checked_groups(args)
     manifests = scenes(s, args, groups)
     test = read_manifest(manifests["test"])
     held = {k: read_manifest(p) for k, p in manifests.items() if k.startswith("heldout") or k == "shift"}

@@ -14,13 +14,17 @@ from pathlib import Path
 from typing import Any
 
 
-def checked_groups(text: str, kind: str) -> tuple[str, ...]:
-    """``--groups`` checked before any scene is drawn: a wrong name costs one sentence, not a run."""
+def checked_groups(args: argparse.Namespace) -> tuple[str, ...]:
+    """``--groups`` (and ``--train-look``) checked before any scene is drawn: a wrong name costs one
+    sentence, not a run."""
     from vsparta.core.errors import UsageError
 
-    groups = tuple(g.strip() for g in text.split(",") if g.strip())
+    kind = args.kind
+    groups = tuple(g.strip() for g in args.groups.split(",") if g.strip())
     if groups and kind != "objects":
         raise UsageError("--groups picks emoji objects; it needs --kind objects")
+    if args.train_look != "seen" and kind != "objects":
+        raise UsageError("--train-look draws object scenes; it needs --kind objects")
     if groups:
         from vsparta.scenes.emoji_catalog import select
 

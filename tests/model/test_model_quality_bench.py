@@ -143,9 +143,10 @@ def test_quality_bench_on_emoji_subgroups_draws_only_their_objects(tmp_path: Pat
     [
         (["--groups", "food-fruit"], "--groups picks emoji objects; it needs --kind objects"),
         (["--kind", "objects", "--groups", "food-fruitz"], "unknown emoji group/subgroup 'food-fruitz'"),
+        (["--train-look", "varied"], "--train-look draws object scenes; it needs --kind objects"),
     ],
 )
-def test_quality_bench_refuses_wrong_groups_in_one_sentence(
+def test_quality_bench_refuses_wrong_scene_options_in_one_sentence(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, extra: list[str], sentence: str
 ) -> None:
     from vsparta.cli import main
