@@ -5,8 +5,8 @@ learn that anything vivid or high-contrast is an object. The shift split's backg
 and cost a model trained on the seen look a tenth of its recall (docs/index-scales.md, "only
 background"). Domain randomisation is the usual cure: draw training backgrounds so varied that
 their colour and contrast carry nothing. This look keeps the seen families (stripes, checks,
-blotches, speckles: the captions name them) and, for half of the scenes, draws them between two
-vivid colours at full contrast.
+blotches, speckles: the captions name them) and, for half of the scenes, draws them in colours of
+any hue, saturation and brightness at full contrast.
 
 What it never shows, so the shift split stays unseen: a blend between two colours across the image
 (``scenes.object_shift.gradient_background``), coloured noise of several hues
