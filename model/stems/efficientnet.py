@@ -17,7 +17,7 @@ map (stride 32, so ``image_size`` / 32 cells a side, average-pooled to ``grid_si
 layer-normalised (no parameters) so the features enter Eq. 8 at unit scale. Batch norms keep their
 ImageNet statistics, fine-tuned or not. ``stem_stride=16`` reads the map before the network halves
 it for the last time instead (after stage 5: 112 channels, ``image_size`` / 16 cells a side): cells a
-quarter the area, for objects smaller than a head cell (docs/varied-look.md), from less semantic
+quarter the area, for objects smaller than a head cell (docs/shift-small-objects.md), from less semantic
 features.
 """
 
