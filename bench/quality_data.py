@@ -81,8 +81,7 @@ def features_folder(manifest: Path, s: dict[str, Any], args: argparse.Namespace,
 
     config = config_from_spec(s["config"])
     stem = [config.stem, config.stem_weights, config.image_size, config.grid_size, config.hf_vision_model]
-    stem += (
-        [config.stem_stride] if config.stem_stride != 32 else []
-    )  # the head map's folders stay as they were
+    if config.stem_stride != 32:  # a stride-16 map's regions; the head's folders stay as they were
+        stem.append(config.stem_stride)
     digest = hashlib.sha1(json.dumps(stem).encode()).hexdigest()[:8]
     return args.cache_dir / "features" / f"{manifest.parent.name}-{digest}" / pool
