@@ -78,7 +78,17 @@ def main(model_path: str, scenes: Path, out_dir: Path) -> None:
             rows.setdefault(f"{how} of {','.join(map(str, sizes))}", {})[pool] = recall_at_1(
                 model, records, sp.csr_matrix(phi)
             )
-    lines = [f"| sizes (R@1) | {' | '.join(POOLS)} | shift / test |", "|---" * (len(POOLS) + 2) + "|"]
+    command = " ".join([".venv/bin/python", *sys.argv])
+    lines = [
+        "# Pooling an image's weights over several input sizes: mean or maximum",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"Model `{model_path}`; pools of `{scenes}`. R@1 in % at natural sparsity (the model's top-n cut).",
+        "",
+        f"| sizes (R@1) | {' | '.join(POOLS)} | shift / test |",
+        "|---" * (len(POOLS) + 2) + "|",
+    ]
     for name, r in rows.items():
         cells = " | ".join(f"{r[p]:.1f}" for p in POOLS)
         lines.append(f"| {name} | {cells} | {r['shift'] / r['test']:.2f} |")
