@@ -2,8 +2,9 @@
 
 On a real 3-node cluster (every node on its own loopback address): the master is cut off from
 both others by iptables. Once it knows it has no master (its own ``_cat/master``), it would still
-answer searches from its stale shard copies; the reader's probe sees that within a second or two
-and sends no request there, and takes it back once the cut has healed and it has rejoined.
+answer searches from its stale shard copies; once the other two have elected a master of their
+own, the reader's probe sees within seconds that only the cut-off node has none and sends no
+request there, and takes it back once the cut has healed and it has rejoined.
 """
 
 from __future__ import annotations
@@ -53,7 +54,11 @@ def test_searches_leave_out_a_node_that_has_no_master(fault_cluster: FaultCluste
                 faults.cut(addresses[other], addresses[master])
             await _until("the cut-off node knows it has no master",
                          lambda: cluster.master_seen_by(master) is None, 120)  # fmt: skip
-            await _until("the probe sees it", lambda: transport.masters.masterless == {cut_off}, 30)
+            # the two others first lose the old master too and elect one of their own: how long
+            # that takes is the engine's (leader checks, elections), slower on a loaded machine
+            await _until("the others elect a master", lambda: all(
+                cluster.master_seen_by(o) not in (None, master) for o in others), 120)  # fmt: skip
+            await _until("the probe sees it", lambda: transport.masters.masterless == {cut_off}, 10)
             picked = {transport.get_connection() for _ in range(30)}
             assert cut_off not in picked and len(picked) == 2
             assert await reader.count() == 60  # answered by the others
