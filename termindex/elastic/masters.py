@@ -11,8 +11,18 @@ whether it knows a master (``_cat/master?local``, every ``PROBE_EVERY_S``), and
 ``AsyncCheckedTransport`` picks only hosts whose last answer named one (all of them when none did:
 then the engine decides, as before).
 
-What it cannot see: the second or so before a probe notices, and a node cut off that has not yet
-noticed it lost its master (its searches of the others' shards fail meanwhile: 503).
+Leaving a host out is not enough while the others still list the cut-off node in their cluster
+state (until their new master's follower checks drop it: 65 s after the cut with the engines'
+defaults on this project's 2-core machine): a search they coordinate still sends its shard requests
+to the copies the cut-off node holds, and waits there until the request times out (measured: every
+count through a healthy node timed out for those 65 s; with ``preference=_prefer_nodes:`` naming
+the healthy nodes, each was answered at once and complete). So while some host has no master,
+reads that pick shard copies (``steer``) prefer the nodes of the hosts that know one; the probe
+learns each host's node id (``_nodes/_local``) once.
+
+What it cannot see: the second or so before a probe notices, and the first part of a cut, before
+any node knows it lost its master (40 s or more with the engines' defaults: searches whose shard
+requests reach the cut-off node wait out their timeout and answer 503 meanwhile).
 """
 
 from __future__ import annotations
@@ -40,6 +50,10 @@ PROBE_TIMEOUT_S = 2.0
 # The route per product: OpenSearch 2.x calls it cluster_manager (``_cat/master`` still answers,
 # with a deprecation warning on every call).
 PATHS = {"elasticsearch": "/_cat/master", "opensearch": "/_cat/cluster_manager"}
+NODE_ID_PATH = "/_nodes/_local"
+# Reads that pick one copy of each shard, and take ``preference`` as a URL parameter (``_msearch``
+# takes it in each request's header line instead).
+COPY_READS = frozenset({"_search", "_count", "_mget"})
 
 
 class MasterProbe:
@@ -52,14 +66,31 @@ class MasterProbe:
         self.every_s = every_s
         self.timeout_s = timeout_s
         self.masterless: frozenset[Any] = frozenset()
+        self.node_ids: dict[Any, str] = {}
+        self._connections: tuple[Any, ...] = ()
 
     def usable(self, connection: Any) -> bool:
         return connection not in self.masterless
 
+    @property
+    def preference(self) -> str | None:
+        """``_prefer_nodes:`` the nodes of the hosts that know a master, while some host knows none
+        (None otherwise: the engine picks copies by its adaptive replica selection, as before)."""
+        if not self.masterless:
+            return None
+        ids = sorted({self.node_ids[c] for c in self._connections if self.usable(c) and c in self.node_ids})
+        return "_prefer_nodes:" + ",".join(ids) if ids else None
+
     async def look(self, connections: Sequence[Any]) -> None:
         """Ask every host at once; one that does not answer keeps its last verdict (the client's
         own dead-host marking deals with hosts that do not answer)."""
-        verdicts = await asyncio.gather(*(self._knows_master(c) for c in connections))
+        self._connections = tuple(connections)
+        unnamed = [c for c in connections if c not in self.node_ids]
+        verdicts, ids = await asyncio.gather(
+            asyncio.gather(*(self._knows_master(c) for c in connections)),
+            asyncio.gather(*(self._node_id(c) for c in unnamed)),
+        )
+        self.node_ids.update({c: i for c, i in zip(unnamed, ids, strict=True) if i is not None})
         masterless = {c for c, v in zip(connections, verdicts, strict=True) if v is False}
         unknown = {c for c, v in zip(connections, verdicts, strict=True) if v is None}
         masterless |= set(self.masterless) & unknown
@@ -81,6 +112,18 @@ class MasterProbe:
             return None
         return rows[0].get("id") not in (None, "", "-")
 
+    async def _node_id(self, connection: Any) -> str | None:
+        """The id of the node this host is (None: no answer yet; asked again next look)."""
+        params = {"filter_path": "nodes.*.name"}
+        try:
+            answer = await connection.perform_request(
+                "GET", NODE_ID_PATH, params=params, timeout=self.timeout_s
+            )
+            nodes = json.loads(answer[2]).get("nodes")
+        except Exception:  # noqa: BLE001 - not answering, or not readable
+            return None
+        return next(iter(nodes)) if isinstance(nodes, dict) and len(nodes) == 1 else None
+
     async def run(self, connections: Sequence[Any]) -> None:
         """Look every ``every_s`` until cancelled (the client's own log lines of a host that does
         not answer are left out: one a second would bury the service's log)."""
@@ -88,3 +131,32 @@ class MasterProbe:
         while True:
             await self.look(connections)
             await asyncio.sleep(self.every_s)
+
+
+def steer(
+    preference: str | None, method: str, url: str, params: dict[str, Any] | None, body: Any
+) -> tuple[dict[str, Any] | None, Any]:
+    """A read's ``params`` and ``body`` with ``preference`` set where it picks shard copies (its own
+    choice, when it has one, stands): the ``MasterProbe.preference`` rule's one home."""
+    if preference is None or method not in ("GET", "POST"):
+        return params, body
+    last = url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+    if last in COPY_READS or (method == "GET" and "/_doc/" in url):
+        if params and "preference" in params:
+            return params, body
+        return {**(params or {}), "preference": preference}, body
+    if last == "_msearch" and isinstance(body, str | bytes):
+        return params, _msearch_preferring(preference, body)
+    return params, body
+
+
+def _msearch_preferring(preference: str, body: str | bytes) -> str | bytes:
+    """Each header line (every other line, from the first) with ``preference`` unless it has one."""
+    text = body.decode() if isinstance(body, bytes) else body
+    lines = text.split("\n")
+    for i in range(0, len(lines) - 1, 2):
+        header = json.loads(lines[i] or "{}")
+        header.setdefault("preference", preference)
+        lines[i] = json.dumps(header, separators=(",", ":"))
+    out = "\n".join(lines)
+    return out.encode() if isinstance(body, bytes) else out

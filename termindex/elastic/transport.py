@@ -25,7 +25,7 @@ from elasticsearch.exceptions import (
 )
 
 from vsparta.termindex.elastic import servers
-from vsparta.termindex.elastic.masters import MasterProbe
+from vsparta.termindex.elastic.masters import MasterProbe, steer
 
 __all__ = ["AsyncCheckedClient", "AsyncCheckedTransport", "CheckedClient", "CheckedTransport"]
 
@@ -131,7 +131,7 @@ class CheckedTransport(Transport):  # type: ignore[misc]
 
 class AsyncCheckedTransport(AsyncTransport):  # type: ignore[misc]
     """``AsyncTransport`` with ``CheckedTransport``'s check, awaited; with several hosts, searches
-    leave out those without a master (``elastic.masters``)."""
+    leave out those without a master and prefer the others' shard copies (``elastic.masters``)."""
 
     product = "elasticsearch"
     masters: MasterProbe | None = None
@@ -154,6 +154,15 @@ class AsyncCheckedTransport(AsyncTransport):  # type: ignore[misc]
                 return connection
             connection = super().get_connection()
         return connection  # none knows a master: the engine decides
+
+    async def perform_request(
+        self, method: str, url: str, headers: Any = None, params: Any = None, body: Any = None
+    ) -> Any:
+        """The client's request; while some host has no master, reads prefer the copies on the
+        nodes that know one (``masters.steer``)."""
+        if self.masters is not None:
+            params, body = steer(self.masters.preference, method, url, params, body)
+        return await super().perform_request(method, url, headers=headers, params=params, body=body)
 
     async def close(self) -> None:
         if self._probing is not None:

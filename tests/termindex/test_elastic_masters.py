@@ -4,7 +4,9 @@ On a real 3-node cluster (every node on its own loopback address): the master is
 both others by iptables. Once it knows it has no master (its own ``_cat/master``), it would still
 answer searches from its stale shard copies; once the other two have elected a master of their
 own, the reader's probe sees within seconds that only the cut-off node has none and sends no
-request there, and takes it back once the cut has healed and it has rejoined.
+request there, its searches prefer the shard copies of the other two (whose cluster state may still
+list the cut-off node: ``masters.steer``), and it takes the node back once the cut has healed and
+it has rejoined.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ def test_searches_leave_out_a_node_that_has_no_master(fault_cluster: FaultCluste
     assert master is not None
     others = [n for n in range(cluster.nodes) if n != master]
     addresses = cluster.addresses()
+    ids = {n: next(iter(cluster.get(n, "/_nodes/_local?filter_path=nodes.*.name")["nodes"])) for n in others}
     reader = open_reader(cluster.spec(name), request_timeout=10)
 
     async def scenario() -> None:
@@ -61,12 +64,14 @@ def test_searches_leave_out_a_node_that_has_no_master(fault_cluster: FaultCluste
             await _until("the probe sees it", lambda: transport.masters.masterless == {cut_off}, 10)
             picked = {transport.get_connection() for _ in range(30)}
             assert cut_off not in picked and len(picked) == 2
+            assert transport.masters.preference == "_prefer_nodes:" + ",".join(sorted(ids.values()))
             assert await reader.count() == 60  # answered by the others
         finally:
             faults.heal()
         await _until("the node rejoined", lambda: cluster.master_seen_by(master) is not None, 180)
         await _until("the probe takes it back", lambda: transport.masters.masterless == frozenset(), 10)
         assert cut_off in {transport.get_connection() for _ in range(30)}
+        assert transport.masters.preference is None  # the engine picks copies again
 
     async def run() -> None:
         try:
