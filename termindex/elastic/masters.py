@@ -12,17 +12,19 @@ whether it knows a master (``_cat/master?local``, every ``PROBE_EVERY_S``), and
 then the engine decides, as before).
 
 Leaving a host out is not enough while the others still list the cut-off node in their cluster
-state (until their new master's follower checks drop it: 65 s after the cut with the engines'
-defaults on this project's 2-core machine): a search they coordinate still sends its shard requests
-to the copies the cut-off node holds, and waits there until the request times out (measured: every
-count through a healthy node timed out for those 65 s; with ``preference=_prefer_nodes:`` naming
-the healthy nodes, each was answered at once and complete). So while some host has no master,
-reads that pick shard copies (``steer``) prefer the nodes of the hosts that know one; the probe
-learns each host's node id (``_nodes/_local``) once.
+state (until their new master's follower checks drop it): a search they coordinate may still pick
+the copies the cut-off node holds, and waits on them (dropped packets, no error) until the node is
+dropped or the request times out. So while some host has no master, reads that pick shard copies
+(``steer``) prefer the nodes of the hosts that name the master a majority of the hosts name (none
+during an election: preferring every host that named a master then sent requests to the cut-off
+node's copies). The probe learns each host's node id (``_nodes/_local``) once. Measured in
+docs/master-cut-reads/: the first counts after the probe left out the cut-off node answered within
+0.1 s; through a healthy node without the preference, 1.3-1.8 s or a timeout.
 
-What it cannot see: the second or so before a probe notices, and the first part of a cut, before
-any node knows it lost its master (40 s or more with the engines' defaults: searches whose shard
-requests reach the cut-off node wait out their timeout and answer 503 meanwhile).
+What it cannot see: the second or so before a probe notices, and the first ~65 s of a cut on this
+project's machines (the engines' leader and follower checks at their defaults), until the others
+have elected a master and the cut-off node knows it has none: searches the cut-off node
+coordinates, or sends to its copies, wait out their timeout meanwhile (503).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -66,6 +69,7 @@ class MasterProbe:
         self.every_s = every_s
         self.timeout_s = timeout_s
         self.masterless: frozenset[Any] = frozenset()
+        self.named: dict[Any, str] = {}  # host -> the master id it last named ("": none)
         self.node_ids: dict[Any, str] = {}
         self._connections: tuple[Any, ...] = ()
 
@@ -74,11 +78,22 @@ class MasterProbe:
 
     @property
     def preference(self) -> str | None:
-        """``_prefer_nodes:`` the nodes of the hosts that know a master, while some host knows none
-        (None otherwise: the engine picks copies by its adaptive replica selection, as before)."""
+        """``_prefer_nodes:`` the nodes of the hosts that name the master most hosts name, while some
+        host knows none. None otherwise: the engine picks copies by its adaptive replica selection,
+        as before. Without a majority (an election under way: the old master still names itself, a
+        follower names the new one, which names none yet) the hosts that name one are no safer
+        than the others, and preferring them sent shard requests to the cut-off node (measured)."""
         if not self.masterless:
             return None
-        ids = sorted({self.node_ids[c] for c in self._connections if self.usable(c) and c in self.node_ids})
+        named = [self.named.get(c, "") for c in self._connections]
+        counts = Counter(m for m in named if m)
+        if not counts:
+            return None
+        master, votes = counts.most_common(1)[0]
+        if 2 * votes <= len(self._connections):
+            return None
+        ids = sorted({self.node_ids[c] for c, m in zip(self._connections, named, strict=True)
+                      if m == master and c in self.node_ids})  # fmt: skip
         return "_prefer_nodes:" + ",".join(ids) if ids else None
 
     async def look(self, connections: Sequence[Any]) -> None:
@@ -87,11 +102,12 @@ class MasterProbe:
         self._connections = tuple(connections)
         unnamed = [c for c in connections if c not in self.node_ids]
         verdicts, ids = await asyncio.gather(
-            asyncio.gather(*(self._knows_master(c) for c in connections)),
+            asyncio.gather(*(self._master_named(c) for c in connections)),
             asyncio.gather(*(self._node_id(c) for c in unnamed)),
         )
         self.node_ids.update({c: i for c, i in zip(unnamed, ids, strict=True) if i is not None})
-        masterless = {c for c, v in zip(connections, verdicts, strict=True) if v is False}
+        self.named.update({c: v for c, v in zip(connections, verdicts, strict=True) if v is not None})
+        masterless = {c for c, v in zip(connections, verdicts, strict=True) if v == ""}
         unknown = {c for c, v in zip(connections, verdicts, strict=True) if v is None}
         masterless |= set(self.masterless) & unknown
         if masterless != set(self.masterless):
@@ -101,7 +117,8 @@ class MasterProbe:
             )
         self.masterless = frozenset(masterless)
 
-    async def _knows_master(self, connection: Any) -> bool | None:
+    async def _master_named(self, connection: Any) -> str | None:
+        """The id of the master the host knows ("": none), or None when it does not answer."""
         params = {"local": "true", "format": "json", "h": "id"}
         try:
             answer = await connection.perform_request("GET", self.path, params=params, timeout=self.timeout_s)
@@ -110,7 +127,8 @@ class MasterProbe:
             return None
         if not isinstance(rows, list) or not rows or not isinstance(rows[0], dict):
             return None
-        return rows[0].get("id") not in (None, "", "-")
+        named = rows[0].get("id")
+        return "" if named in (None, "", "-") else str(named)
 
     async def _node_id(self, connection: Any) -> str | None:
         """The id of the node this host is (None: no answer yet; asked again next look)."""

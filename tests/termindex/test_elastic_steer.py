@@ -14,17 +14,28 @@ from vsparta.termindex.elastic.statistics import statistics_body
 PREFER = "_prefer_nodes:a1,c3"
 
 
-def test_the_preference_names_the_nodes_of_hosts_that_know_a_master() -> None:
+def test_the_preference_names_the_nodes_of_hosts_that_name_the_majority_master() -> None:
     probe = MasterProbe("elasticsearch")
     probe._connections = ("h1", "h2", "h3")
     probe.node_ids = {"h1": "c3", "h2": "b2", "h3": "a1"}
+    probe.named = {"h1": "a1", "h2": "a1", "h3": "a1"}
     assert probe.preference is None  # every host knows a master: the engine picks copies
-    probe.masterless = frozenset({"h2"})
+    probe.named["h2"], probe.masterless = "", frozenset({"h2"})
     assert probe.preference == PREFER
     del probe.node_ids["h3"]  # a host whose id is not known yet is left out of the list
     assert probe.preference == "_prefer_nodes:c3"
-    probe.masterless = frozenset({"h1", "h2"})
-    assert probe.preference is None  # no id of a host with a master: the engine decides
+
+
+def test_no_preference_without_a_majority_master() -> None:
+    probe = MasterProbe("elasticsearch")
+    probe._connections = ("h1", "h2", "h3")
+    probe.node_ids = {"h1": "c3", "h2": "b2", "h3": "a1"}
+    # an election under way: the cut-off old master (h2) names itself, h1 names the new one (h3),
+    # which names none yet
+    probe.named, probe.masterless = {"h1": "a1", "h2": "b2", "h3": ""}, frozenset({"h3"})
+    assert probe.preference is None
+    probe.named, probe.masterless = {"h1": "", "h2": "", "h3": ""}, frozenset({"h1", "h2", "h3"})
+    assert probe.preference is None
 
 
 def test_searches_counts_and_gets_take_it_as_a_parameter() -> None:
