@@ -1,5 +1,5 @@
 """``masters.steer``: while some host has no master, reads that pick shard copies prefer the nodes
-that know one (the cluster case is ``test_elastic_masters.py``)."""
+of the hosts that name the master most hosts name (the cluster case is ``test_elastic_masters.py``)."""
 
 from __future__ import annotations
 
