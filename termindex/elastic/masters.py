@@ -117,14 +117,17 @@ class MasterProbe:
             )
         self.masterless = frozenset(masterless)
 
-    async def _master_named(self, connection: Any) -> str | None:
-        """The id of the master the host knows ("": none), or None when it does not answer."""
-        params = {"local": "true", "format": "json", "h": "id"}
+    async def _get_json(self, connection: Any, path: str, params: dict[str, str]) -> Any:
+        """One GET's JSON body, or None when the host does not answer or the body is not JSON."""
         try:
-            answer = await connection.perform_request("GET", self.path, params=params, timeout=self.timeout_s)
-            rows = json.loads(answer[2])
+            answer = await connection.perform_request("GET", path, params=params, timeout=self.timeout_s)
+            return json.loads(answer[2])
         except Exception:  # noqa: BLE001 - not answering, or not readable: no verdict
             return None
+
+    async def _master_named(self, connection: Any) -> str | None:
+        """The id of the master the host knows ("": none), or None when it does not answer."""
+        rows = await self._get_json(connection, self.path, {"local": "true", "format": "json", "h": "id"})
         if not isinstance(rows, list) or not rows or not isinstance(rows[0], dict):
             return None
         named = rows[0].get("id")
@@ -132,14 +135,8 @@ class MasterProbe:
 
     async def _node_id(self, connection: Any) -> str | None:
         """The id of the node this host is (None: no answer yet; asked again next look)."""
-        params = {"filter_path": "nodes.*.name"}
-        try:
-            answer = await connection.perform_request(
-                "GET", NODE_ID_PATH, params=params, timeout=self.timeout_s
-            )
-            nodes = json.loads(answer[2]).get("nodes")
-        except Exception:  # noqa: BLE001 - not answering, or not readable
-            return None
+        found = await self._get_json(connection, NODE_ID_PATH, {"filter_path": "nodes.*.name"})
+        nodes = found.get("nodes") if isinstance(found, dict) else None
         return next(iter(nodes)) if isinstance(nodes, dict) and len(nodes) == 1 else None
 
     async def run(self, connections: Sequence[Any]) -> None:
