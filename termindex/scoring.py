@@ -4,8 +4,9 @@
 
 The paper's Eq. 12/15: ``f(q, v) = sum over query tokens of log(1 + w)``, each token counted once per
 occurrence (its boost). This module is the one home of that function, in every form the code needs:
-a Python float (``saturate``), numpy arrays (``saturate_array``: the oracle's and the embedded
-engine's tables and quantized bounds are built from it), torch tensors (``saturate_tensor``:
+a Python float (``saturate``: the embedded engine's stored bounds are built from it, the same
+bits on every CPU), numpy arrays (``saturate_array``: the oracle's and the embedded engine's
+rescoring tables), torch tensors (``saturate_tensor``:
 training and evaluation), the Elasticsearch ``rank_feature`` clause that computes it
 (``engine_clause``), and the words the service shows (``TEXT``).
 

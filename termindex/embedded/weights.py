@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from vsparta.termindex.scoring import saturate_array
+from vsparta.termindex.scoring import saturate, saturate_array
 
 FLOAT16_MAX = float(np.finfo(np.float16).max)  # 65504
 FLOAT16_MIN_POSITIVE = float(np.float16(2.0**-24))  # smallest subnormal half float
@@ -67,6 +67,21 @@ def saturation_table64() -> np.ndarray:
     return table
 
 
+@lru_cache(maxsize=1)
+def stored_saturation_table() -> np.ndarray:
+    """float64 ``saturate`` (libm's log1p) of every half float: what a segment's bounds are made of.
+
+    numpy's log1p takes a SIMD path on CPUs with AVX-512 and libm's elsewhere (a last-bit
+    difference for ~5% of inputs), so bounds made with it gave a segment other bytes on another
+    machine. A last-bit difference from the float64 rescoring is within the search's ``slack``.
+    """
+    values, ok = _half_values()
+    table = np.zeros(65536, dtype=np.float64)
+    table[ok] = [saturate(v) for v in values[ok].tolist()]
+    table.setflags(write=False)
+    return table
+
+
 # Upper-bound quantization of a contribution c = saturate(w): q = floor(c / step) + 1 for a stored
 # weight, 0 for an absent one, so (q - 1) * step <= c < q * step and q > 0 marks a match. The
 # step is per segment, from its largest stored weight (``quant_step``): trained weights stay
@@ -74,7 +89,7 @@ def saturation_table64() -> np.ndarray:
 # before the per-segment step use) left ~40 of the 255 levels in use and twice the documents to
 # rescore. q <= 255 either way.
 # Segments store q (quant.u8) and their step: a different saturation needs a new FORMAT_VERSION.
-QUANT_STEP = float(saturate_array(np.float64(65504.0)) / 254.0)
+QUANT_STEP = saturate(65504.0) / 254.0
 
 
 def quant_step(max_bits: int) -> float:
@@ -82,7 +97,7 @@ def quant_step(max_bits: int) -> float:
     (slightly above c_max / 254, so every stored weight gets q <= 255)."""
     if max_bits <= 0 or max_bits >= 0x7C00:  # empty, or not a finite positive half float
         return QUANT_STEP
-    c_max = float(saturation_table64()[max_bits])
+    c_max = float(stored_saturation_table()[max_bits])
     return float(np.nextafter(c_max / 254.0, np.inf))
 
 
@@ -91,7 +106,7 @@ def quant_tables(step: float = QUANT_STEP) -> np.ndarray:
     """uint8 quantized upper bound of saturate(w) for every half-float bit pattern (see above)."""
     values, ok = _half_values()
     q = np.zeros(65536, dtype=np.int64)
-    q[ok] = np.floor(saturate_array(values[ok]) / step).astype(np.int64) + 1
+    q[ok] = np.floor(stored_saturation_table()[ok] / step).astype(np.int64) + 1
     q8 = np.minimum(q, 255).astype(np.uint8)  # only weights above the segment's maximum are cut
     q8.setflags(write=False)
     return q8

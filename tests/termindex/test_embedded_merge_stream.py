@@ -3,9 +3,14 @@ its own memory does not grow with the documents.
 
 ``termindex/embedded/merge.py`` no longer holds every document's id, metadata, hash and remap in
 memory; the on-disk format did not change (same ``FORMAT_VERSION``), so a merged segment must be
-byte-identical to the old code's on the same input. The digests below were computed by the old
+byte-identical to the old code's on the same input. The digests were first computed by the old
 merge (commit 646b956, ``writer.merge_segments``) on exactly these inputs, which use no random
-generator (a fixed LCG), so they do not move with numpy's version.
+generator (a fixed LCG), so they do not move with numpy's version; the streamed merge matched them.
+They did move with the CPU: the stored bounds came from numpy's log1p, whose AVX-512 path gives
+other last bits than libm's (the old digests held on such machines only). Since 2026-11-27 the
+bounds come from libm's log1p on every CPU (``weights.stored_saturation_table``) and the digests
+below are the streamed merge's under that rule, computed on a CPU without AVX-512, where numpy's
+log1p is libm's, so the bounds are the same bits the old rule gave there.
 """
 
 from __future__ import annotations
@@ -18,21 +23,23 @@ import numpy as np
 import pytest
 
 import vsparta.termindex.embedded.merge as merge
+import vsparta.termindex.embedded.weights as weights
 from vsparta.termindex.embedded.index import EmbeddedIndex
 
 VOCAB = 2000
 
 # sha256 of the merged segment's files (name and bytes, sorted by name) after each compact(),
-# from commit 646b956 with today's layout rule patched in (runs dense when more than half of
-# the block has the term; 646b956 said 3/4): {block_size: (first compact, second compact)}.
+# with today's layout rule (runs dense when more than half of the block has the term; 646b956
+# said 3/4) and libm's log1p for the bounds: {block_size: (first compact, second compact)}.
+# (646b956's, numpy's AVX-512 log1p: 256: c89275ec..., e55d8c57...; 65,536: 6d5b41eb..., 0fadc34f...)
 OLD_DIGESTS = {
     256: (
-        "c89275ec7d9f179575bca5204dc7d0783a61009c6fe3664016ef4d7833198bab",
-        "e55d8c5705ded667d076a4e76749c66a373cb944e1418a0669d40cdcc240f869",
+        "712baa8e3281e557a6762a4a78e2307f28921a1a4b9837b648bdf1b7bc1b2a17",
+        "469b836e58c1b40427e53ecc208f8a9d650a7d8641591175e061e31c1ad8d438",
     ),
     65_536: (
-        "6d5b41eb2dd95e816212d19cde78fea63e03da9d37e45423edd527cf554ff149",
-        "0fadc34f90e33949452b4622d6ff168b4a2eb35b9774a411064e9e6e75839be9",
+        "057aec585d6718b5879137b73e63ad786c6ad08e8671964112b1e7e914e1785a",
+        "1d7ae4df6ce1ed60ae420f636db5e919fb20bbeb3d0a68cf54fa0586db342d08",
     ),
 }
 
@@ -106,6 +113,33 @@ def test_merged_segment_is_byte_identical_to_the_old_merge(tmp_path, block_size)
         "manifest.json",
         "write.lock",
     ]
+
+
+def _other_cpus_log1p(weights):
+    """numpy's log1p as a CPU with AVX-512 computes it: the last bit differs for ~5% of inputs
+    (here every 16th value is moved one bit up)."""
+    exact = np.log1p(np.asarray(weights, dtype=np.float64))
+    bits = exact.view(np.uint64) if exact.ndim else np.array([exact]).view(np.uint64)
+    moved = np.where(bits % 16 == 0, np.nextafter(exact, np.inf), exact)
+    return moved if exact.ndim else moved[()]
+
+
+def test_a_segment_has_the_same_bytes_whichever_log1p_numpy_takes(tmp_path, monkeypatch):
+    """The step and bounds a segment stores come from libm's log1p, not numpy's, whose SIMD path
+    on CPUs with AVX-512 gives other last bits: the digests above held there and not elsewhere."""
+    tables = [weights.saturation_table, weights.saturation_table64, weights.stored_saturation_table,
+              weights.quant_tables]  # fmt: skip
+    here = merged_digests(tmp_path / "here", 256)
+    monkeypatch.setattr(weights, "saturate_array", _other_cpus_log1p)
+    for table in tables:
+        table.cache_clear()
+    try:
+        values, ok = weights._half_values()
+        assert not np.array_equal(weights.saturation_table64()[ok], np.log1p(values[ok]))  # patched
+        assert merged_digests(tmp_path / "there", 256) == here
+    finally:
+        for table in tables:
+            table.cache_clear()
 
 
 def _merge_peak(path: Path, n: int) -> int:
