@@ -126,7 +126,7 @@ def _other_cpus_log1p(weights):
 
 def test_a_segment_has_the_same_bytes_whichever_log1p_numpy_takes(tmp_path, monkeypatch):
     """The step and bounds a segment stores come from libm's log1p, not numpy's, whose SIMD path
-    on CPUs with AVX-512 gives other last bits: the digests above held there and not elsewhere."""
+    on CPUs with AVX-512 gives other last bits: 646b956's digests held there and nowhere else."""
     tables = [weights.saturation_table, weights.saturation_table64, weights.stored_saturation_table,
               weights.quant_tables]  # fmt: skip
     here = merged_digests(tmp_path / "here", 256)
