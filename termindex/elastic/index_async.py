@@ -19,6 +19,7 @@ from vsparta.termindex.elastic.common import (
     pop_track_total_hits,
     validate_alias,
 )
+from vsparta.termindex.elastic.hedging import Hedge
 from vsparta.termindex.elastic.reads import ReadSteps, Steps, run_async
 from vsparta.termindex.elastic.statistics import StatisticsCache
 from vsparta.termindex.elastic.translate import errors
@@ -38,7 +39,9 @@ class AsyncElasticsearchIndex(ReadSteps, AsyncReader):
 
     Constructing it contacts nothing, so the service can start before Elasticsearch does. An
     index a killed load left without its serving settings gets them back at ``start`` and on each
-    ``health`` (``elastic.leases``).
+    ``health`` (``elastic.leases``). Options: those of ``ElasticsearchIndex``'s client
+    (``request_timeout``, credentials), ``track_total_hits``, and ``hedge_after`` ("auto", seconds
+    or "off": when a read over several hosts is sent again to another, ``elastic.hedging``).
     """
 
     capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.HEALTH})
@@ -52,10 +55,11 @@ class AsyncElasticsearchIndex(ReadSteps, AsyncReader):
         self._target = self.alias
         client_kwargs, rest = client_options(options)
         self._track_total_hits = pop_track_total_hits(rest)
+        self.hedge = Hedge.from_option(rest.pop("hedge_after", "auto"), client_kwargs["timeout"])
         self._statistics = StatisticsCache()
         if rest:
             raise ValueError(f"unknown {self.engine_label} options: {sorted(rest)}")
-        self._client = make_client(self.client_class, url, client_kwargs)
+        self._client = make_client(self.client_class, url, client_kwargs | {"hedge": self.hedge})
         self._recovered_at = -float("inf")
         self._watch = leases.LeaseWatch()
 

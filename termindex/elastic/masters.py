@@ -24,7 +24,8 @@ docs/master-cut-reads/: the first counts after the probe left out the cut-off no
 What it cannot see: the second or so before a probe notices, and the first ~65 s of a cut on this
 project's machines (the engines' leader and follower checks at their defaults), until the others
 have elected a master and the cut-off node knows it has none: searches the cut-off node
-coordinates, or sends to its copies, wait out their timeout meanwhile (503).
+coordinates, or sends to its copies, would wait out their timeout meanwhile (503); a read that
+waits longer than a few typical answers is sent again to another host (``elastic.hedging``).
 """
 
 from __future__ import annotations

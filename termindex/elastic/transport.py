@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Generator, Iterable, Mapping
 from itertools import chain
 from typing import Any
@@ -24,10 +25,12 @@ from elasticsearch.exceptions import (
     TransportError,
 )
 
-from vsparta.termindex.elastic import servers
+from vsparta.termindex.elastic import hedging, servers
 from vsparta.termindex.elastic.masters import MasterProbe, steer
 
 __all__ = ["AsyncCheckedClient", "AsyncCheckedTransport", "CheckedClient", "CheckedTransport"]
+
+log = logging.getLogger(__name__)
 
 
 def _accept_json(headers: Mapping[str, str] | None) -> dict[str, str]:
@@ -42,6 +45,7 @@ def _no_root(err: TransportError) -> bool:
 
 
 Request = tuple[Any, str]  # (connection, path)
+CHECK_TIMEOUT_S = 2.0  # a server's GET / and modules answer in milliseconds
 
 
 def _check(product: str, connections: Iterable[Any]) -> Generator[Request, servers.Answer, bool | None]:
@@ -100,6 +104,16 @@ def _check_product(
     return None
 
 
+def _check_timeout(timeout: float | None, connection: Any) -> float:
+    """The check's wait per host: the request's timeout, at most ``CHECK_TIMEOUT_S``. A host that
+    takes requests and never answers (hung, stopped) costs the check that long per request; with
+    the service's whole timeout for it, the check of a host list holding one never ended within
+    that timeout, every request began it again, and no search was ever answered (bench.hedged_reads)."""
+    own = getattr(connection, "timeout", None)
+    wanted = timeout if timeout is not None else own if isinstance(own, int | float) else CHECK_TIMEOUT_S
+    return min(float(wanted), CHECK_TIMEOUT_S)
+
+
 def _answer(deserializer: Any, got: Mapping[str, str], raw: Any) -> servers.Answer:
     return {k.lower(): v for k, v in got.items()}, deserializer.loads(raw, mimetype="application/json")
 
@@ -119,7 +133,8 @@ class CheckedTransport(Transport):  # type: ignore[misc]
                 conn, path = next(steps)
                 while True:
                     try:
-                        _, got, raw = conn.perform_request("GET", path, headers=ask, timeout=timeout)
+                        wait = _check_timeout(timeout, conn)
+                        _, got, raw = conn.perform_request("GET", path, headers=ask, timeout=wait)
                         answer = _answer(self.deserializer, got, raw)
                     except Exception as err:  # handed to the steps, which decide
                         conn, path = steps.throw(err)
@@ -131,11 +146,16 @@ class CheckedTransport(Transport):  # type: ignore[misc]
 
 class AsyncCheckedTransport(AsyncTransport):  # type: ignore[misc]
     """``AsyncTransport`` with ``CheckedTransport``'s check, awaited; with several hosts, searches
-    leave out those without a master and prefer the others' shard copies (``elastic.masters``)."""
+    leave out those without a master and prefer the others' shard copies (``elastic.masters``), and
+    a slow read is sent again to another host (``hedge``, ``elastic.hedging``)."""
 
     product = "elasticsearch"
     masters: MasterProbe | None = None
     _probing: asyncio.Task[None] | None = None
+
+    def __init__(self, hosts: Any, *args: Any, hedge: hedging.Hedge | None = None, **kwargs: Any) -> None:
+        super().__init__(hosts, *args, **kwargs)
+        self.hedge = hedge
 
     async def _async_init(self) -> None:
         await super()._async_init()
@@ -145,24 +165,55 @@ class AsyncCheckedTransport(AsyncTransport):  # type: ignore[misc]
             self._probing = asyncio.get_running_loop().create_task(self.masters.run(hosts))
 
     def get_connection(self) -> Any:
-        """The pool's next host, passing over those the probe last saw without a master."""
+        """The pool's next host, passing over those the probe last saw without a master and, for a
+        hedged read's second attempt, the host its first used; when every host is passed over, the
+        next that only the hedge would pass over, else the pool's own next (the engine decides)."""
+        route = hedging.current_route()
         connection = super().get_connection()
-        if self.masters is None:
-            return connection
-        for _ in range(len(self.connection_pool.connections)):
-            if self.masters.usable(connection):
-                return connection
-            connection = super().get_connection()
-        return connection  # none knows a master: the engine decides
+        if self.masters is not None or route is not None:
+            seen = [connection]
+            for _ in range(len(self.connection_pool.connections) - 1):
+                if self._rank(seen[-1], route) == 0:
+                    break
+                seen.append(super().get_connection())
+            connection = min(seen, key=lambda c: self._rank(c, route))
+        if route is not None:
+            route.used.append(connection)
+        return connection
+
+    def _rank(self, connection: Any, route: hedging.Route | None) -> int:
+        """0: a host to use; 1: one only a hedge's first attempt used; 2: one without a master."""
+        if self.masters is not None and not self.masters.usable(connection):
+            return 2
+        return int(route is not None and connection in route.avoid)
 
     async def perform_request(
         self, method: str, url: str, headers: Any = None, params: Any = None, body: Any = None
     ) -> Any:
         """The client's request; while some host has no master, reads prefer the copies on the
-        nodes that know one (``masters.steer``)."""
+        nodes that know one (``masters.steer``); with several hosts, a slow read is hedged."""
+        await self._async_call()  # the probe starts there: the first request too is steered and hedged
         if self.masters is not None:
             params, body = steer(self.masters.preference, method, url, params, body)
-        return await super().perform_request(method, url, headers=headers, params=params, body=body)
+
+        def attempt() -> Any:
+            return super(AsyncCheckedTransport, self).perform_request(
+                method, url, headers=headers, params=params, body=body
+            )
+
+        if self.hedge is not None and self.masters is not None and hedging.is_read(method, url):
+            return await self.hedge.run(attempt, give_up=self._give_up)
+        return await attempt()
+
+    def _give_up(self, connection: Any) -> None:
+        """Leave out a host whose reads other hosts kept answering first, as the client leaves out
+        one it cannot reach: for the pool's dead timeout (60 s, doubling while it stays so)."""
+        log.warning(
+            "reads leave out %s for a while: another host answered its last %d hedged reads first",
+            getattr(connection, "host", connection),
+            hedging.STRIKES,
+        )
+        self.connection_pool.mark_dead(connection)
 
     async def close(self) -> None:
         if self._probing is not None:
@@ -182,7 +233,8 @@ class AsyncCheckedTransport(AsyncTransport):  # type: ignore[misc]
                 conn, path = next(steps)
                 while True:
                     try:
-                        _, got, raw = await conn.perform_request("GET", path, headers=ask, timeout=timeout)
+                        wait = _check_timeout(timeout, conn)
+                        _, got, raw = await conn.perform_request("GET", path, headers=ask, timeout=wait)
                         answer = _answer(self.deserializer, got, raw)
                     except Exception as err:
                         conn, path = steps.throw(err)

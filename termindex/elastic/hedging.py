@@ -1,0 +1,150 @@
+"""Hedged reads: a read that has not answered within a few typical latencies is sent once more, to
+another host of the spec, and the first answer wins.
+
+A node that takes a request and then says nothing (cut off from its cluster before the others have
+noticed, ~65 s at the engines' defaults; or hung) holds a search until the service's timeout (503),
+however healthy the other hosts are: the service's client does not retry a timeout (its time bound
+holds), and ``MasterProbe`` sees a cut-off host only once it knows it has no master. So with several
+hosts, a read that sending twice cannot change (``_search``, ``_msearch``, ``_count``, ``_mget``, a
+GET of a document) and that has not answered after ``delay()`` goes once more to a host its first
+attempt did not use; whichever answers first is the answer, the other is cancelled. The delay
+follows the answers (``factor`` times the median of the last ``window`` attempts' own latencies,
+within ``[min_s, max_s]``): only the slow tail is sent twice, and a cluster slow everywhere raises
+the delay instead of getting twice the load ("The Tail at Scale", Dean and Barroso, 2013). A host
+whose first attempts lose ``STRIKES`` races in a row is given up (``give_up``: the client's pool
+leaves it out for a while, then tries it again), so a silent host stops costing every other read
+the delay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import time
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+# Reads by the last part of their path (``masters.COPY_READS`` and ``_msearch``; a document GET is
+# told by its ``/_doc/``).
+READS = frozenset({"_search", "_msearch", "_count", "_mget"})
+FIRST_DELAY_S = 0.5  # until MIN_SAMPLES attempts have answered
+MIN_SAMPLES = 8
+STRIKES = 3  # races in a row a host's first attempts lose before it is given up
+
+
+def is_read(method: str, url: str) -> bool:
+    """Whether a request only reads, so that sending it twice changes nothing."""
+    if method not in ("GET", "POST"):
+        return False
+    path = url.split("?", 1)[0].rstrip("/")
+    return path.rsplit("/", 1)[-1] in READS or (method == "GET" and "/_doc/" in path)
+
+
+@dataclass
+class Route:
+    """The hosts one attempt should not use, and those it did (the transport's ``get_connection``
+    reads and fills it through ``current_route``)."""
+
+    avoid: frozenset[Any] = frozenset()
+    used: list[Any] = field(default_factory=list)
+
+
+_ROUTE: ContextVar[Route | None] = ContextVar("vsparta_hedge_route", default=None)
+
+
+def current_route() -> Route | None:
+    """The route of the attempt running in this task, or None outside a hedged read."""
+    return _ROUTE.get()
+
+
+class Hedge:
+    """When to send a read again, and doing so."""
+
+    def __init__(
+        self, factor: float = 4.0, min_s: float = 0.05, max_s: float = 2.5, window: int = 64
+    ) -> None:
+        if not 0 < min_s <= max_s or factor <= 0 or window < 1:
+            raise ValueError("a hedge needs 0 < min_s <= max_s, factor > 0 and window >= 1")
+        self.factor, self.min_s, self.max_s = factor, min_s, max_s
+        self._latencies: deque[float] = deque(maxlen=window)
+        self.reads = 0
+        self.hedged = 0  # reads sent twice
+        self.won = 0  # of those, answered by the second attempt
+        self._strikes: Counter[Any] = Counter()
+
+    @classmethod
+    def from_option(cls, value: Any, timeout_s: float) -> Hedge | None:
+        """``hedge_after``: "auto" (a delay that follows the answers, at most half the request
+        timeout), a fixed delay in seconds, or 0 / "off" (never)."""
+        if value in (None, "auto"):
+            return cls(max_s=max(timeout_s / 2, 0.05))
+        if value in (0, "0", "off", False):
+            return None
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            seconds = float("nan")
+        if not 0 < seconds < float("inf"):
+            raise ValueError(f'hedge_after must be "auto", "off" or seconds > 0, got {value!r}')
+        return cls(min_s=seconds, max_s=seconds)
+
+    def delay(self) -> float:
+        """How long a read waits for its first attempt before it sends the second."""
+        if len(self._latencies) < MIN_SAMPLES:
+            typical = FIRST_DELAY_S
+        else:
+            typical = self.factor * statistics.median(self._latencies)
+        return min(self.max_s, max(self.min_s, typical))
+
+    async def run(
+        self, attempt: Callable[[], Awaitable[T]], give_up: Callable[[Any], None] | None = None
+    ) -> T:
+        """``attempt()``'s answer; a second attempt, on another host, if the first is slow. A host
+        whose first attempts lost ``STRIKES`` races in a row goes to ``give_up``."""
+        self.reads += 1
+        first = Route()
+        tasks = {asyncio.ensure_future(self._timed(attempt, first))}
+        try:
+            done, _ = await asyncio.wait(tasks, timeout=self.delay())
+            second = None
+            if not done:
+                self.hedged += 1
+                second = asyncio.ensure_future(self._timed(attempt, Route(avoid=frozenset(first.used))))
+                tasks.add(second)
+            error: BaseException | None = None
+            while tasks:
+                done, tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    if task.exception() is None:
+                        self._tally(first.used, lost=task is second, give_up=give_up)
+                        return task.result()
+                    error = error or task.exception()
+            assert error is not None
+            raise error
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    def _tally(self, hosts: list[Any], lost: bool, give_up: Callable[[Any], None] | None) -> None:
+        """A race's outcome for the hosts the first attempt used."""
+        self.won += lost
+        for host in hosts:
+            if not lost:
+                self._strikes.pop(host, None)
+                continue
+            self._strikes[host] += 1
+            if self._strikes[host] >= STRIKES and give_up is not None:
+                del self._strikes[host]
+                give_up(host)
+
+    async def _timed(self, attempt: Callable[[], Awaitable[T]], route: Route) -> T:
+        _ROUTE.set(route)  # this task's context only
+        start = time.monotonic()
+        answer = await attempt()
+        self._latencies.append(time.monotonic() - start)
+        return answer
