@@ -11,7 +11,9 @@ cluster on its own loopback addresses, cut with iptables as in
 
 Cuts the master 3 times; ``first`` counts from the moment the probe leaves out exactly the cut-off
 node, ``continuous`` from the cut (``_cut``). Writes ``master-cut-reads-LINE-MODE.json`` (a row each
-second, or each count timeout) and ``.md`` (the summary by phase).
+second, or each count timeout) and ``.md`` (the summary by phase). A fifth argument ``unhedged``
+turns the reader's hedged reads off (``termindex/elastic/hedging.py``; ``hedged``, the default,
+leaves them on) and adds ``-unhedged`` or ``-hedged`` to the names.
 """
 
 from __future__ import annotations
@@ -104,6 +106,7 @@ async def _cut(
             "cut": cut, "t_s": round(t, 1), "first": first, "cut_off": master, "master_seen_by": seen,
             "nodes_a_healthy_node_lists": listed, "probe_leaves_out": left_out, "preference": preference,
             "reader_count": steered[0], "reader_s": round(steered[1], 2),
+            "reads_sent_twice": getattr(reader._client.transport.hedge, "hedged", 0),
             "plain_counts_via_healthy_nodes": [p[0] for p in plain],
             "plain_s": [round(p[1], 2) for p in plain],
         })  # fmt: skip
@@ -116,8 +119,12 @@ async def _cut(
     return rows
 
 
-async def _watch(cluster: LocalCluster, faults: NetFaults, cuts: int, mode: str) -> list[dict[str, Any]]:
+async def _watch(
+    cluster: LocalCluster, faults: NetFaults, cuts: int, mode: str, hedge: str
+) -> list[dict[str, Any]]:
     reader = open_reader(cluster.spec("probe"), request_timeout=TIMEOUT_S)
+    if hedge == "unhedged":
+        reader._client.transport.hedge = None
     try:
         assert await reader.count() == 60
         rows = []
@@ -177,7 +184,7 @@ def _summary(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def main(line: str, out: Path, cuts: int, mode: str) -> None:
+def main(line: str, out: Path, cuts: int, mode: str, hedge: str | None = None) -> None:
     home = Path(tempfile.mkdtemp(prefix="vsparta-es-cluster-", dir="/var/tmp"))
     home.chmod(0o755)
     cluster = LocalCluster(line, home).claim()
@@ -189,16 +196,17 @@ def main(line: str, out: Path, cuts: int, mode: str) -> None:
             SearchServer(cluster.engine, f"http://{cluster.hosts()}"), "probe", create=True
         ) as index:
             index.upsert(random_docs(60, 300, seed=1))
-        rows = asyncio.run(_watch(cluster, faults, cuts, mode))
+        rows = asyncio.run(_watch(cluster, faults, cuts, mode, hedge or "hedged"))
     finally:
         faults.heal()
         faults.close()
         cluster.stop()
         shutil.rmtree(home, ignore_errors=True)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"master-cut-reads-{line}-{mode}.json").write_text(json.dumps(rows, indent=1) + "\n")
+    name = f"master-cut-reads-{line}-{mode}" + (f"-{hedge}" if hedge else "")
+    (out / f"{name}.json").write_text(json.dumps(rows, indent=1) + "\n")
     table = _summary(rows)
-    (out / f"master-cut-reads-{line}-{mode}.md").write_text(
+    (out / f"{name}.md").write_text(
         f"# Reads during a master cut ({line})\n\n`{' '.join(['python', *sys.argv])}`; "
         f"{cuts} cuts of the master, each watched {WATCH_S} s, counting {mode} (see the script); counts "
         f"time out after {TIMEOUT_S} s; the reader's count and a plain count through each healthy node "
@@ -219,4 +227,4 @@ if __name__ == "__main__":
         for path in sys.argv[2:]:
             resummarise(Path(path))
         sys.exit(0)
-    main(sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else "first")
+    main(sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), *(sys.argv[4:6] or ["first"]))
