@@ -119,11 +119,12 @@ class Hedge:
             error: BaseException | None = None
             while tasks:
                 done, tasks = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
-                    if task.exception() is None:
+                failures = {task: task.exception() for task in done}  # each one read, none left to log
+                for task, failure in failures.items():
+                    if failure is None:
                         self._tally(first.used, lost=task is second, give_up=give_up)
                         return task.result()
-                    error = error or task.exception()
+                    error = error or failure
             assert error is not None
             raise error
         finally:
