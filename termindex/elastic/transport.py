@@ -45,7 +45,7 @@ def _no_root(err: TransportError) -> bool:
 
 
 Request = tuple[Any, str]  # (connection, path)
-CHECK_TIMEOUT_S = 2.0  # a server's GET / and modules answer in milliseconds
+CHECK_TIMEOUT_S = 2.0  # a node answers GET / from itself, in milliseconds
 
 
 def _check(product: str, connections: Iterable[Any]) -> Generator[Request, servers.Answer, bool | None]:
@@ -104,11 +104,15 @@ def _check_product(
     return None
 
 
-def _check_timeout(timeout: float | None, connection: Any) -> float:
-    """The check's wait per host: the request's timeout, at most ``CHECK_TIMEOUT_S``. A host that
-    takes requests and never answers (hung, stopped) costs the check that long per request; with
-    the service's whole timeout for it, the check of a host list holding one never ended within
-    that timeout, every request began it again, and no search was ever answered (bench.hedged_reads)."""
+def _check_timeout(timeout: float | None, connection: Any, path: str) -> float | None:
+    """The service's check's wait for one request: ``GET /`` at most ``CHECK_TIMEOUT_S``, the
+    modules (which wait for every node, up to their own 3 s) the request's timeout. A host that
+    takes requests and never answers (hung, stopped) costs the check that long; with the service's
+    whole timeout for it, the check of a host list holding one never ended within that timeout,
+    every request began it again, and no search was ever answered (bench.hedged_reads). The batch
+    job's client, which may wait, keeps its timeout for both."""
+    if path != "/":
+        return timeout
     own = getattr(connection, "timeout", None)
     wanted = timeout if timeout is not None else own if isinstance(own, int | float) else CHECK_TIMEOUT_S
     return min(float(wanted), CHECK_TIMEOUT_S)
@@ -133,8 +137,7 @@ class CheckedTransport(Transport):  # type: ignore[misc]
                 conn, path = next(steps)
                 while True:
                     try:
-                        wait = _check_timeout(timeout, conn)
-                        _, got, raw = conn.perform_request("GET", path, headers=ask, timeout=wait)
+                        _, got, raw = conn.perform_request("GET", path, headers=ask, timeout=timeout)
                         answer = _answer(self.deserializer, got, raw)
                     except Exception as err:  # handed to the steps, which decide
                         conn, path = steps.throw(err)
@@ -233,7 +236,7 @@ class AsyncCheckedTransport(AsyncTransport):  # type: ignore[misc]
                 conn, path = next(steps)
                 while True:
                     try:
-                        wait = _check_timeout(timeout, conn)
+                        wait = _check_timeout(timeout, conn, path)
                         _, got, raw = await conn.perform_request("GET", path, headers=ask, timeout=wait)
                         answer = _answer(self.deserializer, got, raw)
                     except Exception as err:
