@@ -27,22 +27,18 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from vsparta.termindex.elastic.masters import read_kind
+
 T = TypeVar("T")
 
-# Reads by the last part of their path (``masters.COPY_READS`` and ``_msearch``; a document GET is
-# told by its ``/_doc/``).
-READS = frozenset({"_search", "_msearch", "_count", "_mget"})
 FIRST_DELAY_S = 0.5  # until MIN_SAMPLES attempts have answered
 MIN_SAMPLES = 8
 STRIKES = 3  # races in a row a host's first attempts lose before it is given up
 
 
 def is_read(method: str, url: str) -> bool:
-    """Whether a request only reads, so that sending it twice changes nothing."""
-    if method not in ("GET", "POST"):
-        return False
-    path = url.split("?", 1)[0].rstrip("/")
-    return path.rsplit("/", 1)[-1] in READS or (method == "GET" and "/_doc/" in path)
+    """Whether a request only reads, so that sending it twice changes nothing (``masters.read_kind``)."""
+    return read_kind(method, url) is not None
 
 
 @dataclass

@@ -149,19 +149,32 @@ class MasterProbe:
             await asyncio.sleep(self.every_s)
 
 
+def read_kind(method: str, url: str) -> str | None:
+    """What a request reads: "copies" (one copy of each shard: ``COPY_READS``, a document GET),
+    "_msearch" (several searches), or None (not a read). The one home of "which requests only
+    read", for ``steer`` and for ``elastic.hedging``."""
+    if method not in ("GET", "POST"):
+        return None
+    path = url.split("?", 1)[0].rstrip("/")
+    last = path.rsplit("/", 1)[-1]
+    if last in COPY_READS or (method == "GET" and "/_doc/" in path):
+        return "copies"
+    return "_msearch" if last == "_msearch" else None
+
+
 def steer(
     preference: str | None, method: str, url: str, params: dict[str, Any] | None, body: Any
 ) -> tuple[dict[str, Any] | None, Any]:
     """A read's ``params`` and ``body`` with ``preference`` set where it picks shard copies (its own
     choice, when it has one, stands): the ``MasterProbe.preference`` rule's one home."""
-    if preference is None or method not in ("GET", "POST"):
+    kind = read_kind(method, url)
+    if preference is None or kind is None:
         return params, body
-    last = url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
-    if last in COPY_READS or (method == "GET" and "/_doc/" in url):
+    if kind == "copies":
         if params and "preference" in params:
             return params, body
         return {**(params or {}), "preference": preference}, body
-    if last == "_msearch" and isinstance(body, str | bytes):
+    if isinstance(body, str | bytes):  # _msearch
         return params, _msearch_preferring(preference, body)
     return params, body
 
