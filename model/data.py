@@ -160,12 +160,17 @@ class ImageStore:
                 max_label_tokens=self.config.max_label_tokens,
             )
         views = views if views is not None else [0] * len(indices)
-        pairs = list(zip(indices, views, strict=True))
-        if len(pairs) > 1 and LOADER_THREADS > 1:  # decoding and augmenting release the GIL
-            arrays = list(_loader().map(lambda pair: self.pixels(*pair), pairs))
+        return torch.from_numpy(self.pixel_batch(list(zip(indices, views, strict=True)))), None
+
+    def pixel_batch(self, pairs: Sequence[tuple[int, int]], keep: bool | None = None) -> np.ndarray:
+        """``pixels`` of each (image, view) pair stacked, ``[B, 3, S, S]``, by the loader threads
+        (decoding and augmenting release the GIL): a training step and a feature cache's build
+        wait for them."""
+        if len(pairs) > 1 and LOADER_THREADS > 1:
+            arrays = list(_loader().map(lambda pair: self.pixels(*pair, keep=keep), pairs))
         else:
-            arrays = [self.pixels(i, v) for i, v in pairs]
-        return torch.from_numpy(np.stack(arrays)), None
+            arrays = [self.pixels(i, v, keep=keep) for i, v in pairs]
+        return np.stack(arrays)
 
     def _cached_regions(self, indices: Sequence[int], views: Sequence[int] | None) -> RegionBatch:
         """The cached stem output as a ``RegionBatch``: every grid cell a region, no labels."""

@@ -22,6 +22,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -182,19 +183,24 @@ def build(
     jobs = [(i, v) for i in range(len(store)) for v in range(n_views)]
     out = None
     boxes = None
-    bar = progress_bar(
-        range(0, len(jobs), batch_size), desc="feature cache", unit="batch", enabled=progress, leave=False
-    )
-    for start in bar:
-        chunk = jobs[start : start + batch_size]
-        pixels = torch.from_numpy(np.stack([store.pixels(i, v, keep=False) for i, v in chunk])).to(device)
-        feats, boxes = stem(pixels)  # [b, n, d], [n, 4]
-        if out is None:
-            shape = (len(store), n_views, *feats.shape[1:])
-            out = np.lib.format.open_memmap(partial, mode="w+", dtype=np.float16, shape=shape)
-        rows = np.asarray([i for i, _ in chunk])
-        cols = np.asarray([v for _, v in chunk])
-        out[rows, cols] = feats.to("cpu", torch.float16).numpy()
+    chunks = [jobs[start : start + batch_size] for start in range(0, len(jobs), batch_size)]
+    bar = progress_bar(chunks, desc="feature cache", unit="batch", enabled=progress, leave=False)
+    # the next chunk's pictures are decoded while the stem runs on this one (on a GPU the build
+    # otherwise waits for one thread's decoding: 134 views/s on a 16-core H200 machine)
+    with ThreadPoolExecutor(1, thread_name_prefix="vsparta-cache-prefetch") as prefetch:
+        pending = prefetch.submit(store.pixel_batch, chunks[0], False) if chunks else None
+        for n, chunk in enumerate(bar):
+            assert pending is not None
+            pixels = torch.from_numpy(pending.result()).to(device)
+            if n + 1 < len(chunks):
+                pending = prefetch.submit(store.pixel_batch, chunks[n + 1], False)
+            feats, boxes = stem(pixels)  # [b, n, d], [n, 4]
+            if out is None:
+                shape = (len(store), n_views, *feats.shape[1:])
+                out = np.lib.format.open_memmap(partial, mode="w+", dtype=np.float16, shape=shape)
+            rows = np.asarray([i for i, _ in chunk])
+            cols = np.asarray([v for _, v in chunk])
+            out[rows, cols] = feats.to("cpu", torch.float16).numpy()
     stem.train(was_training)
     if out is None or boxes is None:
         raise ValueError("a feature cache needs at least one image")

@@ -62,6 +62,20 @@ def test_cached_regions_are_the_stems_own(toy: Path, tmp_path: Path) -> None:
         assert list(a_ids[:5]) == list(b_ids[:5]) and np.allclose(a_w[:20], b_w[:20], atol=2e-2, rtol=2e-2)
 
 
+def test_a_build_in_many_batches_puts_every_image_and_view_in_its_place(toy: Path, tmp_path: Path) -> None:
+    """The build decodes the next batch while the stem runs on this one: batches of 5 over 16 images
+    x 2 views (7 batches, the last one short) land where one batch puts them."""
+    model = _model()
+    stem = model.image.stem
+    whole = FeatureCache.open_or_build(tmp_path / "one", _store(model, toy, views=2), stem, batch_size=64)
+    parts = FeatureCache.open_or_build(tmp_path / "many", _store(model, toy, views=2), stem, batch_size=5)
+    every = list(range(16))
+    for view in (0, 1):  # to float16 rounding (the stem's arithmetic may differ by batch size)
+        a, b = parts.regions(every, [view] * 16), whole.regions(every, [view] * 16)
+        assert torch.allclose(a, b, atol=1e-2, rtol=1e-2)
+    assert torch.equal(parts.boxes, whole.boxes)
+
+
 def test_a_matching_cache_is_reused_a_stale_one_rebuilt(toy: Path, tmp_path: Path, caplog) -> None:
     model = _model()
     attach(_store(model, toy), model, tmp_path / "c")
