@@ -38,12 +38,14 @@ def _pictures(size: int) -> np.ndarray:
     return np.stack([np.asarray(im) for im in scenes])  # uint8 [4, S, S, 3]
 
 
+@pytest.mark.parametrize("stride", [32, 16])  # the head's map; the finer stride-16 one
 @pytest.mark.parametrize("device", DEVICES)
 def test_the_indexer_encodes_with_the_pretrained_stem_as_on_the_cpu(
-    tmp_path: Path, device: str, record_property, float32_on_cuda
+    tmp_path: Path, device: str, stride: int, record_property, float32_on_cuda
 ) -> None:
     torch.manual_seed(0)
-    build_model(VisualSpartaConfig(**REAL)).save_pretrained(tmp_path / "m")
+    config = {**REAL, "stem_stride": stride, "grid_size": 224 // stride}
+    build_model(VisualSpartaConfig(**config)).save_pretrained(tmp_path / "m")
     pixels = _pictures(224)
     ref = TermEncoder.from_pretrained(tmp_path / "m", device="cpu").encode_uint8(pixels, top_n=10)
     got = TermEncoder.from_pretrained(tmp_path / "m", device=device, amp=False).encode_uint8(pixels, top_n=10)
@@ -55,7 +57,7 @@ def test_the_indexer_encodes_with_the_pretrained_stem_as_on_the_cpu(
         order_a, order_b = np.argsort(ref[1][a]), np.argsort(got[1][b])
         diff = np.abs(ref[2][a][order_a] - got[2][b][order_b]) / np.abs(ref[2][a][order_a])
         worst = max(worst, float(diff.max()))
-    record_property("lite0_terms_vs_cpu", {"worst_relative_difference": worst})
+    record_property(f"lite0_stride{stride}_terms_vs_cpu", {"worst_relative_difference": worst})
     assert worst <= (1e-3 if device == "cuda" else 0.0)
 
 
