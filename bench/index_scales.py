@@ -29,6 +29,7 @@ POOLS = ("val", "test", "shift", "heldout_words", "heldout_objects")
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     from vsparta.core.manifest import read_manifest
+    from vsparta.model.encode import resolve_device
     from vsparta.model.evaluate import NATURAL, evaluate
     from vsparta.model.modeling import VisualSpartaModel
     from vsparta.scenes.object_ceiling import perfect_detector_recall
@@ -36,13 +37,14 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     records = {p: [r for r in read_manifest(args.data / f"{p}.jsonl") if r.captions] for p in POOLS}
     ceilings = {p: perfect_detector_recall(r) for p, r in records.items()}
     model = VisualSpartaModel.from_pretrained(str(args.model)).eval()
+    device = resolve_device(args.device)
     rows = []
     for scales in args.scales:
         model.config.index_scales = list(scales)
         recall, seconds, terms = {}, {}, {}
         for pool, recs in records.items():
             t0 = time.perf_counter()
-            report = evaluate(recs, model, top_ns=(NATURAL,), ndcg_queries=1, time_queries=0)
+            report = evaluate(recs, model, top_ns=(NATURAL,), ndcg_queries=1, time_queries=0, device=device)
             seconds[pool] = time.perf_counter() - t0
             row = next(r for r in report.rows if r["model"] != "random")
             recall[pool] = {k: float(v) for k, v in row["recall"][str(len(recs))].items()}
@@ -57,6 +59,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "model": str(args.model),
         "data": str(args.data),
+        "device": str(device),
         "images": {p: len(r) for p, r in records.items()},
         "ceilings": ceilings,
         "rows": rows,
@@ -75,8 +78,8 @@ def markdown(result: dict[str, Any], command: str) -> str:
         + ", ".join(f"{p} {n}" for p, n in images.items())
         + " images). R@1 / R@5 / R@10 in % at natural sparsity; shift / test = the shift split's R@1 as a "
         "share of test R@1 (target >= 0.80); terms/img = terms an image keeps (the model's top-n cut), "
-        "over all pools; s/image = encoding and scoring time per image on this machine (CPU); picked = "
-        "the best validation R@1.",
+        "over all pools; s/image = encoding and scoring time per image on this machine "
+        f"({result.get('device', 'cpu')}); picked = the best validation R@1.",
         "",
         "| index_scales | " + " | ".join(POOLS) + " | shift / test | terms/img | s/image |",
         "|---|" + "---|" * (len(POOLS) + 3),
@@ -105,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scales", type=input_sizes, action="append", required=True,
                    help="a set of input sizes, e.g. 256,320,480 (repeat for each set)")  # fmt: skip
     p.add_argument("--out-dir", type=Path, help="write index-scales.{md,json} here")
+    p.add_argument("--device", default="auto", help="auto (CUDA when there is one), cpu or cuda")
     args = p.parse_args(argv)
     if not (args.model / "config.json").is_file():
         p.error(f"--model {args.model} is not a model folder (it has no config.json)")

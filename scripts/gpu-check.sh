@@ -6,6 +6,7 @@
 #   bash scripts/gpu-check.sh run [--out DIR]       on the GPU machine: tests, indexing benchmark, quality run
 #   bash scripts/gpu-check.sh run --dry-run ...     the same steps at toy sizes, on the CPU (CI runs this)
 #   bash scripts/gpu-check.sh cli ARGS...           on the GPU machine: any `vsparta ARGS...` with what run stages
+#   bash scripts/gpu-check.sh module NAME ARGS...   the same for `python -m NAME ARGS...` (vsparta.bench.index_scales)
 #   ... prepare --profiler / run --profile            also py-spy / each step under it (stacks into DIR)
 #
 # On the device tool: carry [".gpu"], command `bash scripts/gpu-check.sh run` (results go to $OUT).
@@ -15,8 +16,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 step=${1:-}
 case "$step" in
-  prepare | run | cli) shift ;;
-  *) echo "usage: bash scripts/gpu-check.sh prepare|run [--out DIR] [--dry-run]|cli ARGS..." >&2; exit 2 ;;
+  prepare | run | cli | module) shift ;;
+  *) echo "usage: bash scripts/gpu-check.sh prepare|run [--out DIR] [--dry-run]|cli ARGS...|module NAME ARGS..." >&2; exit 2 ;;
 esac
 PY=${PYTHON:-python3}  # on the GPU machine: its python3, which holds torch
 [ -z "${PYTHON:-}" ] && [ "$step" = prepare ] && [ -x .venv/bin/python ] && PY=.venv/bin/python
@@ -63,6 +64,8 @@ export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" PYTHONSAFEPATH=1
 rc=0
 if [ "$step" = cli ]; then
   "$PY" -m vsparta.cli "$@" || rc=$?
+elif [ "$step" = module ]; then
+  "$PY" -m "$@" || rc=$?
 else
   "$PY" -m vsparta.bench.gpu_check "$step" "$@" || rc=$?
 fi
