@@ -13,7 +13,10 @@ within ``[min_s, max_s]``): only the slow tail is sent twice, and a cluster slow
 the delay instead of getting twice the load ("The Tail at Scale", Dean and Barroso, 2013). A host
 whose first attempts lose ``STRIKES`` races in a row is given up (``give_up``: the client's pool
 leaves it out for a while, then tries it again), so a silent host stops costing every other read
-the delay.
+the delay. A budget bounds the extra load whatever the latencies do: each read earns ``BUDGET`` of
+a second attempt, up to ``BURST`` saved (a host that goes silent is given up within the burst); a
+slow read with none earned waits for its first attempt alone (``throttled``), as retry budgets do
+(gRPC's retry throttling, Envoy's retry budget).
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ T = TypeVar("T")
 FIRST_DELAY_S = 0.5  # until MIN_SAMPLES attempts have answered
 MIN_SAMPLES = 8
 STRIKES = 3  # races in a row a host's first attempts lose before it is given up
+BUDGET = 0.1  # second attempts each read earns: at most ~10 % of reads sent twice, over time
+BURST = 10.0  # second attempts that may be saved up (and the budget a fresh client starts with)
 
 
 def is_read(method: str, url: str) -> bool:
@@ -62,15 +67,26 @@ class Hedge:
     """When to send a read again, and doing so."""
 
     def __init__(
-        self, factor: float = 4.0, min_s: float = 0.05, max_s: float = 2.5, window: int = 64
+        self,
+        factor: float = 4.0,
+        min_s: float = 0.05,
+        max_s: float = 2.5,
+        window: int = 64,
+        budget: float = BUDGET,
+        burst: float = BURST,
     ) -> None:
         if not 0 < min_s <= max_s or factor <= 0 or window < 1:
             raise ValueError("a hedge needs 0 < min_s <= max_s, factor > 0 and window >= 1")
+        if not 0 <= budget <= 1 or burst < 1:
+            raise ValueError("a hedge needs 0 <= budget <= 1 and burst >= 1")
         self.factor, self.min_s, self.max_s = factor, min_s, max_s
+        self.budget, self.burst = budget, burst
         self._latencies: deque[float] = deque(maxlen=window)
+        self._tokens = burst
         self.reads = 0
         self.hedged = 0  # reads sent twice
         self.won = 0  # of those, answered by the second attempt
+        self.throttled = 0  # slow reads not sent twice: the budget was spent
         self._strikes: Counter[Any] = Counter()
 
     @classmethod
@@ -100,15 +116,19 @@ class Hedge:
     async def run(
         self, attempt: Callable[[], Awaitable[T]], give_up: Callable[[Any], None] | None = None
     ) -> T:
-        """``attempt()``'s answer; a second attempt, on another host, if the first is slow. A host
-        whose first attempts lost ``STRIKES`` races in a row goes to ``give_up``."""
+        """``attempt()``'s answer; a second attempt, on another host, if the first is slow and the
+        budget allows. A host whose first attempts lost ``STRIKES`` races in a row goes to ``give_up``."""
         self.reads += 1
+        self._tokens = min(self.burst, self._tokens + self.budget)
         first = Route()
         tasks = {asyncio.ensure_future(self._timed(attempt, first))}
         try:
             done, _ = await asyncio.wait(tasks, timeout=self.delay())
             second = None
-            if not done:
+            if not done and self._tokens < 1:
+                self.throttled += 1
+            elif not done:
+                self._tokens -= 1
                 self.hedged += 1
                 second = asyncio.ensure_future(self._timed(attempt, Route(avoid=frozenset(first.used))))
                 tasks.add(second)

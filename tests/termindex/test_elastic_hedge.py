@@ -11,7 +11,15 @@ import pytest
 from elastic_testkit import fresh_index, random_docs, random_queries
 
 from vsparta.bench.hedged_reads import LoopbackHost
-from vsparta.termindex.elastic.hedging import MIN_SAMPLES, STRIKES, Hedge, current_route, is_read
+from vsparta.termindex.elastic.hedging import (
+    BUDGET,
+    BURST,
+    MIN_SAMPLES,
+    STRIKES,
+    Hedge,
+    current_route,
+    is_read,
+)
 from vsparta.termindex.elastic.index import AsyncElasticsearchIndex
 from vsparta.termindex.errors import EngineUnavailable
 
@@ -71,6 +79,37 @@ def test_a_host_that_loses_races_in_a_row_is_given_up() -> None:
         assert given_up == ["h1"]
 
     asyncio.run(run())
+
+
+def test_the_budget_bounds_the_reads_sent_twice_when_every_first_attempt_is_slow() -> None:
+    """Every first attempt slow (a cluster slow everywhere, latencies too wide for the delay to
+    follow): at most the burst plus ``BUDGET`` of the reads are sent twice; the others wait for
+    their first attempt, and every read is answered."""
+    sent: list[str] = []
+
+    async def attempt() -> str:
+        route = current_route()
+        assert route is not None
+        host = "h2" if route.avoid else "h1"
+        route.used.append(host)
+        sent.append(host)
+        await asyncio.sleep(0.05 if host == "h1" else 0)
+        return host
+
+    async def run() -> Hedge:
+        hedge = Hedge(min_s=0.005, max_s=0.005)
+        answers = [await hedge.run(attempt) for _ in range(100)]
+        assert len(answers) == 100 and set(answers) == {"h1", "h2"}
+        return hedge
+
+    hedge = asyncio.run(run())
+    # the burst, then one second attempt per 1 / BUDGET reads: 11 + (100 - 11) // 10 = 19 when
+    # every first attempt is slow (a loaded machine may answer some in time: fewer, never more)
+    assert 0 < hedge.hedged <= int(BURST) + 1 + int((100 - int(BURST) - 1) * BUDGET + 1e-9)
+    assert hedge.throttled >= 60 and hedge.hedged + hedge.throttled <= 100
+    assert sent.count("h2") == hedge.hedged
+    with pytest.raises(ValueError, match="budget"):
+        Hedge(budget=1.5)
 
 
 def test_a_read_that_answers_in_time_is_sent_once() -> None:
