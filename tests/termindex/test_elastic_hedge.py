@@ -5,6 +5,9 @@ requests and never answers (as a node cut off from its cluster does until the ot
 from __future__ import annotations
 
 import asyncio
+import json
+import time
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -246,3 +249,17 @@ def test_a_silent_host_first_in_the_list_does_not_stop_the_server_check(
                 await engine.close()
 
         asyncio.run(run())
+
+
+@pytest.mark.elasticsearch
+def test_the_benchmarks_stalling_host_holds_the_requests_it_picks_and_forwards_them(es_url: str) -> None:
+    """bench.hedged_reads' hosts slow at random: every request held the stall's seconds when its
+    share is 1, none when 0, and the node's answer comes through either way."""
+    node = es_url.split("://", 1)[1].rstrip("/")
+    for share, at_least, at_most in ((1.0, 0.3, 5.0), (0.0, 0.0, 0.25)):
+        with LoopbackHost(node, stall=(share, 0.3)) as host:
+            start = time.monotonic()
+            with urllib.request.urlopen(f"http://{host.address}/", timeout=10) as answer:
+                body = json.load(answer)
+            took = time.monotonic() - start
+        assert "cluster_uuid" in body and at_least <= took <= at_most, (share, took)
