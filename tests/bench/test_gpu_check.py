@@ -91,6 +91,11 @@ def test_targets_are_read_off_the_640x480_runs_and_the_index_test() -> None:
     assert got["images_per_s >= 2000"] == "not met: 1500 (indexing-640x480-gpu-decode)"
     assert got["gpu_busy >= 60%"] == "not met: 50%"
     assert got["cuda index == cpu index"].startswith("not met")
+    report["indexing"] = {}  # `run --steps gpu-tests`: the rates were not measured, not zero
+    got = gpu_check.targets(report)
+    assert (
+        got["images_per_s >= 2000"] == got["gpu_busy >= 60%"] == "not measured: no 640x480 indexing step ran"
+    )
 
 
 def test_minilm_travels_as_float16_and_still_initialises_the_text_side(tmp_path: Path) -> None:
@@ -181,7 +186,7 @@ def test_a_rerun_names_its_steps_and_an_unknown_step_is_one_sentence(tmp_path: P
         gpu_check.main(["run", "--dry-run", "--out", str(tmp_path), "--steps", "gpu-test"])
 
 
-def test_cli_runs_a_vsparta_command_with_the_staged_package_and_a_wrong_verb_is_usage() -> None:
+def test_cli_and_module_run_with_the_staged_package_and_a_wrong_verb_is_usage() -> None:
     env = {**os.environ, "PYTHON": sys.executable}
     done = subprocess.run(
         ["bash", "scripts/gpu-check.sh", "cli", "bench", "quality", "--help"],
@@ -193,6 +198,16 @@ def test_cli_runs_a_vsparta_command_with_the_staged_package_and_a_wrong_verb_is_
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("usage: vsparta bench quality")  # the benchmarks, from the staged links
+    module = subprocess.run(
+        ["bash", "scripts/gpu-check.sh", "module", "vsparta.bench.index_scales", "--help"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert module.returncode == 0, module.stderr[-2000:]
+    assert module.stdout.startswith("usage: index_scales.py") and "--device" in module.stdout
     wrong = subprocess.run(["bash", "scripts/gpu-check.sh", "go"], cwd=REPO, capture_output=True, text=True)
     assert wrong.returncode == 2 and wrong.stderr.startswith("usage: bash scripts/gpu-check.sh prepare|run")
 
