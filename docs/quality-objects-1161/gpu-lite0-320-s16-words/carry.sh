@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The git-ignored .gpurow/ that run.sh beside this file carries to the GPU machine (~41 MB): what
+# The git-ignored .gpurow/ that run.sh beside this file carries to the GPU machine (~45 MB): what
 # `gpu-check.sh prepare` puts in .gpu/, but MiniLM reduced to its word-embedding table (float16) and
 # tokenizer (the only parts `word_embeddings_from` and the captions read), plus the emoji wheel, font
 # and list the object scenes draw with (the Debian packages fonts-noto-color-emoji, unicode-data).
