@@ -5,7 +5,7 @@
 # then, in what time is left, the GPU tests of scripts/gpu-check.sh and the same map with the stem
 # fine-tuned. One device command; everything lands in $OUT (results.tgz holds all of it).
 #
-# What it needs on one H200 (2026-11-28, README.md beside this file): scenes 45 s, the feature
+# What it needs on one H200 (2026-11-28, docs/shift-small-objects.md): scenes 45 s, the feature
 # cache 84 s, 8 epochs ~16 s each, the pools ~25 s, the sizes' reading ~50 s: ~400 s for the first
 # two steps, so LIMIT=540 (a device command's timeout 570) leaves ~140 s for the tests (~56 s).
 #
