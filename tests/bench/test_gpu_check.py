@@ -186,26 +186,24 @@ def test_a_rerun_names_its_steps_and_an_unknown_step_is_one_sentence(tmp_path: P
         gpu_check.main(["run", "--dry-run", "--out", str(tmp_path), "--steps", "gpu-test"])
 
 
-def test_cli_and_module_run_with_the_staged_package_and_a_wrong_verb_is_usage() -> None:
+def _gpu_check(*args: str) -> subprocess.CompletedProcess[str]:
+    """``scripts/gpu-check.sh ARGS`` under this Python (the staged package, as on the GPU machine)."""
     env = {**os.environ, "PYTHON": sys.executable}
-    done = subprocess.run(
-        ["bash", "scripts/gpu-check.sh", "cli", "bench", "quality", "--help"],
+    return subprocess.run(
+        ["bash", "scripts/gpu-check.sh", *args],
         cwd=REPO,
         env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_cli_and_module_run_with_the_staged_package_and_a_wrong_verb_is_usage() -> None:
+    done = _gpu_check("cli", "bench", "quality", "--help")
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("usage: vsparta bench quality")  # the benchmarks, from the staged links
-    module = subprocess.run(
-        ["bash", "scripts/gpu-check.sh", "module", "vsparta.bench.index_scales", "--help"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    module = _gpu_check("module", "vsparta.bench.index_scales", "--help")
     assert module.returncode == 0, module.stderr[-2000:]
     assert module.stdout.startswith("usage: index_scales.py") and "--device" in module.stdout
     wrong = subprocess.run(["bash", "scripts/gpu-check.sh", "go"], cwd=REPO, capture_output=True, text=True)
