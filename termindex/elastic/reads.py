@@ -62,12 +62,25 @@ NODE_LEFT_REASON = "Node not connected"  # a failed fetch phase: a 500 whose roo
 
 
 def _node_left(found: Any) -> bool:
-    """Whether an answer's shard failures or an error's body name a node that left."""
+    """Whether an answer's shard failures or errors, or an error's body, name a node that left.
+
+    An ``_msearch`` answers 200 with each request's own outcome: partial answers carry shard
+    failures, and a request whose fetch phase lost its node carries the same error inline that a
+    search raises as a 500 (a node SIGKILLed under the term statistics, OpenSearch 2.19)."""
     if isinstance(found, Mapping):
         answers = found.get("responses") or [found]  # an _msearch: each of its answers
         failures = [f for a in answers for f in (a.get("_shards") or {}).get("failures") or []]
-        return bool(failures) and all(str((f.get("reason") or {}).get("type")) in NODE_LEFT for f in failures)
-    text = str(getattr(found, "info", None))
+        inline = [a["error"] for a in answers if a.get("error")]
+        return (
+            bool(failures or inline)
+            and all(str((f.get("reason") or {}).get("type")) in NODE_LEFT for f in failures)
+            and all(_names_node_left(e) for e in inline)
+        )
+    return _names_node_left(getattr(found, "info", None))
+
+
+def _names_node_left(body: Any) -> bool:
+    text = str(body)
     return NODE_LEFT_REASON in text or any(kind in text for kind in NODE_LEFT)
 
 

@@ -42,7 +42,10 @@ def _checked(resp: Mapping[str, Any]) -> Mapping[str, Any]:
     error = resp.get("error")
     if error:
         kind = str(error.get("type", "")) if isinstance(error, Mapping) else str(error)
-        reason = str(error.get("reason", "")) if isinstance(error, Mapping) else ""
+        reason = str(error.get("reason") or "") if isinstance(error, Mapping) else ""
+        cause = error.get("caused_by") if isinstance(error, Mapping) else None
+        if not reason and isinstance(cause, Mapping):  # a failed phase says why only in its cause
+            reason = f"{cause.get('type', '')}: {cause.get('reason', '')}"
         if kind == "index_not_found_exception":
             raise IndexNotFound(reason or kind)
         raise TermIndexError(f"term statistics failed: {kind}: {reason}")

@@ -126,6 +126,12 @@ def test_a_search_is_asked_again_only_when_a_node_left_mid_request() -> None:
     assert not _node_left({"responses": [whole, whole]})
     left = {"type": "node_not_connected_exception", "reason": "[vsparta-42101] Node not connected"}
     fetch = {"error": {"root_cause": [], "type": "search_phase_execution_exception", "caused_by": left}}
+    # one of the _msearch's requests lost its fetch phase's node: the error is inline, status 500
+    assert _node_left({"responses": [whole, {**fetch, "status": 500}]})
+    assert _node_left({"responses": [{**fetch, "status": 500}, partial("node_disconnected_exception")]})
+    bad = {"error": {"type": "query_shard_exception", "reason": "no such field"}, "status": 400}
+    assert not _node_left({"responses": [whole, bad]})
+    assert not _node_left({"responses": [{**fetch, "status": 500}, bad]})  # the bad one would fail again
     phase = "search_phase_execution_exception"
     assert _node_left(es.TransportError(500, phase, fetch))
     assert not _node_left(es.TransportError(500, phase, {"error": {"type": "x"}}))

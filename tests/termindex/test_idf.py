@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from vsparta.termindex.base import MAX_QUERY_WEIGHT, TermDocument, TermStatistics
-from vsparta.termindex.elastic.statistics import StatisticsCache
+from vsparta.termindex.elastic.statistics import StatisticsCache, parse_statistics
 from vsparta.termindex.embedded.index import EmbeddedIndex
-from vsparta.termindex.errors import InvalidQuery
+from vsparta.termindex.errors import InvalidQuery, TermIndexError
 from vsparta.termindex.oracle import BruteForceOracle, random_documents, random_queries, round_like_embedded
 from vsparta.termindex.scoring import idf_array, idf_weights, weigh_counts
 
@@ -70,6 +70,19 @@ def test_cache_bound_age_and_version() -> None:
     assert cache.statistics([1, 2]) == TermStatistics(6, {2: 1}, "v3")
     with pytest.raises(ValueError):
         StatisticsCache(max_terms=0)
+
+
+def test_a_failed_statistics_request_says_why_even_when_only_its_cause_does() -> None:
+    """A failed fetch phase (OpenSearch 2.19, a node SIGKILLed) has an empty reason: the cause is the why."""
+    shards = {"total": 2, "successful": 2, "failed": 0}
+    whole = {"_shards": shards, "hits": {"hits": [], "total": {"value": 4}}}
+    cause = {"type": "node_not_connected_exception", "reason": "[n1][127.0.0.58:9300] Node not connected"}
+    failed = {"error": {"root_cause": [], "type": "search_phase_execution_exception", "reason": "",
+                        "caused_by": cause}, "status": 500}  # fmt: skip
+    why = r"search_phase_execution_exception: node_not_connected_exception: \[n1\]\[127.0.0.58:9300\] Node"
+    with pytest.raises(TermIndexError, match=why):
+        parse_statistics({"responses": [whole, failed]}, [7])
+    assert parse_statistics({"responses": [whole, whole]}, [7]) == ("", 4, {7: 4})
 
 
 @pytest.fixture(scope="module")
