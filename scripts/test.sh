@@ -60,4 +60,4 @@ trap stop_services EXIT
 
 "$VENV/bin/ruff" check .
 "$VENV/bin/ruff" format --check .
-"$VENV/bin/python" -m pytest "$@"
+"$VENV/bin/python" -m pytest --durations=20 "$@"  # the slowest tests, to keep CI well under its limit
