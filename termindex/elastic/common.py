@@ -225,7 +225,14 @@ def mget_metadata_body(ids: list[str]) -> dict[str, Any]:
 
 
 def fill_metadata(hits: list[Hit], mget_resp: Mapping[str, Any]) -> list[Hit]:
-    """Hits with metadata from an ``_mget`` of their ``_source`` where it was missing."""
+    """Hits with metadata from an ``_mget`` of their ``_source`` where it was missing. An ``_mget``
+    answers 200 with a document's failure inline (its shard has no copy to read): refused like a
+    partial search, never shown as a hit without metadata."""
+    failed = [d for d in mget_resp["docs"] if d.get("error")]
+    if failed:
+        error = failed[0]["error"]
+        kind = error.get("type", "") if isinstance(error, Mapping) else str(error)
+        raise EngineUnavailable(f"{len(failed)} of the hits' metadata could not be read (mget): {kind}")
     found = {d["_id"]: (d.get("_source") or {}).get("metadata") or {} for d in mget_resp["docs"]}
     return [
         h if h.metadata is not None else dataclasses.replace(h, metadata=found.get(h.id, {})) for h in hits

@@ -64,11 +64,12 @@ NODE_LEFT_REASON = "Node not connected"  # a failed fetch phase: a 500 whose roo
 def _node_left(found: Any) -> bool:
     """Whether an answer's shard failures or errors, or an error's body, name a node that left.
 
-    An ``_msearch`` answers 200 with each request's own outcome: partial answers carry shard
-    failures, and a request whose fetch phase lost its node carries the same error inline that a
-    search raises as a 500 (a node SIGKILLed under the term statistics, OpenSearch 2.19)."""
+    An ``_msearch`` (``_mget``) answers 200 with each request's (document's) own outcome: partial
+    answers carry shard failures, and a request whose fetch phase lost its node carries the same
+    error inline that a search raises as a 500 (a node SIGKILLed under the term statistics,
+    OpenSearch 2.19)."""
     if isinstance(found, Mapping):
-        answers = found.get("responses") or [found]  # an _msearch: each of its answers
+        answers = found.get("responses") or found.get("docs") or [found]  # an _msearch's or _mget's
         failures = [f for a in answers for f in (a.get("_shards") or {}).get("failures") or []]
         inline = [a["error"] for a in answers if a.get("error")]
         return (
@@ -180,7 +181,10 @@ class ReadSteps:
             self._statistics.seen_version(str(h.get("_index", "")))
         if missing := without_metadata(hits):
             found = yield Call(
-                "mget metadata", "mget", {"index": self._target, **mget_metadata_body(missing)}
+                "mget metadata",
+                "mget",
+                {"index": self._target, **mget_metadata_body(missing)},
+                retry_node_left=True,
             )
             hits = fill_metadata(hits, found)
         return hits

@@ -132,6 +132,26 @@ def test_a_search_is_asked_again_only_when_a_node_left_mid_request() -> None:
     bad = {"error": {"type": "query_shard_exception", "reason": "no such field"}, "status": 400}
     assert not _node_left({"responses": [whole, bad]})
     assert not _node_left({"responses": [{**fetch, "status": 500}, bad]})  # the bad one would fail again
+    # an _mget of the hits' metadata: each document's outcome inline
+    found = {"_id": "a", "found": True, "_source": {"metadata": {}}}
+    assert _node_left({"docs": [found, {"_id": "b", **fetch}]})
+    assert not _node_left({"docs": [found, {"_id": "b", "found": False}]})
     phase = "search_phase_execution_exception"
     assert _node_left(es.TransportError(500, phase, fetch))
     assert not _node_left(es.TransportError(500, phase, {"error": {"type": "x"}}))
+
+
+def test_a_hit_whose_metadata_cannot_be_read_is_refused_not_shown_without_it() -> None:
+    """An _mget document that failed inline is a 503, like a partial search (not a hit without metadata)."""
+    from vsparta.termindex.base import Hit
+    from vsparta.termindex.elastic.common import fill_metadata
+    from vsparta.termindex.errors import EngineUnavailable
+
+    hits = [Hit(id="a", score=2.0, metadata=None), Hit(id="b", score=1.0, metadata={"path": "b.jpg"})]
+    answer = {"docs": [{"_id": "a", "found": True, "_source": {"metadata": {"path": "a.jpg"}}}]}
+    assert [h.metadata for h in fill_metadata(hits, answer)] == [{"path": "a.jpg"}, {"path": "b.jpg"}]
+    gone = {"docs": [{"_id": "a", "found": False}]}  # deleted since the search: no metadata to show
+    assert fill_metadata(hits, gone)[0].metadata == {}
+    unavailable = {"_id": "a", "error": {"type": "no_shard_available_action_exception", "reason": "x"}}
+    with pytest.raises(EngineUnavailable, match=r"^1 of the hits' metadata .*no_shard_available_action"):
+        fill_metadata(hits, {"docs": [unavailable]})
