@@ -274,7 +274,9 @@ class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
     def existing_ids(self, ids: Iterable[str]) -> set[str]:
         """Which of ``ids`` are stored, in real time (sees writes not yet refreshed, e.g. mid-load).
 
-        One ``_mget`` without sources per chunk: how a resumed indexing job skips finished work.
+        One ``_mget`` without sources per chunk: how a resumed indexing job skips finished work. A
+        document whose shard cannot answer (an inline error) counts as absent: the job writes it
+        again, which an upsert by id makes harmless, where skipping it could lose it.
         """
         found: set[str] = set()
         it = iter([check_es_id(i) for i in ids])
