@@ -73,7 +73,7 @@ fi
 if [[ $steps == *" fine-tuned "* ]] && [ "$(left)" -ge 150 ]; then  # scenes already drawn
   echo "== fine-tuned stem ($(left) s left)"
   timeout $(($(left) - 15)) bash scripts/gpu-check.sh cli "${common[@]}" --config "$config" \
-    --epochs 8 --patience 2 --fine-tune-stem --stem-lr 1e-4 --out-dir "$res/fine-tuned" \
+    --epochs "$epochs" --patience 2 --fine-tune-stem --stem-lr 1e-4 --out-dir "$res/fine-tuned" \
     >"$res/fine-tuned.log" 2>&1
   echo "== fine-tuned: rc $?"
 fi
