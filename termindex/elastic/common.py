@@ -39,6 +39,7 @@ from vsparta.termindex.base import (
 )
 from vsparta.termindex.elastic.spec import node_urls
 from vsparta.termindex.elastic.text import round_like_elasticsearch
+from vsparta.termindex.elastic.translate import error_reason
 from vsparta.termindex.errors import EngineUnavailable, InvalidDocument
 from vsparta.termindex.scoring import engine_clause, saturate
 
@@ -230,9 +231,8 @@ def fill_metadata(hits: list[Hit], mget_resp: Mapping[str, Any]) -> list[Hit]:
     partial search, never shown as a hit without metadata."""
     failed = [d for d in mget_resp["docs"] if d.get("error")]
     if failed:
-        error = failed[0]["error"]
-        kind = error.get("type", "") if isinstance(error, Mapping) else str(error)
-        raise EngineUnavailable(f"{len(failed)} of the hits' metadata could not be read (mget): {kind}")
+        why = error_reason(failed[0]["error"])
+        raise EngineUnavailable(f"{len(failed)} of the hits' metadata could not be read (mget): {why}")
     found = {d["_id"]: (d.get("_source") or {}).get("metadata") or {} for d in mget_resp["docs"]}
     return [
         h if h.metadata is not None else dataclasses.replace(h, metadata=found.get(h.id, {})) for h in hits

@@ -20,6 +20,7 @@ from typing import Any
 
 from vsparta.termindex.base import TermStatistics
 from vsparta.termindex.elastic.common import check_shards
+from vsparta.termindex.elastic.translate import error_reason
 from vsparta.termindex.errors import IndexNotFound, TermIndexError
 
 
@@ -41,14 +42,9 @@ def statistics_body(term_ids: Sequence[int]) -> list[dict[str, Any]]:
 def _checked(resp: Mapping[str, Any]) -> Mapping[str, Any]:
     error = resp.get("error")
     if error:
-        kind = str(error.get("type", "")) if isinstance(error, Mapping) else str(error)
-        reason = str(error.get("reason") or "") if isinstance(error, Mapping) else ""
-        cause = error.get("caused_by") if isinstance(error, Mapping) else None
-        if not reason and isinstance(cause, Mapping):  # a failed phase says why only in its cause
-            reason = f"{cause.get('type', '')}: {cause.get('reason', '')}"
-        if kind == "index_not_found_exception":
-            raise IndexNotFound(reason or kind)
-        raise TermIndexError(f"term statistics failed: {kind}: {reason}")
+        if isinstance(error, Mapping) and error.get("type") == "index_not_found_exception":
+            raise IndexNotFound(str(error.get("reason") or error["type"]))
+        raise TermIndexError(f"term statistics failed: {error_reason(error)}")
     check_shards(resp, "term statistics")
     return resp
 

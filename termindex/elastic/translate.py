@@ -26,17 +26,26 @@ def _error_type(exc: Any) -> str:
     return ""
 
 
+def error_reason(err: Any) -> str:
+    """An engine's error body in one line: its first root cause, and the cause it was caused by when
+    that says more (a failed fetch phase has no root cause and says why only there). Also for the
+    errors an ``_msearch`` or ``_mget`` answers inline."""
+    if not isinstance(err, Mapping):
+        return str(err)
+    root = err.get("root_cause") or [err]
+    first = root[0] if root and isinstance(root[0], Mapping) else err
+    caused = err.get("caused_by")
+    reason = f"{first.get('type')}: {first.get('reason') or ''}"
+    if isinstance(caused, Mapping) and caused.get("reason") != first.get("reason"):
+        said = first.get("reason")
+        reason += f" ({caused.get('reason')})" if said else f"{caused.get('type')}: {caused.get('reason')}"
+    return reason
+
+
 def _reason(exc: Any) -> str:
     info = getattr(exc, "info", None)
     if isinstance(info, Mapping) and isinstance(info.get("error"), Mapping):
-        err = info["error"]
-        root = err.get("root_cause") or [err]
-        first = root[0] if root and isinstance(root[0], Mapping) else err
-        caused = err.get("caused_by")
-        reason = f"{first.get('type')}: {first.get('reason')}"
-        if isinstance(caused, Mapping) and caused.get("reason") != first.get("reason"):
-            reason += f" ({caused.get('reason')})"
-        return reason
+        return error_reason(info["error"])
     return str(getattr(exc, "error", "") or exc)
 
 
