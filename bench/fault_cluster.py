@@ -141,9 +141,31 @@ class LocalCluster:
         res = self.script("start")
         if res.returncode != 0:
             raise RuntimeError(f"the cluster did not start:\n{res.stderr[-3000:]}")
+        self.wait_voters()
         took = time.monotonic() - t0
         log.info("%s cluster green after %.1fs", self.line, took)
         return took
+
+    def wait_voters(self, timeout_s: float = 60) -> None:
+        """Wait until the committed voting configuration is every node: a cluster bootstraps with
+        a placeholder for a node it has not yet found, and until that is replaced the loss of one
+        node can leave the other two short of a majority (no master, whatever the fault)."""
+        t0 = time.monotonic()
+        deadline = t0 + timeout_s
+        voters: set[str] = set()
+        nodes: set[str] = set()
+        while time.monotonic() < deadline:
+            with contextlib.suppress(urllib.error.URLError, OSError, ValueError, KeyError):
+                nodes = set(self.get(0, "/_nodes?filter_path=nodes.*.name")["nodes"])
+                path = "/_cluster/state/metadata?filter_path=metadata.cluster_coordination"
+                voters = set(self.get(0, path)["metadata"]["cluster_coordination"]["last_committed_config"])
+                if len(nodes) == self.nodes and voters == nodes:
+                    log.info("%s: every node votes, after %.1fs", self.line, time.monotonic() - t0)
+                    return
+            time.sleep(0.5)
+        raise TimeoutError(
+            f"{self.line}: the voting configuration {sorted(voters)} is not the nodes {sorted(nodes)}"
+        )
 
     def stop(self) -> None:
         if self.address:
@@ -184,6 +206,12 @@ class LocalCluster:
     def get(self, i: int, path: str, timeout: float = 5) -> Any:
         with urllib.request.urlopen(f"{self.url(i)}{path}", timeout=timeout) as r:
             return json.load(r)
+
+    def logs(self, lines: int = 40) -> str:
+        """The last ``lines`` of every node's log: what a failed fault test shows, since the
+        nodes' work dir is gone once the session ends."""
+        res = self.script("logs", str(lines), timeout=60)
+        return res.stdout + res.stderr
 
     def master_seen_by(self, i: int) -> int | None:
         """The master in node ``i``'s own cluster state (None: it knows none, or does not answer)."""
