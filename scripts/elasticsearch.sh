@@ -421,7 +421,7 @@ wait_gone() {
 log_tail() {
   local n=${1:-60}
   for f in "$NODE"/logs/vsparta*.log "$NODE/logs/stdout.log"; do
-    if [ -f "$f" ]; then
+    if [ -s "$f" ]; then  # empty slow logs say nothing
       echo "==> $f <=="
       tail -n "$n" "$f"
     fi

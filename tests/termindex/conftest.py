@@ -31,6 +31,19 @@ def search_server(request: pytest.FixtureRequest, opensearch_url_of: Callable[[s
 CLUSTER_LINES = ["elasticsearch-7.17", "opensearch-2.19"]
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test on a fault cluster shows the tail of every node's log: the nodes' work dir is
+    gone once the session ends, and a CI log is all that is left of a run."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if report.when != "call" or not report.failed:
+        return
+    clusters = [v for v in getattr(item, "funcargs", {}).values() if isinstance(v, FaultCluster)]
+    if clusters:
+        report.sections.append(("the fault cluster's node logs (tails)", clusters[0].cluster.logs(25)))
+
+
 @pytest.fixture(scope="session", params=CLUSTER_LINES)
 def fault_cluster(request: pytest.FixtureRequest, es_url: str, require: Any) -> Iterator[FaultCluster]:
     """Three nodes beside the shared ones, each on its own loopback address (127.0.0.2x-style,
