@@ -163,14 +163,47 @@ def collect(tokenizer: Any, spec: str, captions: Sequence[Caption]) -> list[Answ
     return asyncio.run(run())
 
 
-def judge(answers_: Sequence[Answer], rule: Any) -> tuple[list[list[str]], list[bool], list[bool]]:
-    """Under ``rule``: each query's first k ids, whether it answers no match, and whether that
-    answer names the words that found nothing."""
-    from vsparta.service.matching import count_words, describe, select, words_of
+def presence_verdicts(spec: str, answers_: Sequence[Answer], rule: Any, known: dict) -> dict[str, Any]:
+    """The presence test (``service.presence``) of every calibrated word of the answers under
+    ``rule``, asked of the index once per word and test (``known`` remembers them across rules)."""
+    from vsparta.service.matching import count_words, to_test, words_of
+    from vsparta.service.presence import verdicts
+    from vsparta.termindex.registry import open_reader
+
+    wanted: dict[str, Any] = {}
+    indexed = 0
+    for a in answers_:
+        counts = count_words(words_of(a.tokens), a.ids, a.stats, rule)
+        indexed = counts.indexed
+        wanted.update(to_test(counts, rule))
+    test = (rule.presence_alpha, rule.presence_ratio)
+    ask = {w: t for w, t in wanted.items() if (t, test) not in known}
+
+    async def run() -> dict[str, Any]:
+        reader = open_reader(spec, 60.0)
+        await reader.start()
+        try:
+            return await verdicts(reader, ask, indexed, *test)
+        finally:
+            await reader.close()
+
+    if ask:
+        known.update({(ask[w], test): v for w, v in asyncio.run(run()).items()})
+    return {w: known[(t, test)] for w, t in wanted.items()}
+
+
+def judge(
+    answers_: Sequence[Answer], rule: Any, verdicts: dict[str, Any] | None = None
+) -> tuple[list[list[str]], list[bool], list[bool]]:
+    """Under ``rule`` (with its calibrated words' presence ``verdicts``, if any): each query's first
+    k ids, whether it answers no match, and whether that answer names the words that found nothing."""
+    from vsparta.service.matching import count_words, describe, select, with_verdicts, words_of
 
     ranked, none, named = [], [], []
     for a in answers_:
         counts = count_words(words_of(a.tokens), a.ids, a.stats, rule)
+        if verdicts:
+            counts = with_verdicts(counts, verdicts, rule)
         kept = select(a.hits, counts, rule, require_match=True, min_score=0.0)
         ranked.append([h.id for h in kept[:K]])
         none.append(not kept)

@@ -65,7 +65,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--piece-shares", type=no_match._floats, default=[0.5],
         help="comma list: a word's piece counts when the model writes it on this share of its positives",
     )  # fmt: skip
+    parser.add_argument(
+        "--presence-quantiles", type=_optional_floats, default=[None, 0.5, 0.75],
+        help="comma list of FloorRule.presence_quantile (none: no presence test), each with the "
+        "default floors",
+    )  # fmt: skip
+    parser.add_argument(
+        "--presence-alphas", type=no_match._floats, default=[0.05],
+        help="comma list of MatchRule.presence_alpha",
+    )  # fmt: skip
+    parser.add_argument(
+        "--presence-ratios", type=no_match._floats, default=[1.0],
+        help="comma list of MatchRule.presence_ratio",
+    )  # fmt: skip
+    parser.add_argument(
+        "--present-floor-scales", type=no_match._floats, default=[1.0, 0.75, 0.5],
+        help="comma list of MatchRule.present_floor_scale",
+    )  # fmt: skip
     parser.set_defaults(name="no-match-floors")
+
+
+def _optional_floats(text: str) -> list[float | None]:
+    return [None if x.strip() == "none" else float(x) for x in text.split(",") if x.strip()]
 
 
 def object_words(tokenizer: Any, record: Any, linking: set[str]) -> set[Any]:
@@ -131,24 +152,37 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
     base = recall([[h.id for h in a.hits[: no_match.K]] for a in inside], captions)
     categories = category_words()
     by_category = [bool({w.text for w in words_of(a.tokens)} & categories) for a in outside]
-    per_word = [(None, None, "-", None)] + [
-        (q, p, c, piece) for q in args.quantiles for p in (None, *args.negative_quantiles)
+    per_word = [(None, None, "-", None, None, 0.05, 1.0, 1.0)] + [
+        (q, p, c, piece, None, 0.05, 1.0, 1.0)
+        for q in args.quantiles for p in (None, *args.negative_quantiles)
         for c in (["-"] if p is None else args.combine) for piece in args.piece_shares
     ]  # fmt: skip
-    rows = []
-    for (q, p, combine, piece), share, floor, numbers in itertools.product(
+    default = FloorRule()
+    per_word += [  # the presence test, with the default floors
+        (default.quantile, default.negative_quantile, default.combine, default.piece_share, pq, alpha, scale,
+         ratio)
+        for pq in args.presence_quantiles if pq is not None
+        for alpha in args.presence_alphas for scale in args.present_floor_scales
+        for ratio in args.presence_ratios
+    ]  # fmt: skip
+    rows, known = [], {}
+    for (q, p, combine, piece, pq, alpha, scale, ratio), share, floor, numbers in itertools.product(
         per_word, args.common_shares, args.min_weights, args.numbers_match
     ):
         if q is None:
             words = {}
         else:
-            words = word_floors(table, FloorRule(q, p, combine, args.min_positives, piece))  # type: ignore[arg-type]
-        rule = MatchRule(share, floor, 0.0, numbers, words)
-        ranked, _, _ = no_match.judge(inside, rule)
-        _, out_none, _ = no_match.judge(outside, rule)
+            how = FloorRule(q, p, combine, args.min_positives, piece, pq)  # type: ignore[arg-type]
+            words = word_floors(table, how)
+        rule = MatchRule(share, floor, 0.0, numbers, words, alpha, scale, ratio)
+        tested = no_match.presence_verdicts(args.index, [*inside, *outside], rule, known) if pq else None
+        ranked, _, _ = no_match.judge(inside, rule, tested)
+        _, out_none, _ = no_match.judge(outside, rule, tested)
         pairs = list(zip(out_none, by_category, strict=True))
         rec = recall(ranked, captions)
         rows.append({
+            "presence_quantile": pq, "presence_alpha": alpha if pq else None,
+            "present_floor_scale": scale if pq else None, "presence_ratio": ratio if pq else None,
             "q": q, "p": p, "combine": combine, "piece_share": piece, "common_share": share,
             "min_weight": floor, "numbers_match": numbers, "words_with_floors": len(words),
             "R@10": rec["R@10"],
@@ -159,9 +193,12 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
     best = {}
     for kind, keep in (
         ("one floor", lambda r: r["q"] is None),
-        ("a floor per word", lambda r: r["q"] is not None),
+        ("a floor per word", lambda r: r["q"] is not None and r["presence_quantile"] is None),
+        ("a floor per word and the presence test", lambda r: r["presence_quantile"] is not None),
     ):
         kind_rows = [r for r in rows if keep(r)]
+        if not kind_rows:
+            continue
         allowed = [r for r in kind_rows if r["d_R@10"] >= -args.max_drop]
         if allowed:
             best[kind] = max(allowed, key=lambda r: (r["out_no_match"], r["d_R@10"])) | {"within": True}
@@ -187,16 +224,20 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
         f"Best rules within {args.max_drop:g} points of R@10 (every row: the JSON; a rule in italics: "
         "none is within, the one that costs least):",
         "",
-        "| rule | q | p | combine | piece share | common share | min weight | numbers alone | R@10 | d R@10 "
-        "| out: no match % | with a category word | object words only |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| rule | q | p | combine | piece share | presence q / alpha / floor scale | common share "
+        "| min weight | numbers alone | R@10 | d R@10 | out: no match % | with a category word "
+        "| object words only |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for kind, r in result["best"].items():
         name = kind if r["within"] else f"*{kind}*"
         piece = "-" if r.get("piece_share") is None else f"{r['piece_share']:g}"
+        test = "-"
+        if r.get("presence_quantile") is not None:
+            test = f"{r['presence_quantile']:g} / {r['presence_alpha']:g} / {r['present_floor_scale']:g}"
         lines.append(
             f"| {name} | {r['q'] if r['q'] is not None else '-'} | {r['p'] if r['p'] is not None else '-'} | "
-            f"{r['combine']} | {piece} | {r['common_share']:g} | {r['min_weight']:g} | "
+            f"{r['combine']} | {piece} | {test} | {r['common_share']:g} | {r['min_weight']:g} | "
             f"{'yes' if r['numbers_match'] else 'no'} | {r['R@10']:.1f} | {r['d_R@10']:+.1f} | "
             f"{r['out_no_match']:.1f} | {r['out_no_match_category_words']:.1f} | "
             f"{r['out_no_match_object_words']:.1f} |"

@@ -40,6 +40,10 @@ def _share(text: str) -> float:
     return value
 
 
+def _share_or_none(text: str) -> float | None:
+    return None if text == "none" else _share(text)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("manifest", type=Path, help="JSONL of captioned images outside the searched index")
     parser.add_argument("--model", required=True, help="the saved model folder the floors are for")
@@ -60,6 +64,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     for flag, kind, default, text in options:
         parser.add_argument(flag, type=kind, default=default, help=f"{text} (default: %(default)s)")
+    parser.add_argument(
+        "--presence-quantile", type=_share_or_none, default=DEFAULT.presence_quantile,
+        help="a word's strong weight for the presence test (service/presence.py): this quantile of its "
+        "weights where captions use it; none: no presence test (default: %(default)s)",
+    )  # fmt: skip
     parser.add_argument(
         "--combine", choices=("mid", "max"), default=DEFAULT.combine,
         help="the two quantiles' mean or their larger (default: %(default)s)",
@@ -92,8 +101,9 @@ def run(args: argparse.Namespace) -> int:
     if args.min_positives < 1:
         raise UsageError(f"--min-positives must be 1 or more, not {args.min_positives}")
     rule = FloorRule(
-        args.quantile, args.negative_quantile, args.combine, args.min_positives, args.piece_share
-    )
+        args.quantile, args.negative_quantile, args.combine, args.min_positives, args.piece_share,
+        args.presence_quantile,
+    )  # fmt: skip
     tokenizer = QueryTokenizer.from_pretrained(model)
     records = read_manifest(args.manifest)
     if not records:

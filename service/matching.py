@@ -30,6 +30,10 @@ The rule (its parameters chosen by measurement: ``bench/no_match.py``, docs/no-m
   than a rare one.
 - A **number** word ("two", "five", "12") says how many, not what: unless ``numbers_match``, it
   makes no match on its own (an image of five birds is no answer to "five clocks").
+- A calibrated word may also bring a ``Presence`` test (``service.presence``): when the index holds
+  it strongly in no more images than the model's look-alikes would give by chance, no image holds
+  it (``with_verdicts``); when it holds it beyond chance, its floor is ``present_floor_scale`` of
+  the calibrated one (the test, not the floor, now guards against look-alikes).
 - By default (``require_match``) results that do not match are left out, and an answer with none
   says why, per word ("No image has *dog*", "*a* is in every image and does not rank"). A request's
   ``min_score`` leaves out results scoring less.
@@ -38,9 +42,10 @@ The rule (its parameters chosen by measurement: ``bench/no_match.py``, docs/no-m
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from vsparta.service.presence import Presence, Verdict
 from vsparta.termindex import Hit
 from vsparta.termindex.base import TermStatistics
 from vsparta.termindex.scoring import idf_array, saturate
@@ -83,6 +88,9 @@ COMMON_SHARE = 0.5
 MIN_WEIGHT = 0.5
 MIN_EVIDENCE = 0.0
 NUMBERS_MATCH = False
+PRESENCE_ALPHA = 0.05
+PRESENT_FLOOR_SCALE = 0.75
+PRESENCE_RATIO = 1.0
 PLURAL_ENDINGS = frozenset({"##s", "##es"})  # a word's last piece that changes number, not meaning
 NUMBER_WORDS = frozenset(
     "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
@@ -100,11 +108,13 @@ def needed_pieces(tokens: Sequence[str]) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class WordFloor:
     """A calibrated word (``service.term_floors``): the vocabulary ids an image must hold for it
-    (the pieces its model writes for it), and the least weight of ``key`` among them."""
+    (the pieces its model writes for it), the least weight of ``key`` among them, and the test of
+    whether an index holds it beyond chance (``service.presence``; none from older calibrations)."""
 
     pieces: tuple[int, ...]
     key: int
     floor: float
+    presence: Presence | None = None
 
 
 @dataclass(frozen=True)
@@ -114,13 +124,20 @@ class MatchRule:
     ``min_evidence``: the least ``log(1 + weight) x idf`` of a held informative word for a match;
     ``numbers_match``: whether a number word alone can make a match; ``word_floors``: per word,
     the pieces an image must hold and a floor in place of ``min_weight`` (none by default;
-    calibrated on images outside the index by ``vsparta calibrate``, docs/no-match.md)."""
+    calibrated on images outside the index by ``vsparta calibrate``, docs/no-match.md);
+    ``presence_alpha``: the chance a calibrated word's strong images may have of coming from
+    look-alikes alone and still count (``service.presence``), ``presence_ratio``: how many times the
+    chance count its strong images must also be; ``present_floor_scale``: the share of its floor a
+    word held beyond chance needs."""
 
     common_share: float = COMMON_SHARE
     min_weight: float = MIN_WEIGHT
     min_evidence: float = MIN_EVIDENCE
     numbers_match: bool = NUMBERS_MATCH
     word_floors: Mapping[str, WordFloor] = field(default_factory=dict, hash=False)
+    presence_alpha: float = PRESENCE_ALPHA
+    present_floor_scale: float = PRESENT_FLOOR_SCALE
+    presence_ratio: float = PRESENCE_RATIO
 
     def common(self, images: int, indexed: int) -> bool:
         return indexed > 0 and images >= self.common_share * indexed
@@ -133,7 +150,8 @@ class WordCount:
     ending, or its calibrated pieces), ``key``: the one of them whose weight must reach ``floor``,
     ``idf``: its inverse document frequency in the index (0 when common, and when the rule's
     ``min_evidence`` is 0: then the evidence is not weighed), ``partial``: no image holds every
-    needed piece but some image holds one (an uncalibrated model may write only the telling ones)."""
+    needed piece but some image holds one (an uncalibrated model may write only the telling ones),
+    ``presence``: its calibrated test, ``verdict``: what the test said on this index (``with_verdicts``)."""
 
     word: str
     tokens: tuple[str, ...]
@@ -145,6 +163,13 @@ class WordCount:
     key: int
     floor: float
     partial: bool = False
+    presence: Presence | None = None
+    verdict: Verdict | None = None
+
+    @property
+    def by_chance(self) -> bool:
+        """Tested, and held strongly by no more images than look-alikes give by chance."""
+        return self.verdict is not None and not self.verdict.present
 
 
 @dataclass(frozen=True)
@@ -171,8 +196,10 @@ def count_words(
         if not ids:
             continue
         calibrated = rule.word_floors.get(word.text)
+        presence = None
         if calibrated is not None:
             needed, key, floor = calibrated.pieces, calibrated.key, calibrated.floor
+            presence = calibrated.presence
         else:
             needed = tuple(ids_of[t] for t in needed_pieces(word.tokens) if t in ids_of) or ids
             key, floor = needed[0], rule.min_weight
@@ -181,9 +208,32 @@ def count_words(
         common = rule.common(images, stats.n_docs)
         weighed = not common and rule.min_evidence > 0
         idf = float(idf_array([images], stats.n_docs)[0]) if weighed else 0.0
-        out.append(WordCount(word.text, word.tokens, ids, images, common, idf, needed, key, floor, partial))
+        out.append(
+            WordCount(word.text, word.tokens, ids, images, common, idf, needed, key, floor, partial, presence)
+        )
     numbers = frozenset() if rule.numbers_match else frozenset(w.word for w in out if is_number(w.word))
     return QueryCounts(int(stats.n_docs), out, numbers)
+
+
+def to_test(counts: QueryCounts, rule: MatchRule) -> dict[str, tuple[int, Presence]]:
+    """The informative words a presence test can decide (calibrated with one, held by some image);
+    none when the rule's ``presence_alpha`` is 0 (the test is off)."""
+    if rule.presence_alpha <= 0:
+        return {}
+    return {w.word: (w.key, w.presence) for w in counts.informative if w.presence is not None and w.images}
+
+
+def with_verdicts(counts: QueryCounts, verdicts: Mapping[str, Verdict], rule: MatchRule) -> QueryCounts:
+    """``counts`` with each tested word's verdict: one beyond chance needs ``present_floor_scale`` of
+    its floor, one not beyond chance is held by no image (``held``)."""
+    words = []
+    for w in counts.words:
+        verdict = verdicts.get(w.word)
+        if verdict is not None:
+            floor = w.floor * rule.present_floor_scale if verdict.present else w.floor
+            w = replace(w, verdict=verdict, floor=floor)
+        words.append(w)
+    return QueryCounts(counts.indexed, words, counts.numbers)
 
 
 def is_number(word: str) -> bool:
@@ -194,7 +244,7 @@ def _held_weight(hit: Hit, word: WordCount) -> float | None:
     """The weight of ``word``'s key piece in ``hit`` when ``hit`` holds the word (each needed
     piece, the key with at least the word's floor), else None."""
     terms = hit.contributions or {}
-    if not all(i in terms for i in word.needed):
+    if word.by_chance or not all(i in terms for i in word.needed):
         return None
     weight = terms[word.key][0]
     return weight if weight >= word.floor else None
@@ -239,6 +289,17 @@ def _absent(word: WordCount) -> str:
     )
 
 
+def _chance(word: WordCount, indexed: int) -> str:
+    """Why a word held by some images matches none: no more hold it strongly than look-alikes would."""
+    assert word.verdict is not None
+    expected = word.verdict.expected
+    return (
+        f"The images that hold {word.word} are no more than the model's look-alikes give by chance "
+        f"({expected:.1f} of {indexed:,} images expected; {word.verdict.needed} needed), so none counts "
+        "as a match."
+    )
+
+
 def _floor_text(words: Sequence[WordCount]) -> str:
     """The weight the words needed, in words: one floor, or each word's own (``word_floors``)."""
     own = {w.word: w.floor for w in words}
@@ -269,6 +330,7 @@ def describe(
             "images": w.images,
             "common": w.common,
             "partial": w.partial,
+            "beyond_chance": None if w.verdict is None else w.verdict.present,
             "results": sum(1 for h in shown if not w.common and held(h, w)),
         }
         for w in counts.words
@@ -284,7 +346,9 @@ def describe(
     numbers = [w for w in counts.words if w.word in counts.numbers and not w.common]
     found = [w for w in rare if any(held(h, w) for h in ranked)]
     reasons = [_absent(w) for w in rare if w.images == 0]
-    weak = [w for w in rare if w.images > 0 and w not in found]
+    chance = [w for w in rare if w.images > 0 and w.by_chance]
+    reasons += [_chance(w, counts.indexed) for w in chance]
+    weak = [w for w in rare if w.images > 0 and w not in found and w not in chance]
     if weak and require_match:
         floor = _floor_text(weak)
         reasons.append(  # below the floor, or too light to rank among the best-scored images

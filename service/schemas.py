@@ -140,6 +140,13 @@ class WordStat(_Out):
         description="No image holds every word-piece the match rule needs for it, but some image holds "
         "one of them (a model may write only a word's telling pieces; `vsparta calibrate` learns which).",
     )
+    beyond_chance: bool | None = Field(
+        None,
+        description="A calibrated word's presence test on this index: true when more images hold it "
+        "strongly than the model's look-alikes give by chance, false when not (then it matches no image: "
+        "the images that hold it are look-alikes); null when not tested (no calibration, or no image "
+        "has it).",
+    )
     results: int = Field(ge=0, description="Results shown that match it (weight >= the match floor).")
 
 

@@ -35,7 +35,18 @@ import numpy as np
 
 from vsparta.model.query_tokenizer import QueryTokenizer
 from vsparta.service.images import resolve_image
-from vsparta.service.matching import MatchRule, QueryCounts, Word, count_words, describe, select, words_of
+from vsparta.service.matching import (
+    MatchRule,
+    QueryCounts,
+    Word,
+    count_words,
+    describe,
+    select,
+    to_test,
+    with_verdicts,
+    words_of,
+)
+from vsparta.service.presence import Presence, Verdict, verdicts
 from vsparta.service.rerankers.base import Reranker
 from vsparta.service.results import (
     ResultView,
@@ -145,6 +156,7 @@ class SearchPipeline:
         self.reranker = reranker
         self.match = match or MatchRule()
         self.stage_latency = stage_latency
+        self._verdicts: dict[tuple[str, str, int, Presence], Verdict] = {}  # per index version
 
     def stage(self, name: str) -> AbstractContextManager[Any]:
         """Times one stage into ``stage_latency`` (the service's ``ServiceMetrics``), if given."""
@@ -180,6 +192,8 @@ class SearchPipeline:
         words = words_of(tokens)
         ids_of = {self.tokenizer.id_to_token(t): t for t in weights}
         held = count_words(words, ids_of, stats, self.match)
+        if tests := to_test(held, self.match):
+            held = with_verdicts(held, await self._tested(engine, tests, stats), self.match)
         return WeightedQuery(weights, tokens, words, [w.text for w in words], how, held)
 
     async def _statistics(self, engine: AsyncReader, ids: Iterable[int]) -> TermStatistics:
@@ -190,6 +204,26 @@ class SearchPipeline:
             if wanted:
                 return await engine.term_statistics(wanted)
             return TermStatistics(await engine.count(), {})
+
+    async def _tested(
+        self, engine: AsyncReader, tests: dict[str, tuple[int, Presence]], stats: TermStatistics
+    ) -> dict[str, Verdict]:
+        """The presence test of each calibrated word (``service.presence``), remembered per index
+        version when the engine names one (a new version asks again)."""
+        keys = {w: (stats.version, w, *tests[w]) for w in tests}
+        ask = {w: t for w, t in tests.items() if not stats.version or keys[w] not in self._verdicts}
+        with self.stage("presence"):
+            rule = self.match
+            found = (
+                await verdicts(engine, ask, stats.n_docs, rule.presence_alpha, rule.presence_ratio)
+                if ask
+                else {}
+            )
+        if stats.version:
+            if len(self._verdicts) > 100_000:
+                self._verdicts.clear()
+            self._verdicts.update({keys[w]: v for w, v in found.items()})
+        return {w: found[w] if w in found else self._verdicts[keys[w]] for w in tests}
 
     def similar_query(self, doc: TermDocument, n_terms: int) -> WeightedQuery:
         """A "more like this" query as people read it: the image's heaviest terms, named by its captions."""

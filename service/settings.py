@@ -15,7 +15,15 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from vsparta.model.query_tokenizer import QueryTokenizer
-from vsparta.service.matching import COMMON_SHARE, MIN_EVIDENCE, MIN_WEIGHT, NUMBERS_MATCH, MatchRule
+from vsparta.service.matching import (
+    COMMON_SHARE,
+    MIN_EVIDENCE,
+    MIN_WEIGHT,
+    NUMBERS_MATCH,
+    PRESENCE_ALPHA,
+    PRESENT_FLOOR_SCALE,
+    MatchRule,
+)
 from vsparta.service.rerankers.registry import NONE as NO_RERANKER
 from vsparta.service.rerankers.registry import RERANKERS
 from vsparta.service.term_floors import load as load_term_floors
@@ -113,6 +121,21 @@ class ServiceSettings(BaseSettings):
         description="Whether a number word ('two', 'five') alone can make a result a match "
         "(docs/no-match.md).",
     )
+    match_presence_alpha: float = Field(
+        PRESENCE_ALPHA,
+        ge=0,
+        le=1,
+        description="A calibrated word matches no image of an index that holds it strongly no more "
+        "often than the model's look-alikes would by chance with at least this probability "
+        "(service/presence.py; 0 turns the test off; docs/no-match.md).",
+    )
+    match_present_floor_scale: float = Field(
+        PRESENT_FLOOR_SCALE,
+        gt=0,
+        le=1,
+        description="The share of its calibrated floor a word needs once the index holds it beyond "
+        "chance (docs/no-match.md).",
+    )
     setup_errors: Literal["exit", "not-ready"] = Field(
         "exit",
         description="A wrong model or images folder: `exit` (a CLI mistake, exit 2) or `not-ready` "
@@ -132,6 +155,8 @@ class ServiceSettings(BaseSettings):
             self.match_min_evidence,
             self.match_numbers,
             floors,
+            self.match_presence_alpha,
+            self.match_present_floor_scale,
         )
 
     @field_validator("image_roots", "thumbnail_sizes", "cors_origins", mode="before")

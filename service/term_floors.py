@@ -17,6 +17,9 @@ negatives), a ``WordFloor`` says:
   (1 - ``negative_quantile``) quantile on the negatives, combined as their larger (``max``) or
   their mean (``mid``).
 
+- its presence test (``service.presence.Presence``): the ``presence_quantile`` of the key's
+  weights on the positives as a strong weight, and the share of negatives reaching it.
+
 A word without calibration keeps the rule's own (every piece, ``min_weight``). The floors belong to
 the model (its weights' scale), so they are saved in the model's folder (``FILE``, written by
 ``vsparta calibrate``) and read by the service and ``vsparta search`` from there
@@ -36,6 +39,7 @@ import numpy as np
 from vsparta.core.errors import UsageError
 from vsparta.model.query_tokenizer import QueryTokenizer
 from vsparta.service.matching import Word, WordFloor, needed_pieces, words_of
+from vsparta.service.presence import Presence, null_rate
 from vsparta.termindex.base import TermIndex
 
 FILE = "term-floors.json"
@@ -54,6 +58,7 @@ class FloorRule:
     combine: Literal["max", "mid"] = "mid"
     min_positives: int = 3
     piece_share: float = 0.5
+    presence_quantile: float | None = 0.75  # None: no presence test (docs/no-match.md chose 0.75)
 
 
 @dataclass(frozen=True)
@@ -111,7 +116,12 @@ def word_floors(table: Calibration, rule: FloorRule) -> dict[str, WordFloor]:
             neg = table.weights[key][~pos]
             high = float(np.quantile(neg, 1 - rule.negative_quantile)) if len(neg) else 0.0
             floor = max(low, high) if rule.combine == "max" else 0.5 * (low + high)
-        out[word] = WordFloor(written, key, floor)
+        presence = None
+        if rule.presence_quantile is not None:
+            strong = float(np.quantile(table.weights[key][pos], rule.presence_quantile))
+            negatives = table.weights[key][~pos]
+            presence = Presence(strong, null_rate(int((negatives >= strong).sum()), len(negatives)))
+        out[word] = WordFloor(written, key, floor, presence)
     return out
 
 
@@ -138,6 +148,7 @@ def save(
             "key": tokenizer.id_to_token(f.key),
             "floor": round(f.floor, 6),
         }
+        | _presence_entry(f)
         for word, f in sorted(table.items())
     }
     body = {"format": FORMAT, "rule": asdict(rule), "calibration_images": images, "words": words}
@@ -163,18 +174,34 @@ def load(model_path: Path, tokenizer: QueryTokenizer) -> dict[str, WordFloor]:
                 f"format {body.get('format')!r}, this version reads {FORMAT}: run `vsparta calibrate` again"
             )
         entries = {
-            str(word): ([str(t) for t in e["pieces"]], str(e["key"]), float(e["floor"]))
+            str(word): ([str(t) for t in e["pieces"]], str(e["key"]), float(e["floor"]), _presence(e))
             for word, e in body["words"].items()
         }
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise UsageError(f"{path} is not a term-floors file this version reads: {exc}") from exc
     out = {}
-    for word, (pieces, key, floor) in entries.items():
+    for word, (pieces, key, floor, presence) in entries.items():
         ids = tuple(tokenizer.token_to_id(t) for t in pieces)
         key_id = tokenizer.token_to_id(key)
         if None in ids or key_id is None or key_id not in ids:
             raise UsageError(
                 f"{path} gives {word!r} pieces the model's vocabulary lacks or a key not among them"
             )
-        out[word] = WordFloor(ids, key_id, floor)  # type: ignore[arg-type]
+        out[word] = WordFloor(ids, key_id, floor, presence)  # type: ignore[arg-type]
     return out
+
+
+def _presence_entry(f: WordFloor) -> dict[str, float]:
+    if f.presence is None:
+        return {}
+    return {"strong": round(f.presence.weight, 6), "null_rate": f.presence.null_rate}
+
+
+def _presence(entry: Mapping[str, Any]) -> Presence | None:
+    """A word's presence test; none in a file calibrated before there was one (it reads as before)."""
+    if "strong" not in entry:
+        return None
+    rate = float(entry["null_rate"])
+    if not 0 < rate <= 1:
+        raise ValueError(f"null_rate {rate} is not a share in (0, 1]")
+    return Presence(float(entry["strong"]), rate)

@@ -56,3 +56,9 @@ def test_calibrate_encodes_the_images_itself_and_leaves_out_what_it_cannot_read(
     assert main(["index", str(manifest), "--backend", spec, "--model", str(two_step), "--no-progress"]) == 0
     assert main(["calibrate", str(manifest), "--model", str(two_step), "--index", spec]) == 0
     assert json.loads((two_step / FILE).read_text()) == written
+    assert all("strong" in w and "null_rate" in w for w in written["words"].values())  # the presence test
+    argv = ["calibrate", str(manifest), "--model", str(two_step), "--index", spec]
+    assert main([*argv, "--presence-quantile", "none"]) == 0
+    untested = json.loads((two_step / FILE).read_text())
+    assert untested["rule"]["presence_quantile"] is None
+    assert not any("strong" in w for w in untested["words"].values())

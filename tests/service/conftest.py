@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,6 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 from service_testdata import Corpus, make_corpus
 
+from vsparta.cli import main
 from vsparta.service.app import create_app
 from vsparta.service.settings import ServiceSettings
 from vsparta.termindex import open_index
@@ -137,3 +140,21 @@ def need_service(pytestconfig: pytest.Config) -> Callable[[bool, str, str], None
         if callable(fn):
             return fn
     raise RuntimeError("require_service not found in tests/conftest.py")
+
+
+@pytest.fixture
+def calibrated(corpus: Corpus, embedded_spec: str, tmp_path: Path) -> Path:
+    """A copy of the corpus's model, calibrated on the corpus's images with their colour as caption."""
+    model = tmp_path / "model"
+    shutil.copytree(corpus.model_dir, model)
+    manifest = tmp_path / "calibration.jsonl"
+    colours = ("red", "blue", "green", "yellow")
+    lines = [
+        {"id": d.id, "image": f"{d.id}.png", "captions": [f"a {d.id.split('-')[0]} thing"]}
+        for d in corpus.docs
+        if d.id.split("-")[0] in colours
+    ]
+    manifest.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    argv = ["calibrate", str(manifest), "--model", str(model), "--index", embedded_spec, "--quantile", "0"]
+    assert main(argv) == 0
+    return model

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from vsparta.cli import main
 from vsparta.service.app import create_app
 from vsparta.service.cli import setup_problem
 from vsparta.service.matching import WordFloor
+from vsparta.service.presence import Presence
 from vsparta.service.settings import ServiceSettings
 from vsparta.service.term_floors import FILE, Calibration, FloorRule, caption_words, load, save, word_floors
 
@@ -60,7 +60,10 @@ def test_a_floor_is_a_quantile_of_the_positives_raised_to_or_averaged_with_the_n
 
 def test_a_word_needs_the_pieces_its_model_writes_on_its_positives() -> None:
     cupcake = word_floors(CALIBRATION, FloorRule(0.0, 0.0, "max", 3))["cupcake"]
-    assert cupcake == WordFloor((11,), 11, 3.0)  # never "cup"; ##cake's least positive 3.0 > 1.0
+    # never "cup"; ##cake's least positive 3.0 > 1.0; strong: its positives' 3rd quartile (3, 4, 5),
+    # reached by none of its 5 negatives (null rate smoothed: 0.5 / 6)
+    assert cupcake == WordFloor((11,), 11, 3.0, Presence(4.5, 0.5 / 6))
+    assert word_floors(CALIBRATION, FloorRule(presence_quantile=None))["cupcake"].presence is None
     assert word_floors(CALIBRATION, FloorRule(piece_share=1.0))["cupcake"].pieces == (11,)  # on each
     never = Calibration({"x": (10, 12)}, {"x": np.array([True] * 3 + [False] * 5)}, CALIBRATION.weights)
     assert word_floors(never, FloorRule())["x"].pieces == (10, 12)  # written on no positive: all kept
@@ -85,6 +88,16 @@ def test_floors_are_saved_by_token_and_read_back_by_id(corpus: Corpus, tmp_path:
     assert body["calibration_images"] == 12 and body["format"] == 2
     assert load(tmp_path, tok) == table
     assert load(tmp_path / FILE, tok) == table  # a tokenizer.json-like file's folder
+    tested = {"red": WordFloor((red,), red, 1.5, Presence(2.5, 0.125))}
+    save(tmp_path, tested, tok, FloorRule(), 12)
+    assert json.loads(path.read_text())["words"]["red"] == {
+        "pieces": ["red"], "key": "red", "floor": 1.5, "strong": 2.5, "null_rate": 0.125
+    }  # fmt: skip
+    assert load(tmp_path, tok) == tested
+    body["words"] = {"red": {"pieces": ["red"], "key": "red", "floor": 1, "strong": 2, "null_rate": 0}}
+    path.write_text(json.dumps(body))
+    with pytest.raises(ValueError, match=r"null_rate 0.0 is not a share in \(0, 1\]"):
+        load(tmp_path, tok)
     path.write_text(
         json.dumps({**body, "words": {"x": {"pieces": ["notawordpiece123"], "key": "x", "floor": 1}}})
     )
@@ -98,28 +111,13 @@ def test_floors_are_saved_by_token_and_read_back_by_id(corpus: Corpus, tmp_path:
         load(tmp_path, tok)
 
 
-@pytest.fixture
-def calibrated(corpus: Corpus, embedded_spec: str, tmp_path: Path) -> Path:
-    """A copy of the corpus's model, calibrated on the corpus's images with their colour as caption."""
-    model = tmp_path / "model"
-    shutil.copytree(corpus.model_dir, model)
-    manifest = tmp_path / "calibration.jsonl"
-    colours = ("red", "blue", "green", "yellow")
-    lines = [
-        {"id": d.id, "image": f"{d.id}.png", "captions": [f"a {d.id.split('-')[0]} thing"]}
-        for d in corpus.docs
-        if d.id.split("-")[0] in colours
-    ]
-    manifest.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    argv = ["calibrate", str(manifest), "--model", str(model), "--index", embedded_spec, "--quantile", "0"]
-    assert main(argv) == 0
-    return model
-
-
 def test_calibrate_writes_the_models_floors(calibrated: Path, corpus: Corpus) -> None:
     table = json.loads((calibrated / FILE).read_text())["words"]
     # "red": 3.0 on the 3 images captioned red, 0 on the 9 others: the mean of 3.0 and 0.0
-    assert table["red"] == {"pieces": ["red"], "key": "red", "floor": pytest.approx(1.5)}
+    assert table["red"] == {
+        "pieces": ["red"], "key": "red", "floor": pytest.approx(1.5),
+        "strong": pytest.approx(3.0), "null_rate": pytest.approx(0.05),  # its presence test: 0.5 / 10
+    }  # fmt: skip
     assert table["blue"]["floor"] == pytest.approx(1.75)
     assert table["thing"]["floor"] == pytest.approx(0.0) and "cube" not in table  # no caption says "cube"
 
@@ -130,6 +128,8 @@ def test_the_service_holds_each_word_to_its_own_floor(
     red = calibrated / FILE
     body = json.loads(red.read_text())
     body["words"]["red"]["floor"] = 3.2  # above red's 3.0 on every red image; blue keeps 1.75
+    for entry in body["words"].values():  # no presence test (as a file calibrated before there was one)
+        del entry["strong"], entry["null_rate"]  # (tests/service/test_service_presence.py tests it)
     red.write_text(json.dumps(body))
     for floors_on, expect_red in ((True, []), (False, ["red-cube", "red-sphere", "red-cylinder"])):
         settings = make_settings(embedded_spec, model_path=calibrated, match_term_floors=floors_on)

@@ -1,0 +1,100 @@
+"""Does the index hold a word beyond chance? A test from the index's own counts.
+
+Why: a model writes a word it learnt onto look-alikes with weights as large as on the real thing
+("bird" on a hippopotamus, "mammal" on a parrot), so no floor on one image's weight tells a query
+for an object the index lacks from one it holds (docs/no-match.md: at most 48 % of such queries
+answered "no match" with a floor per word). But the calibration images also say how often the model
+writes a word strongly on pictures of *other* things: if the index holds no more images with a
+strong weight of it than that rate predicts for an index of its size, its strong images are
+look-alikes, and the word matches no image of this index.
+
+Per calibrated word (``Presence``, made by ``vsparta calibrate``): ``weight``, a strong weight of
+its key piece (a quantile of its weights on the images whose captions use it), and ``null_rate``,
+the share of the other calibration images holding the key at that weight or more. For an index of
+``n`` images the chance count is ``null_rate x n``; the word is **beyond chance** when so many
+images hold it strongly that a Poisson count with that mean reaches it with probability under
+``alpha``, and at least ``ratio`` times that mean: with hundreds expected (a caption template's
+"photo", written as weakly on every image), a few more than the calibration predicts is a
+difference between two sets of pictures, not evidence that the index shows the word. The least
+such count ``c`` (``needed_count``) is all a search needs to ask: the word's key alone as the
+query, ``c`` results; beyond chance when the ``c``-th still holds the strong weight.
+One search of a few results per calibrated query word, on any engine (no new statistics).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from vsparta.termindex import Hit
+
+SMOOTHING = 0.5  # added to the calibration's count of strong negatives: a rate of 0 is never proven
+MAX_DEPTH = 10_000  # a word so common by chance that more results would be needed is never proven
+
+
+@dataclass(frozen=True)
+class Presence:
+    """A calibrated word's strong weight (of its key piece) and how often other images reach it."""
+
+    weight: float
+    null_rate: float
+
+
+def null_rate(strong_negatives: int, negatives: int) -> float:
+    """The share of calibration images without the word that hold it strongly, smoothed."""
+    return (strong_negatives + SMOOTHING) / (negatives + 1)
+
+
+def needed_count(expected: float, alpha: float, ratio: float = 1.0) -> int:
+    """The least count ``c`` with P(X >= c) < ``alpha`` for X ~ Poisson(``expected``), and at least
+    ``ratio`` x ``expected``."""
+    if expected <= 0:
+        return 1
+    if ratio * expected > MAX_DEPTH:
+        return MAX_DEPTH + 1
+    term = math.exp(-expected)  # P(X = 0)
+    below = 0.0  # P(X < c)
+    c = 0
+    while c < MAX_DEPTH:
+        below += term
+        c += 1
+        if 1.0 - below < alpha:
+            return max(c, math.ceil(ratio * expected))
+        term *= expected / c
+    return MAX_DEPTH + 1
+
+
+def beyond_chance(hits: list[Hit], key: int, weight: float, needed: int) -> bool:
+    """Whether the results of the key alone (best first) show ``needed`` images holding ``weight``."""
+    if needed > len(hits):
+        return False
+    terms = hits[needed - 1].contributions or {}
+    return key in terms and terms[key][0] >= weight
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the test said of one word: beyond chance or not, and the count it needed."""
+
+    present: bool
+    needed: int
+    expected: float
+
+
+async def verdicts(
+    engine: Any, words: Mapping[str, tuple[int, Presence]], indexed: int, alpha: float, ratio: float = 1.0
+) -> dict[str, Verdict]:
+    """Per word (its key and ``Presence``), the test on an index of ``indexed`` images: one search of
+    the key alone for ``needed_count`` results (``engine``: an ``AsyncReader``)."""
+    out = {}
+    for word, (key, presence) in words.items():
+        expected = presence.null_rate * indexed
+        needed = needed_count(expected, alpha, ratio)
+        present = False
+        if needed <= min(indexed, MAX_DEPTH):
+            hits = await engine.search({key: 1.0}, k=needed, explain=True)
+            present = beyond_chance(hits, key, presence.weight, needed)
+        out[word] = Verdict(present, needed, expected)
+    return out

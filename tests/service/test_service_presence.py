@@ -1,0 +1,114 @@
+"""The presence test (``service.presence``): a calibrated word matches no image of an index that
+holds it strongly no more often than the model's look-alikes give by chance.
+
+The corpus (``service_testdata``): "red" weighs 3.0 on the 3 red images and nothing elsewhere.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from vsparta.service.app import create_app
+from vsparta.service.matching import MatchRule, QueryCounts, WordCount, describe, held, to_test, with_verdicts
+from vsparta.service.presence import MAX_DEPTH, Presence, Verdict, beyond_chance, needed_count, null_rate
+from vsparta.service.settings import ServiceSettings
+from vsparta.service.term_floors import FILE
+from vsparta.termindex import Hit
+
+
+def poisson_tail(c: int, mean: float) -> float:
+    """P(X >= c), X ~ Poisson(mean), summed directly."""
+    return 1.0 - sum(math.exp(-mean) * mean**i / math.factorial(i) for i in range(c))
+
+
+@pytest.mark.parametrize("mean", [0.05, 0.6, 2.5, 10.0, 80.0])
+@pytest.mark.parametrize("alpha", [0.05, 0.001])
+def test_the_count_needed_is_the_least_with_a_poisson_tail_under_alpha(mean: float, alpha: float) -> None:
+    c = needed_count(mean, alpha)
+    assert poisson_tail(c, mean) < alpha <= poisson_tail(c - 1, mean)
+
+
+def test_the_count_needed_in_edge_cases() -> None:
+    assert needed_count(0.0, 0.05) == 1  # no image holds it by chance: one strong image proves it
+    assert needed_count(2.5, 0.05) == 6  # P(X >= 6) = 0.042, P(X >= 5) = 0.109
+    assert needed_count(50_000.0, 0.05) == MAX_DEPTH + 1  # never asked of an engine
+    assert needed_count(10.0, 0.05, ratio=2.0) == 20  # the tail alone asks 16: also twice the chance count
+    assert needed_count(0.6, 0.05, ratio=2.0) == needed_count(0.6, 0.05) == 3  # the tail asks more
+    assert needed_count(6_000.0, 0.05, ratio=2.0) == MAX_DEPTH + 1
+    assert null_rate(0, 9) == 0.05 and null_rate(3, 99) == 0.035  # smoothed: never proven absent
+
+
+def hit(doc_id: str, weight: float) -> Hit:
+    return Hit(doc_id, weight, {}, {7: (weight, weight)})
+
+
+def test_beyond_chance_reads_the_needed_result() -> None:
+    hits = [hit("a", 5.0), hit("b", 4.0), hit("c", 1.0)]
+    assert beyond_chance(hits, 7, 4.0, 2)  # the second still holds the strong weight
+    assert not beyond_chance(hits, 7, 4.0, 3)  # the third does not
+    assert not beyond_chance(hits, 7, 1.0, 4)  # fewer results than needed
+    assert not beyond_chance([Hit("a", 1.0, {}, {8: (9.0, 9.0)})], 7, 1.0, 1)  # not this key
+
+
+def test_a_word_not_beyond_chance_is_held_by_no_image_and_says_why() -> None:
+    test = Presence(3.0, 0.1)
+    word = WordCount("mouse", ("mouse",), (7,), 4, False, 0.0, (7,), 7, 2.0, presence=test)
+    counts = QueryCounts(100, [word])
+    rule = MatchRule()
+    assert to_test(counts, rule) == {"mouse": (7, test)}
+    assert to_test(counts, MatchRule(presence_alpha=0)) == {}  # the test off
+    strong = hit("parrot", 6.0)
+    assert held(strong, word)
+    chance = with_verdicts(counts, {"mouse": Verdict(False, 25, 10.0)}, rule)
+    assert not held(strong, chance.words[0])
+    said = describe([strong], [], [], chance, rule, require_match=True, min_score=0.0)
+    assert said["no_match"]["words"] == ["mouse"]
+    assert said["no_match"]["reason"] == (
+        "The images that hold mouse are no more than the model's look-alikes give by chance "
+        "(10.0 of 100 images expected; 25 needed), so none counts as a match."
+    )
+    assert said["query_word_stats"][0]["beyond_chance"] is False
+    present = with_verdicts(counts, {"mouse": Verdict(True, 25, 10.0)}, rule).words[0]
+    assert present.floor == 2.0 * rule.present_floor_scale and held(hit("mouse", 1.6), present)
+    assert not held(hit("mouse", 1.4), present)
+
+
+def test_the_service_asks_each_engine_whether_a_word_is_beyond_chance(
+    calibrated: Path, every_engine_spec: str, make_settings: Callable[..., ServiceSettings]
+) -> None:
+    path = calibrated / FILE
+    body = json.loads(path.read_text())
+    red = body["words"]["red"]
+    # 3.0 on each of the 3 red images, on none of the 9 others: strong 3.0, null rate 0.5 / 10
+    assert red["strong"] == pytest.approx(3.0) and red["null_rate"] == pytest.approx(0.05)
+    settings = make_settings(every_engine_spec, model_path=calibrated)
+    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+        r = c.post("/search", json={"query": "red", "k": 5}).json()
+        indexed = r["indexed_images"]
+        expected = 0.05 * indexed
+        needed = needed_count(expected, 0.05)
+        assert needed > 3  # 3 strong images of 19 prove nothing when 5 % of the others may hold it so
+        assert r["results"] == [] and r["no_match"]["words"] == ["red"]
+        assert r["query_word_stats"][0]["beyond_chance"] is False
+        assert f"({expected:.1f} of {indexed:,} images expected; {needed} needed)" in r["no_match"]["reason"]
+        old = c.post("/search", json={"query": "red", "k": 5, "require_match": False}).json()
+        assert {x["id"] for x in old["results"]} >= {"red-cube", "red-cylinder", "red-sphere"}
+    off = make_settings(every_engine_spec, model_path=calibrated, match_presence_alpha=0)
+    with TestClient(create_app(off), raise_server_exceptions=False) as c:  # the test off: floors alone
+        r = c.post("/search", json={"query": "red", "k": 5}).json()
+        assert sorted(x["id"] for x in r["results"]) == ["red-cube", "red-cylinder", "red-sphere"]
+        assert r["query_word_stats"][0]["beyond_chance"] is None
+    red["null_rate"] = 0.01  # as if calibrated on far more images: now 2 strong ones are beyond chance
+    path.write_text(json.dumps(body))
+    assert needed_count(0.01 * indexed, 0.05) == 2
+    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+        r = c.post("/search", json={"query": "red", "k": 5}).json()
+        assert sorted(x["id"] for x in r["results"]) == ["red-cube", "red-cylinder", "red-sphere"]
+        assert r["query_word_stats"][0]["beyond_chance"] is True
+        assert "no_match" not in r
