@@ -84,13 +84,13 @@ def words_of(tokens: Sequence[str]) -> list[Word]:
 
 
 # Chosen on the object scenes (docs/no-match.md): see MatchRule.
-COMMON_SHARE = 0.5
+COMMON_SHARE = 0.6
 MIN_WEIGHT = 0.5
 MIN_EVIDENCE = 0.0
 NUMBERS_MATCH = False
 PRESENCE_ALPHA = 0.05
 PRESENT_FLOOR_SCALE = 0.75
-PRESENCE_RATIO = 1.0
+PRESENCE_RATIO = 1.5
 PLURAL_ENDINGS = frozenset({"##s", "##es"})  # a word's last piece that changes number, not meaning
 NUMBER_WORDS = frozenset(
     "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "

@@ -132,7 +132,7 @@ class WordStat(_Out):
         "statistics; 0: no image has it).",
     )
     common: bool = Field(
-        description="Held by so many of the images (`VSPARTA_MATCH_COMMON_SHARE`, by default half) "
+        description="Held by so many of the images (`VSPARTA_MATCH_COMMON_SHARE`, by default 60 %) "
         "that it does not tell them apart: it adds to scores but makes no result a match."
     )
     partial: bool = Field(

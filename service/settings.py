@@ -21,6 +21,7 @@ from vsparta.service.matching import (
     MIN_WEIGHT,
     NUMBERS_MATCH,
     PRESENCE_ALPHA,
+    PRESENCE_RATIO,
     PRESENT_FLOOR_SCALE,
     MatchRule,
 )
@@ -129,6 +130,13 @@ class ServiceSettings(BaseSettings):
         "often than the model's look-alikes would by chance with at least this probability "
         "(service/presence.py; 0 turns the test off; docs/no-match.md).",
     )
+    match_presence_ratio: float = Field(
+        PRESENCE_RATIO,
+        ge=1,
+        allow_inf_nan=False,
+        description="How many times the chance count a calibrated word's strong images must also be "
+        "(service/presence.py; docs/no-match.md).",
+    )
     match_present_floor_scale: float = Field(
         PRESENT_FLOOR_SCALE,
         gt=0,
@@ -157,6 +165,7 @@ class ServiceSettings(BaseSettings):
             floors,
             self.match_presence_alpha,
             self.match_present_floor_scale,
+            self.match_presence_ratio,
         )
 
     @field_validator("image_roots", "thumbnail_sizes", "cors_origins", mode="before")

@@ -58,7 +58,7 @@ class FloorRule:
     combine: Literal["max", "mid"] = "mid"
     min_positives: int = 3
     piece_share: float = 0.5
-    presence_quantile: float | None = 0.75  # None: no presence test (docs/no-match.md chose 0.75)
+    presence_quantile: float | None = 0.65  # None: no presence test (docs/no-match.md chose 0.65)
 
 
 @dataclass(frozen=True)
