@@ -207,6 +207,27 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
     return {"baseline": base, "rows": rows, "best": best, "out_with_category_words": sum(by_category)}
 
 
+def pipeline_check(args: argparse.Namespace, tokenizer: Any, table: Any, row: dict[str, Any],
+                   inside: list[Any], outside: list[Any]) -> dict[str, Any]:  # fmt: skip
+    """A presence row's rule through the service's whole pipeline (as ``vsparta serve`` runs it,
+    verdicts remembered per index version), and the same rule without the test: the grid's figures
+    once more, and what the test costs a query."""
+    from dataclasses import replace
+
+    from vsparta.service.matching import MatchRule
+    from vsparta.service.term_floors import FloorRule, word_floors
+
+    how = FloorRule(row["q"], row["p"], row["combine"], args.min_positives, row["piece_share"],
+                    row["presence_quantile"])  # fmt: skip
+    floors = word_floors(table, how)
+    rule = MatchRule(row["common_share"], row["min_weight"], 0.0, row["numbers_match"], floors,
+                     row["presence_alpha"], row["present_floor_scale"], row["presence_ratio"])  # fmt: skip
+    return {
+        name: no_match.check(args, tokenizer, r, inside, outside)
+        for name, r in (("with the test", rule), ("without it", replace(rule, presence_alpha=0.0)))
+    }
+
+
 def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
     info, base = result["meta"], result["baseline"]
     lines = [
@@ -224,7 +245,7 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
         f"Best rules within {args.max_drop:g} points of R@10 (every row: the JSON; a rule in italics: "
         "none is within, the one that costs least):",
         "",
-        "| rule | q | p | combine | piece share | presence q / alpha / floor scale | common share "
+        "| rule | q | p | combine | piece share | presence q / alpha / ratio / floor scale | common share "
         "| min weight | numbers alone | R@10 | d R@10 | out: no match % | with a category word "
         "| object words only |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
@@ -234,13 +255,22 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
         piece = "-" if r.get("piece_share") is None else f"{r['piece_share']:g}"
         test = "-"
         if r.get("presence_quantile") is not None:
-            test = f"{r['presence_quantile']:g} / {r['presence_alpha']:g} / {r['present_floor_scale']:g}"
+            test = f"{r['presence_quantile']:g} / {r['presence_alpha']:g} / {r['presence_ratio']:g} / "
+            test += f"{r['present_floor_scale']:g}"
         lines.append(
             f"| {name} | {r['q'] if r['q'] is not None else '-'} | {r['p'] if r['p'] is not None else '-'} | "
             f"{r['combine']} | {piece} | {test} | {r['common_share']:g} | {r['min_weight']:g} | "
             f"{'yes' if r['numbers_match'] else 'no'} | {r['R@10']:.1f} | {r['d_R@10']:+.1f} | "
             f"{r['out_no_match']:.1f} | {r['out_no_match_category_words']:.1f} | "
             f"{r['out_no_match_object_words']:.1f} |"
+        )
+    for name, got in result.get("pipeline", {}).items():
+        rec = got["recall"]
+        lines.append(
+            f"\nThe presence rule above through the service's pipeline, {name}: R@1/5/10 = "
+            f"{rec['R@1']:.1f} / {rec['R@5']:.1f} / {rec['R@10']:.1f}; **out**: {got['out_no_match']:.1f} % "
+            f"no match, {got['out_named']:.1f} % naming the words that found nothing; "
+            f"{got['ms_per_query']:.2f} ms per query."
         )
     return "\n".join(lines) + "\n"
 
@@ -257,6 +287,9 @@ def run(args: argparse.Namespace) -> int:
     outside = no_match.collect(tokenizer, args.index, outside_captions)
     result = grid(args, inside, outside, captions, table)
     result |= {"in_queries": len(inside), "out_queries": len(outside), "calibration_images": table.images}
+    tested = result["best"].get("a floor per word and the presence test")
+    if tested is not None:
+        result["pipeline"] = pipeline_check(args, tokenizer, table, tested, captions, outside_captions)
     result["meta"] = meta("no-match-floors", time.perf_counter() - start)
     text = markdown(result, args)
     print(text)  # noqa: T201 - the command's output

@@ -116,3 +116,52 @@ def test_no_match_without_a_rule_that_keeps_recall_chooses_the_least_costly(setu
     result = json.loads((out_dir / "no-match.json").read_text())
     least = max(g["d_R@10"] for g in result["grid"])
     assert result["chosen"]["d_R@10"] == least == 0.0  # not the floor of 5 that answers nothing
+
+
+def test_no_match_floors_measures_the_presence_test_and_runs_it_through_the_pipeline(
+    setup: dict[str, str], tmp_path: Path
+) -> None:
+    """Two cubes of the index also hold "zebra" as strongly as the 4 calibration zebras do, as 3 of
+    the 36 other calibration images do: a floor cannot tell them from zebras, the presence test can
+    (3.5 / 37 of 12 images expected by chance; 4 needed, 2 found)."""
+    tok = QueryTokenizer.from_pretrained(setup["model"])
+    zebra, tree, a = (tok.token_to_id(w) for w in ("zebra", "tree", "a"))
+    ids = [json.loads(line)["id"] for line in Path(setup["in"]).read_text().splitlines()]
+    with open_index(setup["spec"]) as index:
+        docs = [index.get(i) for i in ids]
+    looks = {"red-cube", "blue-cube"}
+    docs = [TermDocument(d.id, {**d.weights, **({zebra: 5.0} if d.id in looks else {})}) for d in docs]
+    spec, calibration_spec = f"embedded:{tmp_path / 'index'}", f"embedded:{tmp_path / 'calibration'}"
+    with open_index(spec, create=True) as index:
+        index.upsert(docs)
+    calibration, lines = [], []
+    for i in range(40):
+        weights = {zebra: 5.0, a: 1.0} if i < 4 else {tree: 2.0, a: 1.0, **({zebra: 5.0} if i >= 37 else {})}
+        calibration.append(TermDocument(f"c{i}", weights))
+        lines.append({"id": f"c{i}", "image": f"c{i}.png", "captions": ["a zebra" if i < 4 else "a tree"]})
+    with open_index(calibration_spec, create=True) as index:
+        index.upsert(calibration)
+    manifest, out = tmp_path / "calibration.jsonl", tmp_path / "zebras.jsonl"
+    manifest.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    record = {"id": "z", "image": "z.png", "captions": ["a zebra", "there is a zebra"]}
+    out.write_text(json.dumps(record) + "\n")
+    args = ["bench", "no-match-floors", "--index", spec, "--model", setup["model"], "--in-split", setup["in"]]
+    args += ["--out-split", str(out), "--index-manifest", setup["in"]]
+    args += ["--calibration-index", calibration_spec, "--calibration-manifest", str(manifest)]
+    args += ["--positives", "captions", "--quantiles", "0.5", "--negative-quantiles", "0.01"]
+    args += ["--combine", "mid", "--min-weights", "0.5", "--common-shares", "0.6"]
+    args += ["--numbers-match", "no", "--presence-quantiles", "none,0.65", "--presence-ratios", "1.5"]
+    args += ["--present-floor-scales", "0.75", "--out-dir", str(tmp_path), "--name", "zebras"]
+    assert main(args) == 0
+    result = json.loads((tmp_path / "zebras.json").read_text())
+    best = result["best"]
+    assert result["out_queries"] == 2 and result["baseline"]["R@10"] == 100.0
+    assert best["a floor per word"]["out_no_match"] == 0.0  # zebra's floor (5.0) holds the look-alikes
+    tested = best["a floor per word and the presence test"]
+    assert tested["out_no_match"] == 100.0 and tested["d_R@10"] == 0.0
+    checked = result["pipeline"]
+    assert checked["with the test"]["out_no_match"] == 100.0 and checked["without it"]["out_no_match"] == 0.0
+    assert checked["with the test"]["recall"]["R@10"] == checked["without it"]["recall"]["R@10"] == 100.0
+    reason = checked["with the test"]["examples"][0]["reason"]
+    assert reason.startswith("The images that hold zebra are no more than the model's look-alikes give")
+    assert "a floor per word and the presence test" in (tmp_path / "zebras.md").read_text()
