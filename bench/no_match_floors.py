@@ -9,7 +9,10 @@ floor comes from how the model weighs it on calibration images that show an obje
 the ``--quantiles`` q-quantile of the key piece's weight there, and on the others the
 (1 - p)-quantile for ``--negative-quantiles`` p, combined as their larger (``max``) or their mean
 (``mid``) by ``service.term_floors.word_floors``; a word with fewer than ``--min-positives``
-positive images keeps the rule's ``min_weight`` and every piece.
+positive images keeps the rule's ``min_weight`` and every piece. With the default floors, the
+presence test (``service.presence``) too: ``--presence-quantiles`` x ``--presence-alphas`` x
+``--presence-ratios`` x ``--present-floor-scales``; the best such rule is then run once more through
+the service's pipeline, with and without the test (its figures again, and its cost per query).
 
 The calibration images are a manifest indexed by the same model into their own index (fresh
 scenes of every subgroup, none of them in the searched index). The in / out queries, the answers
@@ -66,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma list: a word's piece counts when the model writes it on this share of its positives",
     )  # fmt: skip
     parser.add_argument(
-        "--presence-quantiles", type=_optional_floats, default=[None, 0.5, 0.75],
+        "--presence-quantiles", type=_optional_floats, default=[None, 0.5, 0.65, 0.75],
         help="comma list of FloorRule.presence_quantile (none: no presence test), each with the "
         "default floors",
     )  # fmt: skip
@@ -75,11 +78,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma list of MatchRule.presence_alpha",
     )  # fmt: skip
     parser.add_argument(
-        "--presence-ratios", type=no_match._floats, default=[1.0],
+        "--presence-ratios", type=no_match._floats, default=[1.0, 1.5, 2.0],
         help="comma list of MatchRule.presence_ratio",
     )  # fmt: skip
     parser.add_argument(
-        "--present-floor-scales", type=no_match._floats, default=[1.0, 0.75, 0.5],
+        "--present-floor-scales", type=no_match._floats, default=[0.75],
         help="comma list of MatchRule.present_floor_scale",
     )  # fmt: skip
     parser.set_defaults(name="no-match-floors")

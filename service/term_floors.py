@@ -15,8 +15,7 @@ negatives), a ``WordFloor`` says:
 - which of those is the **key** (the one with the largest median weight on the positives), and
   its floor: the ``quantile`` q of the key's weights on the positives and the
   (1 - ``negative_quantile``) quantile on the negatives, combined as their larger (``max``) or
-  their mean (``mid``).
-
+  their mean (``mid``);
 - its presence test (``service.presence.Presence``): the ``presence_quantile`` of the key's
   weights on the positives as a strong weight, and the share of negatives reaching it.
 
