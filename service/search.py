@@ -156,7 +156,7 @@ class SearchPipeline:
         self.reranker = reranker
         self.match = match or MatchRule()
         self.stage_latency = stage_latency
-        self._verdicts: dict[tuple[str, str, int, Presence], Verdict] = {}  # per index version
+        self._verdicts: dict[tuple[str, int, str, int, Presence], Verdict] = {}  # per index version and size
 
     def stage(self, name: str) -> AbstractContextManager[Any]:
         """Times one stage into ``stage_latency`` (the service's ``ServiceMetrics``), if given."""
@@ -209,8 +209,9 @@ class SearchPipeline:
         self, engine: AsyncReader, tests: dict[str, tuple[int, Presence]], stats: TermStatistics
     ) -> dict[str, Verdict]:
         """The presence test of each calibrated word (``service.presence``), remembered per index
-        version when the engine names one (a new version asks again)."""
-        keys = {w: (stats.version, w, *tests[w]) for w in tests}
+        version and size when the engine names a version (a new version, or documents written into
+        the same one, ask again)."""
+        keys = {w: (stats.version, stats.n_docs, w, *tests[w]) for w in tests}
         ask = {w: t for w, t in tests.items() if not stats.version or keys[w] not in self._verdicts}
         with self.stage("presence"):
             rule = self.match
