@@ -23,6 +23,7 @@ One search of a few results per calibrated query word, on any engine (no new sta
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -87,14 +88,17 @@ async def verdicts(
     engine: Any, words: Mapping[str, tuple[int, Presence]], indexed: int, alpha: float, ratio: float = 1.0
 ) -> dict[str, Verdict]:
     """Per word (its key and ``Presence``), the test on an index of ``indexed`` images: one search of
-    the key alone for ``needed_count`` results (``engine``: an ``AsyncReader``)."""
-    out = {}
-    for word, (key, presence) in words.items():
+    the key alone for ``needed_count`` results (``engine``: an ``AsyncReader``); a query's words are
+    asked together, so its latency is one search's, not one per word."""
+
+    async def one(key: int, presence: Presence) -> Verdict:
         expected = presence.null_rate * indexed
         needed = needed_count(expected, alpha, ratio)
         present = False
         if needed <= min(indexed, MAX_DEPTH):
             hits = await engine.search({key: 1.0}, k=needed, explain=True)
             present = beyond_chance(hits, key, presence.weight, needed)
-        out[word] = Verdict(present, needed, expected)
-    return out
+        return Verdict(present, needed, expected)
+
+    found = await asyncio.gather(*(one(key, presence) for key, presence in words.values()))
+    return dict(zip(words, found, strict=True))
