@@ -128,7 +128,7 @@ def calibration(tokenizer: Any, manifest: Path, spec: str, positives: str) -> An
     records = {r.id: r for r in read_manifest(manifest)}
     ids = sorted(records)
     with open_index(spec) as index:
-        docs = documents_of(index, ids)
+        docs = documents_of(index, [records[i] for i in ids])
     linking = linking_words()
     if positives == "captions":
         shows = [caption_words(tokenizer, records[i].captions) for i in ids]

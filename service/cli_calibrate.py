@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         with open_index(spec) as index:
             if args.index is None:  # the files `vsparta index` could not read are skipped, reported
                 records = _encoded(records, index.existing_ids([r.id for r in records]))
-            documents = documents_of(index, [r.id for r in records])
+            documents = documents_of(index, records)
     shows = [caption_words(tokenizer, r.captions) for r in records]
     table = word_floors(calibration_table(tokenizer, shows, documents), rule)
     path = save(model, table, tokenizer, rule, len(records))

@@ -36,6 +36,7 @@ from typing import Any, Literal
 import numpy as np
 
 from vsparta.core.errors import UsageError
+from vsparta.core.manifest import ManifestRecord
 from vsparta.model.query_tokenizer import QueryTokenizer
 from vsparta.service.matching import Word, WordFloor, needed_pieces, words_of
 from vsparta.service.presence import Presence, null_rate
@@ -124,16 +125,28 @@ def word_floors(table: Calibration, rule: FloorRule) -> dict[str, WordFloor]:
     return out
 
 
-def documents_of(index: TermIndex, ids: Sequence[str]) -> list[dict[int, float]]:
-    """The term weights of each calibration image, in ``ids``' order; ``UsageError`` naming how
-    many the index lacks (they must be indexed by the same model first)."""
+def documents_of(index: TermIndex, records: Sequence[ManifestRecord]) -> list[dict[int, float]]:
+    """The term weights of each calibration image, in ``records``' order; ``UsageError`` naming how
+    many the index lacks (they must be indexed by the same model first), or an image the index holds
+    under the same id with other captions: an index keeps one image per id, so floors read from
+    another image's weights would be silently wrong."""
+    ids = [r.id for r in records]
     missing = set(ids) - index.existing_ids(ids)
     if missing:
         raise UsageError(
             f"{len(missing):,} of the {len(ids):,} calibration images are not in the index "
             f"(e.g. {sorted(missing)[0]!r}): index them with the same model first (`vsparta index`)"
         )
-    return [dict(index.get(i).weights) for i in ids]
+    documents = [index.get(i) for i in ids]
+    for record, doc in zip(records, documents, strict=True):
+        stored = (doc.metadata or {}).get("captions")
+        if stored is not None and record.captions and list(stored) != list(record.captions):
+            raise UsageError(
+                f"the index holds another image under the calibration image id {record.id!r} (its "
+                f"captions: {stored[0]!r}, the manifest's: {record.captions[0]!r}): index the "
+                "calibration images into an index of their own"
+            )
+    return [dict(d.weights) for d in documents]
 
 
 def save(

@@ -52,27 +52,13 @@ for split in eight half; do
       --calibration-manifest $S/calib/test.jsonl "${grid[@]}" --name $name
   done
 done
-# half, calibrated on more images: 8,000 more scenes of both halves (seed 4) indexed first, then the
-# 2,000 of seed 3 into the same index; the scene ids of both start at test-00000, so the second
-# replaces the first 2,000 of the first: 8,000 calibration images in all (calib-8k.jsonl names
-# them): half-catalog-presence-half-8k.md.
+# half, calibrated on more images: 8,000 more scenes of both halves (seed 4) in an index of their
+# own: half-catalog-presence-half-8k.md.
 S=$HC A=$(half 0) B=$(half 1)
 [ -f $S/calib2/test.jsonl ] || $V scenes "${common[@]}" --seed 4 --out $S/calib2 --train 0 --val 0 --test 8000 --groups "$A,$B"
-for part in calib2 calib; do
-  $V index $S/$part/test.jsonl --backend embedded:$S/calib-index-10k --model $S/model/final --resume --failures $S/calib-index-10k-failures.jsonl --no-progress
-done
-.venv/bin/python - "$S" <<'PY'
-import json, sys
-root = sys.argv[1]
-first = [json.loads(line) for line in open(f"{root}/calib/test.jsonl")]
-taken = {r["id"] for r in first}
-more = [json.loads(line) for line in open(f"{root}/calib2/test.jsonl")]
-rows = [dict(r, image="calib/" + r["image"]) for r in first]
-rows += [dict(r, image="calib2/" + r["image"]) for r in more if r["id"] not in taken]
-open(f"{root}/calib-8k.jsonl", "w").write("".join(json.dumps(r) + "\n" for r in rows))
-PY
-$V bench no-match-floors --index embedded:$S/index --model $S/model/final --calibration-index embedded:$S/calib-index-10k \
+$V index $S/calib2/test.jsonl --backend embedded:$S/calib-index-8k --model $S/model/final --resume --failures $S/calib-index-8k-failures.jsonl --no-progress
+$V bench no-match-floors --index embedded:$S/index --model $S/model/final --calibration-index embedded:$S/calib-index-8k \
   --in-split $S/a/test.jsonl --out-split $S/b/test.jsonl --index-manifest $S/a/train.jsonl --index-manifest $S/a/test.jsonl \
-  --calibration-manifest $S/calib-8k.jsonl "${grid[@]}" --common-shares 0.6 --presence-quantiles none,0.5,0.65,0.75 \
+  --calibration-manifest $S/calib2/test.jsonl "${grid[@]}" --common-shares 0.6 --presence-quantiles none,0.5,0.65,0.75 \
   --name half-catalog-presence-half-8k
 echo done

@@ -62,3 +62,29 @@ def test_calibrate_encodes_the_images_itself_and_leaves_out_what_it_cannot_read(
     untested = json.loads((two_step / FILE).read_text())
     assert untested["rule"]["presence_quantile"] is None
     assert not any("strong" in w for w in untested["words"].values())
+
+
+def test_calibrate_refuses_an_index_holding_other_images_under_the_same_ids(
+    sharp_model: Path, write_images, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two calibration sets whose ids overlap (each numbered from 0), indexed into one index: the
+    second is skipped by --resume or replaces the first, and floors read from the wrong image's
+    weights would be silently wrong; the captions the index stored tell them apart."""
+    good = write_images(tmp_path / "images", 6)
+    manifest = _manifest(tmp_path / "first.jsonl", good)
+    spec = f"embedded:{tmp_path / 'calibration-index'}"
+    argv = ["index", str(manifest), "--backend", spec, "--model", str(sharp_model), "--no-progress"]
+    assert main(argv) == 0
+    lines = [json.loads(line) for line in manifest.read_text().splitlines()]
+    lines[3]["captions"] = ["a purple circle"]  # another image drawn under the same id
+    other = tmp_path / "second.jsonl"
+    other.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    capsys.readouterr()
+    assert main(["calibrate", str(other), "--model", str(sharp_model), "--index", spec]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "vsparta calibrate: error: the index holds another image under the calibration image id "
+        f"{lines[3]['id']!r} (its captions: 'a red square', the manifest's: 'a purple circle'): "
+        "index the calibration images into an index of their own\n"
+    )
+    assert not (sharp_model / FILE).exists()  # nothing written
