@@ -137,6 +137,9 @@ def calibration(tokenizer: Any, manifest: Path, spec: str, positives: str) -> An
     return calibration_table(tokenizer, shows, docs)
 
 
+WORD_COUNT_DEPTH = 1000  # how deep the word-by-word table counts an index's strong images
+
+
 def category_words() -> set[str]:
     """Words of the catalog's categories and their plurals ("mammal", "transports")."""
     from vsparta.scenes.emoji_catalog import catalog
@@ -210,6 +213,39 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
     return {"baseline": base, "rows": rows, "best": best, "out_with_category_words": sum(by_category)}
 
 
+def word_verdicts(args: argparse.Namespace, inside: list[Any], outside: list[Any], table: Any
+                  ) -> dict[str, Any]:  # fmt: skip
+    """The service's default presence test word by word: of the calibrated words the in queries use
+    (words the index holds) and those only out queries use, the share proven beyond chance, and the
+    median count of images holding each strongly against what look-alikes give by chance."""
+    from statistics import median
+
+    from vsparta.service.matching import MatchRule
+    from vsparta.service.term_floors import FloorRule, word_floors
+    from vsparta.termindex import open_index
+
+    floors = word_floors(table, FloorRule())
+    rule = MatchRule(word_floors=floors)
+    known: dict = {}  # each word asked of the index once
+    verdicts = no_match.presence_verdicts(args.index, [*inside, *outside], rule, known)
+    held = set(no_match.presence_verdicts(args.index, inside, rule, known))
+    out: dict[str, Any] = {}
+    with open_index(args.index) as index:
+        for side, words in (("in", sorted(held)), ("out", sorted(set(verdicts) - held))):
+            strong = []
+            for word in words:
+                key, weight = floors[word].key, floors[word].presence.weight
+                hits = index.search({key: 1.0}, k=WORD_COUNT_DEPTH, explain=True)
+                strong.append(sum((h.contributions or {}).get(key, (0.0,))[0] >= weight for h in hits))
+            out[side] = {"words": len(words)} | ({
+                "proven_pct": no_match._pct([verdicts[w].present for w in words]),
+                "median_strong_images": median(strong),
+                "median_expected": median(verdicts[w].expected for w in words),
+                "median_needed": median(verdicts[w].needed for w in words),
+            } if words else {})  # fmt: skip
+    return out
+
+
 def pipeline_check(args: argparse.Namespace, tokenizer: Any, table: Any, row: dict[str, Any],
                    inside: list[Any], outside: list[Any]) -> dict[str, Any]:  # fmt: skip
     """A presence row's rule through the service's whole pipeline (as ``vsparta serve`` runs it,
@@ -275,6 +311,29 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
             f"no match, {got['out_named']:.1f} % naming the words that found nothing; "
             f"{got['ms_per_query']:.2f} ms per query."
         )
+    words = result.get("word_verdicts", {})
+    if words:
+        lines += [
+            "",
+            "The presence test with the service's defaults, word by word (strong images: the index's "
+            f"images holding the word's key at its strong weight, among the first {WORD_COUNT_DEPTH}):",
+            "",
+            "| words | calibrated | proven beyond chance | median strong images | median expected by "
+            "chance | median needed |",
+            "|---|---|---|---|---|---|",
+        ]
+        for side, name in (
+            ("in", "the in queries' (the index holds them)"),
+            ("out", "the out queries' only"),
+        ):
+            w = words[side]
+            if not w["words"]:
+                lines.append(f"| {name} | 0 | - | - | - | - |")
+                continue
+            lines.append(
+                f"| {name} | {w['words']} | {w['proven_pct']:.1f} % | {w['median_strong_images']:g} | "
+                f"{w['median_expected']:.2f} | {w['median_needed']:g} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -290,6 +349,7 @@ def run(args: argparse.Namespace) -> int:
     outside = no_match.collect(tokenizer, args.index, outside_captions)
     result = grid(args, inside, outside, captions, table)
     result |= {"in_queries": len(inside), "out_queries": len(outside), "calibration_images": table.images}
+    result["word_verdicts"] = word_verdicts(args, inside, outside, table)
     tested = result["best"].get("a floor per word and the presence test")
     if tested is not None:
         result["pipeline"] = pipeline_check(args, tokenizer, table, tested, captions, outside_captions)
