@@ -5,7 +5,8 @@
 # against the same index (41 subgroups, 2,500 scenes), out captions (the other 41) and calibration
 # scenes (2,000 of seed 3, 8,000 of seed 4, each in an index of its own) as half-catalog-presence.sh,
 # which must have run first (it draws them):
-# half-catalog-presence-half-words.md, -8k.md and, with a 10,000-image index, -10k.md.
+# half-catalog-presence-half-words.md, half-catalog-presence-half-words-8k.md and, with a
+# 10,000-image index, half-catalog-presence-half-words-10k.md.
 # Run from the repository root after the test command's install (~70 min on 2 cores).
 set -euo pipefail
 V="env OMP_WAIT_POLICY=PASSIVE .venv/bin/vsparta"
