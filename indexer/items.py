@@ -14,6 +14,8 @@ split is deterministic across processes and Python versions, unlike ``hash()``.
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +25,20 @@ def path_id(relative_path: str | Path) -> str:
     """Stable id of a file found by walking a folder: sha1 of its root-relative POSIX path."""
     rel = Path(relative_path).as_posix()
     return hashlib.sha1(rel.encode("utf-8")).hexdigest()
+
+
+# Where the input lies, not what it is: a folder moved elsewhere keeps its documents on --resume.
+LOCATION_KEYS = frozenset({"image_root"})
+
+
+def input_fingerprint(metadata: Mapping[str, Any]) -> bytes:
+    """What a resumed job compares to tell the document it wrote from another input's under the same
+    id (another image or captions named by a manifest's id): the metadata the input gives, but its
+    location (``LOCATION_KEYS``), as canonical JSON, hashed. Equal for metadata an engine stored
+    and gave back (JSON types)."""
+    kept = {k: v for k, v in metadata.items() if k not in LOCATION_KEYS}
+    text = json.dumps(kept, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
 
 
 def shard_of(doc_id: str, num_shards: int) -> int:

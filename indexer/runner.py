@@ -62,6 +62,21 @@ def stop_on_signals(stop: threading.Event, caught: list[int]) -> Iterator[None]:
             signal.signal(s, h)
 
 
+class ResumeMismatch(ValueError):
+    """``--resume`` found another input's document under an id of this input (another image or
+    captions under a manifest's id): skipping it would leave the wrong document, writing it would
+    lose the other one, so the job stops and says so (exit 2; what it wrote is this input's)."""
+
+    def __init__(self, items: list[WorkItem], source: object) -> None:
+        first, more = items[0], len(items) - 1
+        also = f", and {more} more id{'s' if more > 1 else ''} in the same stretch" if more else ""
+        super().__init__(
+            f"--resume: the target holds another document under the id {first.id!r} of {source} "
+            f"({first.location}; its metadata differs from this input's{also}): "
+            "index this input into a target of its own, or rerun without --resume to replace them"
+        )
+
+
 class IndexJob:
     """One run of the pipeline, its stages built by ``stages`` (default: ``Stages()``).
 
@@ -167,7 +182,8 @@ class IndexJob:
             self.summary.total = found
 
     def _pending(self, items: Iterable[WorkItem], sinks: list[Sink], bar: Progress) -> Iterator[WorkItem]:
-        """Items still to do; with --resume, those every sink already holds are counted and skipped.
+        """Items still to do; with --resume, those every sink already holds as given are counted and
+        skipped, and another input's document under one of the ids stops the job (``ResumeMismatch``).
 
         Checked in chunks of the listing's order, so the memory is one chunk, whatever the input.
         """
@@ -177,10 +193,10 @@ class IndexJob:
         for chunk in chunked(items, RESUME_CHECK_CHUNK):
             if self.stop.is_set():
                 return
-            ids = [it.id for it in chunk]
-            done = set(ids)
-            for sink in sinks:
-                done &= sink.existing(ids)
+            held = [sink.existing(chunk) for sink in sinks]
+            if other := [it for it in chunk if any(h.get(it.id) is False for h in held)]:
+                raise ResumeMismatch(other, self.config.input)
+            done = {it.id for it in chunk if all(it.id in h for h in held)}
             if done:
                 self.summary.skipped += len(done)
                 bar.update(len(done))

@@ -13,12 +13,13 @@ import json
 import logging
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from vsparta.core.ids import routable_id
 from vsparta.core.manifest import JsonlError, iter_jsonl
+from vsparta.indexer.items import WorkItem, input_fingerprint
 
 if TYPE_CHECKING:
     from vsparta.indexer.batch import TermBatch
@@ -93,14 +94,14 @@ class TermDocExporter:
         self.id_to_token = id_to_token
         self.shard = shard
         self.docs_per_file = docs_per_file
-        self.ids: set[str] = set()
+        self.fingerprints: dict[str, bytes] = {}  # id -> items.input_fingerprint of its metadata
         self._tokens: dict[int, str] = {}  # id_to_token is called once per vocabulary id
         self._fh: TextIO | None = None
         self._in_file = 0
         own = self._parts(only_shard=True)
         if resume:
             for part in own:
-                self.ids.update(self._repair(part))
+                self.fingerprints.update(self._repair(part))
             self._next_part = max((n for n, _ in own), default=-1) + 1
         else:
             # A fresh run replaces its shard's earlier export; an unsharded one replaces all shards'.
@@ -117,8 +118,9 @@ class TermDocExporter:
         return sorted(out)
 
     @staticmethod
-    def _repair(part: tuple[int, Path]) -> set[str]:
-        """Ids in one part; a half-written last line (killed writer) is cut off the file."""
+    def _repair(part: tuple[int, Path]) -> dict[str, bytes]:
+        """Ids in one part and their metadata's fingerprints; a half-written last line (killed
+        writer) is cut off the file."""
         path = part[1]
         data = path.read_bytes()
         keep = data.rfind(b"\n") + 1
@@ -126,11 +128,12 @@ class TermDocExporter:
             log.warning("%s: removing a half-written last line left by an interrupted run", path)
             with path.open("r+b") as fh:
                 fh.truncate(keep)
-        ids = set()
+        held = {}
         for line in data[:keep].decode("utf-8").splitlines():
             if line.strip():
-                ids.add(json.loads(line)["id"])
-        return ids
+                record = json.loads(line)
+                held[record["id"]] = input_fingerprint(record.get("metadata") or {})
+        return held
 
     def write(self, batch: TermBatch) -> None:
         """Export lines built from the arrays; rows are already heaviest first (ties by id)."""
@@ -149,13 +152,15 @@ class TermDocExporter:
             record = {"id": doc_id, "terms": terms, "metadata": dict(batch.metadata[i])}
             self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
             self._in_file += 1
-            self.ids.add(doc_id)
+            self.fingerprints[doc_id] = input_fingerprint(batch.metadata[i])
         if self._fh is not None:
             self._fh.flush()
 
-    def existing(self, ids: list[str]) -> set[str]:
-        """Which of ``ids`` this shard's export already holds (read back from its parts on resume)."""
-        return self.ids.intersection(ids)
+    def existing(self, items: Sequence[WorkItem]) -> dict[str, bool]:
+        """Which of ``items`` this shard's export holds (read back from its parts on resume), each
+        compared by its metadata's fingerprint."""
+        held = self.fingerprints
+        return {it.id: held[it.id] == input_fingerprint(it.metadata) for it in items if it.id in held}
 
     def bulk(self) -> contextlib.AbstractContextManager[object]:
         return contextlib.nullcontext()

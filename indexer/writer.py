@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol, TypeVar
 
 from vsparta.indexer.batch import TermBatch
+from vsparta.indexer.items import WorkItem, input_fingerprint
 from vsparta.termindex import TermIndex
 
 log = logging.getLogger(__name__)
@@ -34,8 +35,10 @@ class Sink(Protocol):
     def write(self, batch: TermBatch) -> None:
         """One commit; durable when it returns (what ``--resume`` counts on)."""
 
-    def existing(self, ids: list[str]) -> set[str]:
-        """The subset of ``ids`` this sink already holds (a resumed job skips what every sink has)."""
+    def existing(self, items: Sequence[WorkItem]) -> dict[str, bool]:
+        """The ids of ``items`` this sink already holds, each True when it holds the item as the
+        input gives it (``items.input_fingerprint``), False when another input's document is under
+        the id. A resumed job skips what every sink holds as given and writes the rest again."""
 
     def bulk(self) -> contextlib.AbstractContextManager[object]:
         """A mode for the whole job's writes (Elasticsearch: refresh off, restored after)."""
@@ -55,9 +58,11 @@ class IndexTarget:
     def __init__(self, index: TermIndex) -> None:
         self.index = index
 
-    def existing(self, ids: list[str]) -> set[str]:
-        """The subset of ``ids`` already in the index (realtime: sees unrefreshed ES writes)."""
-        return set(self.index.existing_ids(ids))
+    def existing(self, items: Sequence[WorkItem]) -> dict[str, bool]:
+        """Held ids (realtime: sees unrefreshed ES writes), compared by their stored metadata."""
+        given = {it.id: it.metadata for it in items}
+        stored = self.index.existing_metadata(list(given))
+        return {i: input_fingerprint(meta) == input_fingerprint(given[i]) for i, meta in stored.items()}
 
     def bulk(self) -> contextlib.AbstractContextManager[object]:
         """The engine's bulk-load mode for the whole job."""

@@ -220,20 +220,25 @@ class TermIndex(ABC):
         """One document; raises ``DocumentNotFound``."""
 
     def existing_ids(self, ids: Iterable[str]) -> set[str]:
-        """Which of ``ids`` are stored (how a resumed indexing job skips finished work).
+        """Which of ``ids`` are stored (how a resumed indexing job skips finished work): by default
+        ``existing_metadata``'s keys; an engine may override it with a lookup of ids alone."""
+        return set(self.existing_metadata(ids))
 
-        Portable default: one ``get`` each. Engines override it with a lookup that does not
-        rebuild documents.
+    def existing_metadata(self, ids: Iterable[str]) -> dict[str, Mapping[str, Any]]:
+        """The metadata of each of ``ids`` that is stored (how a resumed indexing job tells a
+        document it wrote from another input's under the same id).
+
+        Portable default: one ``get`` each; engines override it with a lookup that does not rebuild
+        documents.
         """
         from vsparta.termindex.errors import DocumentNotFound
 
-        found: set[str] = set()
+        found: dict[str, Mapping[str, Any]] = {}
         for doc_id in ids:
             try:
-                self.get(doc_id)
+                found[doc_id] = self.get(doc_id).metadata
             except DocumentNotFound:
                 continue
-            found.add(doc_id)
         return found
 
     @abstractmethod

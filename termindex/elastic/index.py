@@ -42,6 +42,7 @@ from vsparta.termindex.elastic.common import (
     check_es_id,
     client_options,
     make_client,
+    mget_metadata_body,
     pop_track_total_hits,
     validate_alias,
 )
@@ -284,6 +285,19 @@ class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
             with errors("mget", engine=self.engine_label):
                 resp = self._client.mget(index=self._target, body={"ids": chunk}, _source=False)
             found.update(d["_id"] for d in resp["docs"] if d.get("found"))
+        return found
+
+    def existing_metadata(self, ids: Iterable[str]) -> dict[str, Mapping[str, Any]]:
+        """``existing_ids`` with each document's metadata: one ``_mget`` of the ``metadata`` source
+        field per chunk, in real time; a document whose shard cannot answer counts as absent."""
+        found: dict[str, Mapping[str, Any]] = {}
+        it = iter([check_es_id(i) for i in ids])
+        while chunk := list(islice(it, 1000)):
+            with errors("mget", engine=self.engine_label):
+                resp = self._client.mget(index=self._target, **mget_metadata_body(chunk))
+            for d in resp["docs"]:
+                if d.get("found"):
+                    found[d["_id"]] = (d.get("_source") or {}).get("metadata") or {}
         return found
 
     def ping(self) -> bool:

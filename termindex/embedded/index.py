@@ -193,10 +193,11 @@ class EmbeddedIndex(TermIndex):
                 return seg, local
         return None
 
-    def existing_ids(self, ids: Iterable[str]) -> set[str]:
-        """Id lookups in one snapshot; no document is rebuilt."""
+    def existing_metadata(self, ids: Iterable[str]) -> dict[str, Mapping[str, Any]]:
+        """Id lookups in one snapshot, with metadata (``existing_ids``: the keys); no terms are read."""
         snap = self._snapshot()
-        return {doc_id for doc_id in ids if self._locate(snap, validate_id(doc_id)) is not None}
+        located = ((doc_id, self._locate(snap, validate_id(doc_id))) for doc_id in ids)
+        return {doc_id: at[0].metadata(at[1]) for doc_id, at in located if at is not None}
 
     def get(self, doc_id: str) -> TermDocument:
         validate_id(doc_id)
@@ -239,8 +240,7 @@ class EmbeddedIndex(TermIndex):
         return search_segments(snap.segments, q, k, explain)
 
     def term_statistics(self, term_ids: Iterable[int]) -> TermStatistics:
-        """Counted from the postings of one snapshot (``embedded.statistics``: deleted documents
-        count until merged away); the version is the manifest generation."""
+        """From one snapshot's postings (``embedded.statistics``); version: the manifest generation."""
         snap = self._snapshot()
         return self._df_counts.statistics(snap.segments, term_ids, f"generation {snap.generation}")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -31,8 +31,8 @@ class MemorySink:
             ids, weights = batch.row(i)
             self.docs[doc_id] = dict(zip(ids.tolist(), weights.tolist(), strict=True))
 
-    def existing(self, ids: list[str]) -> set[str]:
-        return self.docs.keys() & set(ids)
+    def existing(self, items: Sequence[WorkItem]) -> dict[str, bool]:
+        return {it.id: True for it in items if it.id in self.docs}  # keeps no metadata to compare
 
     @contextlib.contextmanager
     def bulk(self) -> Iterator[None]:

@@ -126,7 +126,7 @@ def test_similar_is_a_search_by_the_documents_heaviest_terms_without_itself(runn
         assert [h.id for h in explained] == [h.id for h in hits] and all(h.contributions for h in explained)
 
 
-def test_get_and_existing_ids(running: Running, corpus) -> None:
+def test_get_existing_ids_and_their_metadata(running: Running, corpus) -> None:
     index, docs, _ = corpus
     for d in docs[::157]:
         got = index.get(d.id)
@@ -138,3 +138,6 @@ def test_get_and_existing_ids(running: Running, corpus) -> None:
     asked = [docs[0].id, docs[1999].id, "no-such-doc", docs[3].id]
     assert index.existing_ids(asked) == {docs[0].id, docs[1999].id, docs[3].id}
     assert index.existing_ids([]) == set()
+    # what a resumed indexing job compares: each stored document's metadata, as written
+    assert index.existing_metadata(asked) == {d.id: d.metadata for d in (docs[0], docs[1999], docs[3])}
+    assert index.existing_metadata([]) == {}
