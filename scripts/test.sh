@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: set up everything from scratch, start the real services the tests
 # need (Elasticsearch 7.17, OpenSearch 2.19 and 3.x, headless Chromium, a Docker Engine for the
-# compose stack tests), run ruff and the whole test suite (fast and slow; the compose tests in a run
-# of their own beside the rest). Services this script starts, it stops; running ones are reused.
+# compose stack tests), run ruff and the whole test suite (fast and slow). Services this script
+# starts, it stops; running ones are reused.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh -m "not slow"`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,29 +60,4 @@ trap stop_services EXIT
 
 "$VENV/bin/ruff" check .
 "$VENV/bin/ruff" format --check .
-if [ "$#" -gt 0 ]; then  # the caller's selection: one pytest run
-  "$VENV/bin/python" -m pytest --durations=20 "$@"
-  exit
-fi
-# The whole suite. The compose tests (marker `compose`, ~10 min) mostly wait on image builds,
-# downloads and containers, so they run beside the rest in a pytest run of their own (own temporary
-# folder, no shared cache); their output follows the rest's. Together: ~40 min instead of ~48 here.
-compose_log=$(mktemp)
-compose_tmp=$(mktemp -d)
-"$VENV/bin/python" -m pytest -m compose -p no:cacheprovider --basetemp "$compose_tmp/t" \
-  --durations=10 >"$compose_log" 2>&1 &
-compose_pid=$!
-stop_all() {
-  { kill "$compose_pid" 2>/dev/null && wait "$compose_pid" 2>/dev/null; } || true
-  rm -rf "$compose_log" "$compose_tmp"
-  stop_services
-}
-trap stop_all EXIT
-echo "[test.sh] the compose tests run beside the rest (pid $compose_pid); their output follows"
-rest=0
-"$VENV/bin/python" -m pytest -m "not compose" --durations=20 || rest=$?  # the slowest, for CI's limit
-compose=0
-wait "$compose_pid" || compose=$?
-echo "[test.sh] the compose tests, run beside the rest (exit status $compose):"
-cat "$compose_log"
-[ "$rest" = 0 ] && [ "$compose" = 0 ]
+"$VENV/bin/python" -m pytest --durations=20 "$@"  # the slowest tests, to keep CI well under its limit
