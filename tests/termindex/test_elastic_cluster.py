@@ -93,6 +93,11 @@ def test_the_script_runs_a_real_cluster(cluster: Cluster) -> None:
     assert len(pids) == 2 * NODES and all(p.isdigit() for p in pids)
     again = cluster.script("start")  # idempotent: nothing is started twice
     assert again.returncode == 0 and again.stderr.count("already running") == NODES
+    # the fixture's quick failover is in every node's own settings (timeouts the engine then uses)
+    nodes = cluster.fc.cluster.get(0, "/_nodes/settings?flat_settings=true")["nodes"].values()
+    checks = [f"cluster.fault_detection.{side}_check.timeout" for side in ("leader", "follower")]
+    wanted = dict.fromkeys(checks, "3s") | {"cluster.publish.timeout": "5s"}
+    assert [{k: n["settings"].get(k) for k in wanted} for n in nodes] == [wanted] * NODES
 
 
 class SearchStream:
