@@ -71,7 +71,7 @@ def test_searches_leave_out_a_node_that_has_no_master(fault_cluster: FaultCluste
             # the two others first lose the old master too and elect one of their own: how long
             # that takes is the engine's (leader checks, elections, the new master's state applied
             # once its first publication gave up on the cut-off node: ~63 s with the engines'
-            # timeouts, ~17 s with the fixture's quick failover), slower on a loaded machine: a CI
+            # timeouts, ~38 s with the fixture's quick failover), slower on a loaded machine: a CI
             # run once saw none within 120 s of this point (with the engines' timeouts)
             await until("the others elect a master", lambda: all(
                 cluster.master_seen_by(o) not in (None, master) for o in others), 240)  # fmt: skip
