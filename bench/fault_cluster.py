@@ -77,7 +77,6 @@ class LocalCluster:
     heap: str = "384m"
     base: int = 0
     address: str = ""
-    quick_failover: bool = False  # a new master's first state in ~38 s, not ~63 s (the script's flag)
     green_s: list[float] = field(default_factory=list)
     _lock: TextIO | None = None
 
@@ -119,8 +118,7 @@ class LocalCluster:
         argv = ["bash", str(SCRIPT), *args, *flags, "--nodes", str(self.nodes), "--base-port", str(self.base),
                 "--address", self.address]  # fmt: skip
         env = os.environ | {"VSPARTA_ES_HOME": str(self.home), "VSPARTA_ES_HEAP": self.heap,
-                            "VSPARTA_ES_TIMEOUT": "400",
-                            "VSPARTA_ES_QUICK_FAILOVER": "1" if self.quick_failover else "0"}  # fmt: skip
+                            "VSPARTA_ES_TIMEOUT": "400"}  # fmt: skip
         return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
 
     def users(self) -> dict[str, str]:

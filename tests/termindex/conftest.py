@@ -49,17 +49,14 @@ def fault_cluster(request: pytest.FixtureRequest, es_url: str, require: Any) -> 
     """Three nodes beside the shared ones, each on its own loopback address (127.0.0.2x-style,
     never 127.0.0.1) and run as its own user, so iptables rules of this session only (its own
     chains, removed at the end and by the next session if this one is killed) can cut them
-    apart; own ports, own work dir, small heaps. Started once per engine line per session, with
-    quick failover (a publication gives up after 5 s, not 30 s: the others of a master cut name
-    their new master after ~38 s, not ~63 s; ``scripts/elasticsearch.sh``), so each fault's waits
-    cost CI less; what the tests check does not depend on it."""
+    apart; own ports, own work dir, small heaps. Started once per engine line per session."""
     require(os.geteuid() == 0 and shutil.which("iptables") is not None, "root with iptables",
             "run the tests as root after `bash scripts/install-system-deps.sh`")  # fmt: skip
     for name in ("elasticsearch", "elasticsearch.trace"):  # every request (and body) otherwise
         logging.getLogger(name).setLevel(logging.WARNING)
     home = Path(tempfile.mkdtemp(prefix="vsparta-es-cluster-", dir="/var/tmp"))
     home.chmod(0o755)  # the nodes' users must reach it
-    cluster = LocalCluster(request.param, home, quick_failover=True).claim()
+    cluster = LocalCluster(request.param, home).claim()
     faults = NetFaults(cluster.addresses()).install()
     try:
         faults.own_sources(cluster.users())  # before the nodes start: NAT decides per connection

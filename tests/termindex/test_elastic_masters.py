@@ -69,10 +69,9 @@ def test_searches_leave_out_a_node_that_has_no_master(fault_cluster: FaultCluste
             await until("the cut-off node knows it has no master",
                         lambda: cluster.master_seen_by(master) is None, 120)  # fmt: skip
             # the two others first lose the old master too and elect one of their own: how long
-            # that takes is the engine's (leader checks, elections, the new master's state applied
-            # once its first publication gave up on the cut-off node: ~63 s with the engines'
-            # timeouts, ~38 s with the fixture's quick failover), slower on a loaded machine: a CI
-            # run once saw none within 120 s of this point (with the engines' timeouts)
+            # that takes is the engine's (leader checks, elections; here ~63 s after the cut, the
+            # new master's state applied once its first publication gave up on the cut-off node),
+            # slower on a loaded machine: a CI run once saw none within 120 s of this point
             await until("the others elect a master", lambda: all(
                 cluster.master_seen_by(o) not in (None, master) for o in others), 240)  # fmt: skip
             await until("the probe sees it", lambda: transport.masters.masterless == {cut_off}, 10)

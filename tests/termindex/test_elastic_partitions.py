@@ -44,7 +44,7 @@ from vsparta.termindex.errors import DocumentsNotWritten
 pytestmark = [pytest.mark.elasticsearch, pytest.mark.slow]
 log = logging.getLogger(__name__)
 
-# What CI runs (each costs 2-5 minutes of two shared cores, and CI gets ~8 minutes for all of it):
+# What CI runs (each costs 3-6 minutes of two shared cores, and CI gets ~8 minutes for all of it):
 # on Elasticsearch 7.17 the master cut off during a load, on OpenSearch 2.19 a short soak of
 # random faults. The rest is marked ``long_fault``: deselected unless VSPARTA_FAULT_SCENARIOS=all
 # (tests/conftest.py); `vsparta bench soak` draws from every kind on both lines.
