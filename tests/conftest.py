@@ -64,10 +64,19 @@ def _deselect(config: pytest.Config, items: list[pytest.Item], marker: str) -> i
     return len(chosen)
 
 
+FAULT_CLUSTER_FIXTURE = "fault_cluster"  # tests/termindex/conftest.py
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects: scripts/test.sh selects by this marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Without CUDA, deselect ``gpu`` tests (torch is only imported when some were collected);
-    unless ``VSPARTA_FAULT_SCENARIOS=all``, deselect ``long_fault`` tests (the fault scenarios
-    beyond the share CI has time for; docs/cluster-faults-method.md)."""
+    """Mark every test on a local fault cluster ``cluster_faults`` (scripts/test.sh runs them in a
+    process of their own beside the rest: they mostly wait on the engines); without CUDA,
+    deselect ``gpu`` tests (torch is only imported when some were collected); unless
+    ``VSPARTA_FAULT_SCENARIOS=all``, deselect ``long_fault`` tests (the fault scenarios beyond the
+    share CI has time for; docs/cluster-faults-method.md)."""
+    for item in items:
+        if FAULT_CLUSTER_FIXTURE in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.cluster_faults)
     if os.environ.get(LONG_FAULTS_ENV) != "all":
         config.stash[LONG_FAULT_DESELECTED] = _deselect(config, items, "long_fault")
     if any(item.get_closest_marker("gpu") is not None for item in items) and not _cuda_available():
