@@ -165,7 +165,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also index symbolic links whose target lies outside the input folder",
     )
     job.add_argument("--max-pixels", type=int, help="refuse larger images (decompression-bomb guard)")
-    job.add_argument("--resume", action="store_true", help="skip documents the target already has")
+    job.add_argument(
+        "--resume",
+        action="store_true",
+        help="skip documents the target already holds as this input gives them; a file changed since "
+        "(size or modification time) is written again",
+    )
     job.add_argument(
         "--commit-interval",
         type=float,

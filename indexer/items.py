@@ -17,6 +17,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,16 +30,59 @@ def path_id(relative_path: str | Path) -> str:
 
 # Where the input lies, not what it is: a folder moved elsewhere keeps its documents on --resume.
 LOCATION_KEYS = frozenset({"image_root"})
+# Which version of its file a document was made from: a photo replaced or edited at the same path
+# is the same input's document, changed, and a resumed job writes it again.
+VERSION_KEY = "file_version"
+
+
+def file_version(path: Path) -> str | None:
+    """``size:mtime_ns`` of the file (a link: its target's), the check rsync makes by default; a
+    copy that keeps modification times (mv, cp -a, rsync -a) resumes, another is indexed again.
+    None when it cannot be read (the decoder reports why)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return f"{st.st_size}:{st.st_mtime_ns}"
 
 
 def input_fingerprint(metadata: Mapping[str, Any]) -> bytes:
     """What a resumed job compares to tell the document it wrote from another input's under the same
     id (another image or captions named by a manifest's id): the metadata the input gives, but its
-    location (``LOCATION_KEYS``), as canonical JSON, hashed. Equal for metadata an engine stored
-    and gave back (JSON types)."""
-    kept = {k: v for k, v in metadata.items() if k not in LOCATION_KEYS}
+    location (``LOCATION_KEYS``) and its file's version (``VERSION_KEY``), as canonical JSON,
+    hashed. Equal for metadata an engine stored and gave back (JSON types)."""
+    kept = {k: v for k, v in metadata.items() if k not in LOCATION_KEYS and k != VERSION_KEY}
     text = json.dumps(kept, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+
+
+class Held(Enum):
+    """How a target holds an item's id, for ``--resume``."""
+
+    AS_GIVEN = "as given"  # skipped
+    CHANGED = "changed"  # this input's document, its file changed since: written again
+    OTHER = "other"  # another input's document: the job stops (runner.ResumeMismatch)
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """What ``--resume`` compares of a document: its input's fingerprint and its file's version."""
+
+    fingerprint: bytes
+    version: str | None
+
+    @classmethod
+    def of(cls, metadata: Mapping[str, Any]) -> Stamp:
+        return cls(input_fingerprint(metadata), metadata.get(VERSION_KEY))
+
+    def held_as(self, given: Stamp) -> Held:
+        """The one rule: another fingerprint is another input's document; a version that differs
+        is a changed file (a document written before versions were kept has none: as given)."""
+        if self.fingerprint != given.fingerprint:
+            return Held.OTHER
+        if self.version is not None and self.version != given.version:
+            return Held.CHANGED
+        return Held.AS_GIVEN
 
 
 def shard_of(doc_id: str, num_shards: int) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from vsparta.core.walk import BY_COMPONENTS, sorted_walk
-from vsparta.indexer.items import WorkItem, path_id
+from vsparta.indexer.items import VERSION_KEY, WorkItem, file_version, path_id
 from vsparta.indexer.termdocs import iter_term_records
 
 InputFormat = Literal["auto", "images", "manifest", "regions", "terms"]
@@ -121,9 +121,17 @@ def _image_items(
     for rel, path, is_link in files:
         file = Path(path)
         location = str(file)  # the same text the listing used to give ("./a.jpg" -> "a.jpg")
-        meta = {"image": rel, "image_root": root_text}
+        meta = _versioned({"image": rel, "image_root": root_text}, file)
         rejected = _link_problem(file, real_root, follow_symlinks) if is_link else None
         yield WorkItem(id=path_id(rel), location=location, image=file, metadata=meta, rejected=rejected)
+
+
+def _versioned(meta: dict[str, object], file: Path) -> dict[str, object]:
+    """``meta`` with the version of the file the item is encoded from (``--resume`` writes a
+    changed one again); none for a file that cannot be read."""
+    if (version := file_version(file)) is not None:
+        meta[VERSION_KEY] = version
+    return meta
 
 
 def _link_problem(file: Path, real_root: Path, follow_symlinks: bool) -> tuple[str, str] | None:
@@ -161,7 +169,7 @@ def region_folder_items(root: Path) -> Iterator[WorkItem]:
         for _rel_path, path, _link in sorted_walk(root, keep=keep, enter=enter, order=BY_COMPONENTS):
             file = Path(path)
             rel = _rel(file, root)
-            meta = {"regions": rel, "image_root": real_root}
+            meta = _versioned({"regions": rel, "image_root": real_root}, file)
             yield WorkItem(id=path_id(rel), location=str(file), regions=file, metadata=meta)
 
     return items()
@@ -180,6 +188,7 @@ def manifest_items(manifest: Path, *, ignore_regions: bool = False) -> list[Work
         if rec.captions:
             meta["captions"] = list(rec.captions)
         regions = None if ignore_regions else rec.regions
+        _versioned(meta, regions if regions is not None else rec.image)
         location = str(regions if regions is not None else rec.image)
         items.append(WorkItem(id=rec.id, location=location, image=rec.image, regions=regions, metadata=meta))
     return items

@@ -21,7 +21,7 @@ from vsparta.indexer.batch import TermBatch
 from vsparta.indexer.config import MODEL_TOP_N, IndexConfig, check_needs, resolve_top_n
 from vsparta.indexer.decoder import Decoded, DecodePool
 from vsparta.indexer.failures import FailureReport
-from vsparta.indexer.items import Failure, WorkItem, shard_of
+from vsparta.indexer.items import Failure, Held, WorkItem, shard_of
 from vsparta.indexer.mapper import ImageTermEncoder
 from vsparta.indexer.progress import Progress
 from vsparta.indexer.reader import detect_format
@@ -183,7 +183,8 @@ class IndexJob:
 
     def _pending(self, items: Iterable[WorkItem], sinks: list[Sink], bar: Progress) -> Iterator[WorkItem]:
         """Items still to do; with --resume, those every sink already holds as given are counted and
-        skipped, and another input's document under one of the ids stops the job (``ResumeMismatch``).
+        skipped, those whose file changed since are counted and written again, and another input's
+        document under one of the ids stops the job (``ResumeMismatch``).
 
         Checked in chunks of the listing's order, so the memory is one chunk, whatever the input.
         """
@@ -194,9 +195,10 @@ class IndexJob:
             if self.stop.is_set():
                 return
             held = [sink.existing(chunk) for sink in sinks]
-            if other := [it for it in chunk if any(h.get(it.id) is False for h in held)]:
+            if other := [it for it in chunk if any(h.get(it.id) is Held.OTHER for h in held)]:
                 raise ResumeMismatch(other, self.config.input)
-            done = {it.id for it in chunk if all(it.id in h for h in held)}
+            done = {it.id for it in chunk if all(h.get(it.id) is Held.AS_GIVEN for h in held)}
+            self.summary.changed += sum(any(h.get(it.id) is Held.CHANGED for h in held) for it in chunk)
             if done:
                 self.summary.skipped += len(done)
                 bar.update(len(done))

@@ -22,6 +22,7 @@ class IndexSummary:
     listing_complete: bool = True  # False when the job stopped before the folder walk ended
     indexed: int = 0
     skipped: int = 0
+    changed: int = 0  # --resume: held, but their file changed since; written again (in indexed)
     failed: int = 0
     failures_by_reason: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
@@ -84,6 +85,7 @@ class IndexSummary:
             "indexed": self.indexed,
             "failed": self.failed,
             "skipped": self.skipped,
+            "changed": self.changed,
         }
 
     def lines(self) -> list[str]:
@@ -93,6 +95,8 @@ class IndexSummary:
             f" of {self.total}{'' if self.listing_complete else ' listed so far'} in {self.seconds:.1f}s"
             + (f" ({rate:.1f} images/s)" if rate is not None else "")
         ]
+        if self.changed:
+            out.append(f"of those indexed, {self.changed} written again: their file changed since")
         shares = self.busy_shares()
         stages = []
         for name, value in self.stage_rates().items():

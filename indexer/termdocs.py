@@ -12,6 +12,7 @@ import contextlib
 import json
 import logging
 import math
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from vsparta.core.ids import routable_id
 from vsparta.core.manifest import JsonlError, iter_jsonl
-from vsparta.indexer.items import WorkItem, input_fingerprint
+from vsparta.indexer.items import Held, Stamp, WorkItem
 
 if TYPE_CHECKING:
     from vsparta.indexer.batch import TermBatch
@@ -74,7 +75,9 @@ class TermDocExporter:
 
     Each document is written only after the engine committed it (the writer thread calls
     ``write`` after ``upsert``), so the exported ids are a subset of the indexed ones and a
-    resumed job never writes a document twice.
+    resumed job never writes a document twice. A document written again because its file changed
+    (``items.Held.CHANGED``) goes into a new part and its old line leaves the earlier one at
+    ``close``; a run killed in between leaves both, and the next resumed run keeps the later.
     """
 
     def __init__(
@@ -94,14 +97,21 @@ class TermDocExporter:
         self.id_to_token = id_to_token
         self.shard = shard
         self.docs_per_file = docs_per_file
-        self.fingerprints: dict[str, bytes] = {}  # id -> items.input_fingerprint of its metadata
+        self.stamps: dict[str, Stamp] = {}  # id -> items.Stamp of its metadata
+        self._part_of: dict[str, int] = {}  # id -> the earlier run's part that holds it
+        self._superseded: dict[int, set[str]] = {}  # part -> ids written again since
         self._tokens: dict[int, str] = {}  # id_to_token is called once per vocabulary id
         self._fh: TextIO | None = None
         self._in_file = 0
         own = self._parts(only_shard=True)
         if resume:
-            for part in own:
-                self.fingerprints.update(self._repair(part))
+            for number, path in own:
+                for doc_id, stamp in self._repair(path).items():
+                    if doc_id in self._part_of:  # a killed run wrote it again: the later line wins
+                        self._superseded.setdefault(self._part_of[doc_id], set()).add(doc_id)
+                    self.stamps[doc_id] = stamp
+                    self._part_of[doc_id] = number
+            self._drop_superseded()
             self._next_part = max((n for n, _ in own), default=-1) + 1
         else:
             # A fresh run replaces its shard's earlier export; an unsharded one replaces all shards'.
@@ -118,10 +128,9 @@ class TermDocExporter:
         return sorted(out)
 
     @staticmethod
-    def _repair(part: tuple[int, Path]) -> dict[str, bytes]:
-        """Ids in one part and their metadata's fingerprints; a half-written last line (killed
-        writer) is cut off the file."""
-        path = part[1]
+    def _repair(path: Path) -> dict[str, Stamp]:
+        """Ids in one part and their metadata's stamps; a half-written last line (killed writer) is
+        cut off the file."""
         data = path.read_bytes()
         keep = data.rfind(b"\n") + 1
         if keep != len(data):
@@ -132,7 +141,7 @@ class TermDocExporter:
         for line in data[:keep].decode("utf-8").splitlines():
             if line.strip():
                 record = json.loads(line)
-                held[record["id"]] = input_fingerprint(record.get("metadata") or {})
+                held[record["id"]] = Stamp.of(record.get("metadata") or {})
         return held
 
     def write(self, batch: TermBatch) -> None:
@@ -152,15 +161,17 @@ class TermDocExporter:
             record = {"id": doc_id, "terms": terms, "metadata": dict(batch.metadata[i])}
             self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
             self._in_file += 1
-            self.fingerprints[doc_id] = input_fingerprint(batch.metadata[i])
+            self.stamps[doc_id] = Stamp.of(batch.metadata[i])
+            if (earlier := self._part_of.pop(doc_id, None)) is not None:
+                self._superseded.setdefault(earlier, set()).add(doc_id)
         if self._fh is not None:
             self._fh.flush()
 
-    def existing(self, items: Sequence[WorkItem]) -> dict[str, bool]:
+    def existing(self, items: Sequence[WorkItem]) -> dict[str, Held]:
         """Which of ``items`` this shard's export holds (read back from its parts on resume), each
-        compared by its metadata's fingerprint."""
-        held = self.fingerprints
-        return {it.id: held[it.id] == input_fingerprint(it.metadata) for it in items if it.id in held}
+        compared by its metadata's stamp."""
+        held = self.stamps
+        return {it.id: held[it.id].held_as(Stamp.of(it.metadata)) for it in items if it.id in held}
 
     def bulk(self) -> contextlib.AbstractContextManager[object]:
         return contextlib.nullcontext()
@@ -180,6 +191,19 @@ class TermDocExporter:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
+        self._drop_superseded()
+
+    def _drop_superseded(self) -> None:
+        """Rewrite each earlier part that holds a line written again since, without it (a new file
+        renamed over the old: a kill leaves one or the other whole)."""
+        for number, ids in sorted(self._superseded.items()):
+            path = self.folder / f"terms-S{self.shard:05d}-{number:05d}.jsonl"
+            kept = [line for line in path.read_text("utf-8").splitlines(keepends=True)
+                    if line.strip() and json.loads(line)["id"] not in ids]  # fmt: skip
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text("".join(kept), "utf-8")
+            os.replace(tmp, path)
+        self._superseded.clear()
 
 
 def terms_from_tokens(

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol, TypeVar
 
 from vsparta.indexer.batch import TermBatch
-from vsparta.indexer.items import WorkItem, input_fingerprint
+from vsparta.indexer.items import Held, Stamp, WorkItem
 from vsparta.termindex import TermIndex
 
 log = logging.getLogger(__name__)
@@ -35,10 +35,10 @@ class Sink(Protocol):
     def write(self, batch: TermBatch) -> None:
         """One commit; durable when it returns (what ``--resume`` counts on)."""
 
-    def existing(self, items: Sequence[WorkItem]) -> dict[str, bool]:
-        """The ids of ``items`` this sink already holds, each True when it holds the item as the
-        input gives it (``items.input_fingerprint``), False when another input's document is under
-        the id. A resumed job skips what every sink holds as given and writes the rest again."""
+    def existing(self, items: Sequence[WorkItem]) -> dict[str, Held]:
+        """The ids of ``items`` this sink already holds, each with how it holds the item
+        (``items.Stamp.held_as``: as the input gives it, its file changed since, or another input's
+        document). A resumed job skips what every sink holds as given and writes the rest again."""
 
     def bulk(self) -> contextlib.AbstractContextManager[object]:
         """A mode for the whole job's writes (Elasticsearch: refresh off, restored after)."""
@@ -58,11 +58,11 @@ class IndexTarget:
     def __init__(self, index: TermIndex) -> None:
         self.index = index
 
-    def existing(self, items: Sequence[WorkItem]) -> dict[str, bool]:
+    def existing(self, items: Sequence[WorkItem]) -> dict[str, Held]:
         """Held ids (realtime: sees unrefreshed ES writes), compared by their stored metadata."""
         given = {it.id: it.metadata for it in items}
         stored = self.index.existing_metadata(list(given))
-        return {i: input_fingerprint(meta) == input_fingerprint(given[i]) for i, meta in stored.items()}
+        return {i: Stamp.of(meta).held_as(Stamp.of(given[i])) for i, meta in stored.items()}
 
     def bulk(self) -> contextlib.AbstractContextManager[object]:
         """The engine's bulk-load mode for the whole job."""

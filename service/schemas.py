@@ -46,8 +46,9 @@ SEARCH_EXAMPLES: dict[str, dict[str, Any]] = {
     },
 }
 
-# Metadata keys that hold server-side file paths: never sent to clients (they get URLs instead).
-SERVER_ONLY_METADATA = frozenset({"image", "image_root"})
+# Metadata keys about the server's own files (paths; a file's version, indexer/items.py): never sent
+# to clients (they get URLs instead).
+SERVER_ONLY_METADATA = frozenset({"image", "image_root", "file_version"})
 
 # What ``fields`` may name: a whole result part, or one metadata key as ``metadata.KEY``.
 FIELD_NAMES = ("metadata", "image_url", "thumbnail_url")

@@ -13,7 +13,7 @@ import pytest
 
 from vsparta.indexer.batch import TermBatch
 from vsparta.indexer.decoder import DecodePool, Decoder
-from vsparta.indexer.items import WorkItem
+from vsparta.indexer.items import Held, WorkItem
 from vsparta.indexer.runner import IndexConfig, IndexJob, run_index
 from vsparta.indexer.stages import Stages, build_decoder, read_input
 from vsparta.termindex import open_index, registry
@@ -31,8 +31,8 @@ class MemorySink:
             ids, weights = batch.row(i)
             self.docs[doc_id] = dict(zip(ids.tolist(), weights.tolist(), strict=True))
 
-    def existing(self, items: Sequence[WorkItem]) -> dict[str, bool]:
-        return {it.id: True for it in items if it.id in self.docs}  # keeps no metadata to compare
+    def existing(self, items: Sequence[WorkItem]) -> dict[str, Held]:
+        return {it.id: Held.AS_GIVEN for it in items if it.id in self.docs}  # keeps no metadata to compare
 
     @contextlib.contextmanager
     def bulk(self) -> Iterator[None]:

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from service_testdata import Corpus, expected_ranking
 
 from vsparta.service.matching import Word, words_of
-from vsparta.service.results import group_by_word
+from vsparta.service.results import ResultView, group_by_word
 from vsparta.termindex import MAX_QUERY_WEIGHT
 
 
@@ -142,3 +142,9 @@ def test_weights_up_to_the_bound_rank_like_the_reference(client: TestClient, cor
     over = client.post("/search", json={"terms": {"circle": 3.5e38}, "k": 3})
     assert over.status_code == 422
     assert over.json()["detail"][0]["loc"] == ["body", "terms", "circle"]
+
+
+def test_what_the_indexer_keeps_about_its_files_is_never_shown() -> None:
+    meta = {"image": "a.jpg", "image_root": "/photos", "file_version": "2048:17645472", "kind": "x"}
+    assert ResultView().metadata(meta) == {"kind": "x"}
+    assert ResultView.of(False, ["metadata.file_version", "metadata.kind"]).metadata(meta) == {"kind": "x"}
