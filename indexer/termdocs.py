@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from vsparta.core.ids import routable_id
 from vsparta.core.manifest import JsonlError, iter_jsonl
-from vsparta.indexer.items import Held, Stamp, WorkItem
+from vsparta.indexer.items import Held, WorkItem, held_as, stamp
 
 if TYPE_CHECKING:
     from vsparta.indexer.batch import TermBatch
@@ -97,20 +97,18 @@ class TermDocExporter:
         self.id_to_token = id_to_token
         self.shard = shard
         self.docs_per_file = docs_per_file
-        self.stamps: dict[str, Stamp] = {}  # id -> items.Stamp of its metadata
-        self._part_of: dict[str, int] = {}  # id -> the earlier run's part that holds it
-        self._superseded: dict[int, set[str]] = {}  # part -> ids written again since
+        self.stamps: dict[str, bytes] = {}  # id -> items.stamp of its metadata
+        self._rewritten: set[str] = set()  # ids with a line in more than one part: the last wins
         self._tokens: dict[int, str] = {}  # id_to_token is called once per vocabulary id
         self._fh: TextIO | None = None
         self._in_file = 0
         own = self._parts(only_shard=True)
         if resume:
-            for number, path in own:
-                for doc_id, stamp in self._repair(path).items():
-                    if doc_id in self._part_of:  # a killed run wrote it again: the later line wins
-                        self._superseded.setdefault(self._part_of[doc_id], set()).add(doc_id)
-                    self.stamps[doc_id] = stamp
-                    self._part_of[doc_id] = number
+            for _, path in own:
+                for doc_id, held in self._repair(path).items():
+                    if doc_id in self.stamps:  # a killed run wrote it again: the later line wins
+                        self._rewritten.add(doc_id)
+                    self.stamps[doc_id] = held
             self._drop_superseded()
             self._next_part = max((n for n, _ in own), default=-1) + 1
         else:
@@ -128,7 +126,7 @@ class TermDocExporter:
         return sorted(out)
 
     @staticmethod
-    def _repair(path: Path) -> dict[str, Stamp]:
+    def _repair(path: Path) -> dict[str, bytes]:
         """Ids in one part and their metadata's stamps; a half-written last line (killed writer) is
         cut off the file."""
         data = path.read_bytes()
@@ -141,7 +139,7 @@ class TermDocExporter:
         for line in data[:keep].decode("utf-8").splitlines():
             if line.strip():
                 record = json.loads(line)
-                held[record["id"]] = Stamp.of(record.get("metadata") or {})
+                held[record["id"]] = stamp(record.get("metadata") or {})
         return held
 
     def write(self, batch: TermBatch) -> None:
@@ -161,9 +159,9 @@ class TermDocExporter:
             record = {"id": doc_id, "terms": terms, "metadata": dict(batch.metadata[i])}
             self._fh.write(json.dumps(record, ensure_ascii=False) + "\n")
             self._in_file += 1
-            self.stamps[doc_id] = Stamp.of(batch.metadata[i])
-            if (earlier := self._part_of.pop(doc_id, None)) is not None:
-                self._superseded.setdefault(earlier, set()).add(doc_id)
+            if doc_id in self.stamps:  # held by an earlier part: its file changed since
+                self._rewritten.add(doc_id)
+            self.stamps[doc_id] = stamp(batch.metadata[i])
         if self._fh is not None:
             self._fh.flush()
 
@@ -171,7 +169,7 @@ class TermDocExporter:
         """Which of ``items`` this shard's export holds (read back from its parts on resume), each
         compared by its metadata's stamp."""
         held = self.stamps
-        return {it.id: held[it.id].held_as(Stamp.of(it.metadata)) for it in items if it.id in held}
+        return {it.id: held_as(held[it.id], stamp(it.metadata)) for it in items if it.id in held}
 
     def bulk(self) -> contextlib.AbstractContextManager[object]:
         return contextlib.nullcontext()
@@ -194,16 +192,22 @@ class TermDocExporter:
         self._drop_superseded()
 
     def _drop_superseded(self) -> None:
-        """Rewrite each earlier part that holds a line written again since, without it (a new file
-        renamed over the old: a kill leaves one or the other whole)."""
-        for number, ids in sorted(self._superseded.items()):
-            path = self.folder / f"terms-S{self.shard:05d}-{number:05d}.jsonl"
-            kept = [line for line in path.read_text("utf-8").splitlines(keepends=True)
-                    if line.strip() and json.loads(line)["id"] not in ids]  # fmt: skip
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text("".join(kept), "utf-8")
-            os.replace(tmp, path)
-        self._superseded.clear()
+        """Keep only the last line of each id written again: each part that holds an earlier one is
+        rewritten without it (a new file renamed over the old: a kill leaves one or the other whole,
+        and the next resumed run finishes it)."""
+        if not self._rewritten:
+            return
+        later: set[str] = set()
+        for _, path in reversed(self._parts(only_shard=True)):
+            lines = [line for line in path.read_text("utf-8").splitlines(keepends=True) if line.strip()]
+            ids = [json.loads(line)["id"] for line in lines]
+            kept = [line for line, i in zip(lines, ids, strict=True) if i not in later]
+            later.update(i for i in ids if i in self._rewritten)
+            if len(kept) != len(lines):
+                tmp = path.with_name(path.name + ".tmp")
+                tmp.write_text("".join(kept), "utf-8")
+                os.replace(tmp, path)
+        self._rewritten.clear()
 
 
 def terms_from_tokens(

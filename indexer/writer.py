@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Protocol, TypeVar
 
 from vsparta.indexer.batch import TermBatch
-from vsparta.indexer.items import Held, Stamp, WorkItem
+from vsparta.indexer.items import Held, WorkItem, held_as, stamp
 from vsparta.termindex import TermIndex
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ class Sink(Protocol):
 
     def existing(self, items: Sequence[WorkItem]) -> dict[str, Held]:
         """The ids of ``items`` this sink already holds, each with how it holds the item
-        (``items.Stamp.held_as``: as the input gives it, its file changed since, or another input's
+        (``items.held_as``: as the input gives it, its file changed since, or another input's
         document). A resumed job skips what every sink holds as given and writes the rest again."""
 
     def bulk(self) -> contextlib.AbstractContextManager[object]:
@@ -62,7 +62,7 @@ class IndexTarget:
         """Held ids (realtime: sees unrefreshed ES writes), compared by their stored metadata."""
         given = {it.id: it.metadata for it in items}
         stored = self.index.existing_metadata(list(given))
-        return {i: Stamp.of(meta).held_as(Stamp.of(given[i])) for i, meta in stored.items()}
+        return {i: held_as(stamp(meta), stamp(given[i])) for i, meta in stored.items()}
 
     def bulk(self) -> contextlib.AbstractContextManager[object]:
         """The engine's bulk-load mode for the whole job."""
