@@ -6,8 +6,11 @@ resume as before."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,37 +19,49 @@ from PIL import Image
 from vsparta.indexer.items import VERSION_KEY, Held, file_version, held_as, path_id, stamp
 from vsparta.indexer.runner import IndexConfig, run_index
 from vsparta.indexer.termdocs import TermDocExporter
-from vsparta.termindex import open_index
+from vsparta.termindex import IndexNotFound, open_index
 
 
-def _config(images: Path, root: Path, **kw) -> IndexConfig:
+@pytest.fixture(params=["embedded", pytest.param("elasticsearch", marks=pytest.mark.elasticsearch)])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty index on each engine kind (a fresh alias on the real node, dropped after)."""
+    if request.param == "embedded":
+        yield f"embedded:{tmp_path / 'idx'}"
+        return
+    spec = f"{request.getfixturevalue('es_url')}/indexer-changed-{uuid.uuid4().hex[:10]}"
+    yield spec
+    with contextlib.suppress(IndexNotFound), open_index(spec) as index:
+        index.drop()  # type: ignore[attr-defined]
+
+
+def _config(images: Path, backend: str, root: Path, **kw) -> IndexConfig:
     return IndexConfig(
-        input=images, backend=f"embedded:{root / 'idx'}", export_jsonl=root / "export", workers=0,
-        batch_size=2, progress=False, **kw,
+        input=images, backend=backend, export_jsonl=root / "export", workers=0, batch_size=2,
+        progress=False, **kw,
     )  # fmt: skip
 
 
-def _versions(root: Path, ids: list[str]) -> dict[str, str]:
-    with open_index(f"embedded:{root / 'idx'}") as index:
+def _versions(backend: str, ids: list[str]) -> dict[str, str]:
+    with open_index(backend) as index:
         return {i: m[VERSION_KEY] for i, m in index.existing_metadata(ids).items()}
 
 
 def test_a_replaced_and_a_touched_photo_are_written_again_once_each(
-    tmp_path: Path, write_images, colour_encoder, read_export
+    tmp_path: Path, backend: str, write_images, colour_encoder, read_export
 ) -> None:
     images = tmp_path / "images"
     rels = write_images(images, 6)
     ids = [path_id(r) for r in rels]
-    first = run_index(_config(images, tmp_path), encoder=colour_encoder)
+    first = run_index(_config(images, backend, tmp_path), encoder=colour_encoder)
     assert (first.indexed, first.changed) == (6, 0)
     before = read_export(tmp_path / "export")
-    assert _versions(tmp_path, ids) == {i: file_version(images / r) for i, r in zip(ids, rels, strict=True)}
+    assert _versions(backend, ids) == {i: file_version(images / r) for i, r in zip(ids, rels, strict=True)}
 
     replaced, touched = images / rels[0], images / rels[1]
     Image.new("RGB", (40, 30), (250, 10, 10)).save(replaced, format="JPEG")  # another photo, same path
     stat = touched.stat()
     os.utime(touched, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))  # edited in place
-    again = run_index(_config(images, tmp_path, resume=True), encoder=colour_encoder)
+    again = run_index(_config(images, backend, tmp_path, resume=True), encoder=colour_encoder)
     assert (again.indexed, again.changed, again.skipped, again.failed) == (2, 2, 4, 0)
     assert "of those indexed, 2 written again: their file changed since" in again.lines()
 
@@ -55,13 +70,13 @@ def test_a_replaced_and_a_touched_photo_are_written_again_once_each(
     assert after[ids[0]]["terms"] != before[ids[0]]["terms"]  # the new photo's document
     assert after[ids[1]]["terms"] == before[ids[1]]["terms"]  # same pixels, written again
     assert {i: after[i] for i in ids[2:]} == {i: before[i] for i in ids[2:]}
-    assert _versions(tmp_path, ids)[ids[0]] == file_version(replaced)
-    assert _versions(tmp_path, ids)[ids[1]] == file_version(touched)
+    assert _versions(backend, ids)[ids[0]] == file_version(replaced)
+    assert _versions(backend, ids)[ids[1]] == file_version(touched)
     for part in (tmp_path / "export").glob("*.jsonl"):  # the old lines left their part
         lines = [json.loads(line) for line in part.read_text().splitlines()]
         assert len({r["id"] for r in lines}) == len(lines)
 
-    third = run_index(_config(images, tmp_path, resume=True), encoder=colour_encoder)
+    third = run_index(_config(images, backend, tmp_path, resume=True), encoder=colour_encoder)
     assert (third.indexed, third.changed, third.skipped) == (0, 0, 6)
 
 
