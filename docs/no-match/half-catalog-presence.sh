@@ -9,6 +9,8 @@
 #   model trained on 6,000 scenes of the whole catalog, calibrated on 2,000 scenes of both halves:
 #   half-catalog-presence-half.md.
 # Run from the repository root after the test command's install (~45 min on 2 cores).
+# SPLITS=eight SUFFIX=-9bit: the eight-subgroup part alone, its tables named with the suffix (the
+# re-measurement after the presence test's 9-bit comparison, 2026-12-02; ~20 min).
 set -euo pipefail
 V="env OMP_WAIT_POLICY=PASSIVE .venv/bin/vsparta"
 NM=${NM:-.cache/nm224}
@@ -28,7 +30,9 @@ index_all() {  # $1: scenes folder, $2: model, $3: index, $4: calibration index
     $V index "$1/$part.jsonl" --backend "embedded:$index" --model "$2" --resume --failures "$index-failures.jsonl" --no-progress
   done
 }
-for split in eight half; do
+SPLITS=${SPLITS:-eight half}
+SUFFIX=${SUFFIX:-}
+for split in $SPLITS; do
   if [ $split = eight ]; then
     S=$NM A=food-fruit,food-sweet,plant-flower,animal-bird B=animal-mammal,transport-ground,food-prepared,household
     n_train=3000 seed=0
@@ -49,9 +53,10 @@ for split in eight half; do
     name=half-catalog-presence-$split; [ -n "$tag" ] && name=$name-penalty
     $V bench no-match-floors --index embedded:$S/index$tag --model $M/final --calibration-index embedded:$S/calib-index$tag \
       --in-split $S/a/test.jsonl --out-split $S/b/test.jsonl --index-manifest $S/a/train.jsonl --index-manifest $S/a/test.jsonl \
-      --calibration-manifest $S/calib/test.jsonl "${grid[@]}" --name $name
+      --calibration-manifest $S/calib/test.jsonl "${grid[@]}" --name $name$SUFFIX
   done
 done
+[[ " $SPLITS " == *" half "* ]] || exit 0
 # half, calibrated on more images: 8,000 more scenes of both halves (seed 4) in an index of their
 # own: half-catalog-presence-half-8k.md.
 S=$HC A=$(half 0) B=$(half 1)
