@@ -219,6 +219,11 @@ class TermIndex(ABC):
     def get(self, doc_id: str) -> TermDocument:
         """One document; raises ``DocumentNotFound``."""
 
+    def iter_ids(self) -> Iterator[str]:
+        """Every stored document's id, in no particular order (how ``vsparta index --prune`` finds
+        the documents whose file left the input). Engines that can list themselves override it."""
+        raise NotImplementedError(f"{type(self).__name__} cannot list its document ids")
+
     def existing_ids(self, ids: Iterable[str]) -> set[str]:
         """Which of ``ids`` are stored (how a resumed indexing job skips finished work): by default
         ``existing_metadata``'s keys; an engine may override it with a lookup of ids alone."""

@@ -18,7 +18,7 @@ which this class inherits.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
 from typing import Any, TypeVar
 
@@ -76,6 +76,9 @@ SHARDS_PER_NODE = 2
 # search pays ~2 ms more (10 hits' stored metadata decompressed): a constant, while scoring grows
 # with the index (docs/elasticsearch.md).
 DEFAULT_CODEC = "best_compression"
+
+
+ID_PAGE = 5000  # ids per scroll page of ``iter_ids``
 
 
 class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
@@ -299,6 +302,18 @@ class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
                 if d.get("found"):
                     found[d["_id"]] = (d.get("_source") or {}).get("metadata") or {}
         return found
+
+    def iter_ids(self) -> Iterator[str]:
+        """Every document's id: a refresh (a load's writes become searchable), then one scroll of
+        ``_id``s without sources. A shard that cannot answer raises (``TermIndexError``) rather than
+        give a partial list, with which ``--prune`` would leave documents and not know it."""
+        from elasticsearch.helpers import scan
+
+        self.refresh()
+        query = {"query": {"match_all": {}}, "_source": False}
+        with errors("list ids", engine=self.engine_label):
+            for hit in scan(self._client, query=query, index=self._target, size=ID_PAGE, scroll="5m"):
+                yield hit["_id"]
 
     def ping(self) -> bool:
         try:

@@ -223,6 +223,11 @@ class EmbeddedIndex(TermIndex):
         later loads them instead of compiling at its first query (it would keep ~110 MB of LLVM heap)."""
         self.warmup()
 
+    def iter_ids(self) -> Iterator[str]:
+        """Every live document's id, from one snapshot (ids only: no terms or metadata are read)."""
+        segments = self._snapshot().segments
+        return (seg.doc_id(local) for seg in segments for local in seg.live_locals().tolist())
+
     def iter_documents(self) -> Iterator[TermDocument]:
         """Every live document (slow: rebuilds terms from postings; for export and tests)."""
         snap = self._snapshot()
@@ -367,12 +372,8 @@ class EmbeddedIndex(TermIndex):
         shift = int(manifest["block_size"]).bit_length() - 1
         picked = set(chosen)
         nbytes = merge_segments(self.root, name, shift, [segments[i] for i in chosen])
-        fmt.count_write(
-            manifest,
-            "written",
-            sum(segments[i].n_docs - int(segments[i].deleted.sum()) for i in chosen),
-            nbytes,
-        )
+        live = sum(segments[i].n_docs - int(segments[i].deleted.sum()) for i in chosen)
+        fmt.count_write(manifest, "written", live, nbytes)
         rest = [s for i, s in enumerate(segments) if i not in picked]
         self._commit(manifest, [*rest, fmt.Segment.open(self.root, name).with_deletes(None)])
 
@@ -381,9 +382,7 @@ class EmbeddedIndex(TermIndex):
         amplification (bytes written by commits, merges and tombstones over bytes committed)."""
         snap = self._snapshot()
         postings = sum(s.n_postings for s in snap.segments)
-        disk = 0
-        for seg in snap.segments:
-            disk += sum(f.stat().st_size for f in seg.path.iterdir() if f.is_file())
+        disk = sum(f.stat().st_size for seg in snap.segments for f in seg.path.iterdir() if f.is_file())
         return {
             "documents": self.count(),
             "segments": len(snap.segments),

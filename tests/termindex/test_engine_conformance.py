@@ -141,3 +141,5 @@ def test_get_existing_ids_and_their_metadata(running: Running, corpus) -> None:
     # what a resumed indexing job compares: each stored document's metadata, as written
     assert index.existing_metadata(asked) == {d.id: d.metadata for d in (docs[0], docs[1999], docs[3])}
     assert index.existing_metadata([]) == {}
+    ids = list(index.iter_ids())  # what `vsparta index --prune` lists: every id once
+    assert len(ids) == N_DOCS and set(ids) == {d.id for d in docs}

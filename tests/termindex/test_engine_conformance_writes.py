@@ -78,6 +78,7 @@ def test_an_empty_index_answers_with_nothing(running: Running) -> None:
     with running.fresh("empty") as (index, _):
         assert index.count() == 0 and index.search({1: 1.0}) == []
         assert index.upsert([]) == 0 and index.delete([]) == 0 and index.existing_ids(["a"]) == set()
+        assert list(index.iter_ids()) == []
         with pytest.raises(DocumentNotFound):
             index.get("a")
 
@@ -94,6 +95,7 @@ def test_upsert_replaces_by_id_and_delete_counts_what_existed(running: Running, 
     assert index.count() == 4 and dict(index.get("c").weights) == {2: 9.0}  # a repeated id: the last wins
     assert index.delete(["b", "c", "b", "missing"]) == 2
     assert index.delete(["b"]) == 0 and index.count() == 2
+    assert sorted(index.iter_ids()) == ["a", "d"]  # replaced ids once, deleted ones not at all
     with pytest.raises(DocumentNotFound):
         index.get("b")
     assert "b" not in {h.id for h in index.search({2: 1.0}, k=100)}
@@ -110,6 +112,7 @@ def test_odd_ids_round_trip(running: Running) -> None:
             assert (got.id, dict(got.metadata)) == (i, {"name": i})
         assert [h.id for h in index.search({7: 1.0}, k=100)] == list(reversed(ODD_IDS))  # heavier first
         assert index.existing_ids(ODD_IDS) == set(ODD_IDS)
+        assert sorted(index.iter_ids()) == sorted(ODD_IDS)
         with open_index(spec) as reopened:
             assert {h.id for h in reopened.search({7: 1.0}, k=100)} == set(ODD_IDS)
             assert reopened.delete(ODD_IDS[:3]) == 3 and reopened.count() == len(ODD_IDS) - 3
