@@ -172,6 +172,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(size or modification time) is written again",
     )
     job.add_argument(
+        "--prune",
+        action="store_true",
+        help="after a complete run, delete the documents of this shard whose id the input no longer "
+        "lists (a photo deleted or moved inside the folder), from the target and the export: the "
+        "target then holds this input alone, so never use it on a target that also holds other inputs",
+    )
+    job.add_argument(
         "--commit-interval",
         type=float,
         default=1.0,
@@ -274,6 +281,7 @@ def _config(args: argparse.Namespace) -> IndexConfig:
         device=args.device,
         amp=args.amp,
         resume=args.resume,
+        prune=args.prune,
         shard=args.shard,
         num_shards=args.num_shards,
         failures=args.failures,

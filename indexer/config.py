@@ -38,6 +38,7 @@ class IndexConfig:
     device: str = "auto"
     amp: bool | None = None
     resume: bool = False
+    prune: bool = False  # after a complete run: delete this shard's documents the input no longer lists
     shard: int = 0
     num_shards: int = 1
     failures: Path | None = None

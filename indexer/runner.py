@@ -96,6 +96,7 @@ class IndexJob:
         self.stages = (stages or Stages()).using(encoder=encoder, index=index)
         self.stop = threading.Event()
         self.summary = IndexSummary()
+        self.listed: set[str] | None = set() if config.prune else None  # --prune: this shard's ids
 
     def run(self) -> IndexSummary:
         cfg, stages = self.config, self.stages
@@ -141,6 +142,8 @@ class IndexJob:
                         else decoder.iter_decoded(pending, self.stop)
                     )
                     self._encode_loop(stream, mapper, writer, report, bar)
+                if self.listed is not None and not caught and not self.stop.is_set():
+                    self._prune(sinks, self.listed)
             if not caught and not self.stop.is_set():
                 for sink in sinks:  # complete: force-merge, swap a new version in
                     note = sink.finish()
@@ -163,7 +166,7 @@ class IndexJob:
         return s
 
     def _mine(self, item: WorkItem) -> bool:
-        return self.config.num_shards == 1 or shard_of(item.id, self.config.num_shards) == self.config.shard
+        return self._mine_id(item.id)
 
     def _listed(self, listing: Iterator[WorkItem], bar: Progress) -> Iterator[WorkItem]:
         """This shard's items as the walk finds them; the count is the job's total once it ends."""
@@ -173,6 +176,8 @@ class IndexJob:
             for item in listing:
                 if self._mine(item):
                     found += 1
+                    if self.listed is not None:
+                        self.listed.add(item.id)
                     bar.found(found)
                     yield item
             self.summary.listing_complete = True
@@ -180,6 +185,20 @@ class IndexJob:
             log.info("%d items listed", found)
         finally:
             self.summary.total = found
+
+    def _prune(self, sinks: list[Sink], listed: set[str]) -> None:
+        """``--prune`` once every document is written: each sink deletes this shard's ids the whole
+        listing lacks, the export first (its ids stay a subset of the engine's). A document whose
+        file failed to decode is listed, so it stays."""
+        if not self.summary.listing_complete:  # never on a partial listing
+            return
+        gone: set[str] = set()
+        for sink in reversed(sinks):
+            gone |= sink.prune(listed, self._mine_id)
+        self.summary.removed = len(gone)
+
+    def _mine_id(self, doc_id: str) -> bool:
+        return self.config.num_shards == 1 or shard_of(doc_id, self.config.num_shards) == self.config.shard
 
     def _pending(self, items: Iterable[WorkItem], sinks: list[Sink], bar: Progress) -> Iterator[WorkItem]:
         """Items still to do; with --resume, those every sink already holds as given are counted and

@@ -23,6 +23,7 @@ class IndexSummary:
     indexed: int = 0
     skipped: int = 0
     changed: int = 0  # --resume: held, but their file changed since; written again (in indexed)
+    removed: int = 0  # --prune: documents whose id the input no longer lists, deleted
     failed: int = 0
     failures_by_reason: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
@@ -86,6 +87,7 @@ class IndexSummary:
             "failed": self.failed,
             "skipped": self.skipped,
             "changed": self.changed,
+            "removed": self.removed,
         }
 
     def lines(self) -> list[str]:
@@ -97,6 +99,8 @@ class IndexSummary:
         ]
         if self.changed:
             out.append(f"of those indexed, {self.changed} written again: their file changed since")
+        if self.removed:
+            out.append(f"removed {self.removed} document(s) the input no longer lists (--prune)")
         shares = self.busy_shares()
         stages = []
         for name, value in self.stage_rates().items():

@@ -99,6 +99,7 @@ class TermDocExporter:
         self.docs_per_file = docs_per_file
         self.stamps: dict[str, bytes] = {}  # id -> items.stamp of its metadata
         self._rewritten: set[str] = set()  # ids with a line in more than one part: the last wins
+        self._gone: set[str] = set()  # ids pruned (--prune): every line of theirs leaves its part
         self._tokens: dict[int, str] = {}  # id_to_token is called once per vocabulary id
         self._fh: TextIO | None = None
         self._in_file = 0
@@ -177,6 +178,21 @@ class TermDocExporter:
     def finish(self) -> str | None:
         return None
 
+    def prune(self, listed: set[str], mine: Callable[[str], bool]) -> set[str]:
+        """This shard's exported ids the input no longer lists: their lines leave the parts now
+        (each part rewritten as in ``_drop_superseded``; a run killed before leaves them for the
+        next ``--prune`` to find)."""
+        gone = {i for i in self.stamps if i not in listed and mine(i)}
+        for doc_id in gone:
+            del self.stamps[doc_id]
+        if gone:
+            if self._fh is not None:  # the last part is complete: rewritten like the others
+                self._fh.close()
+                self._fh = None
+            self._gone |= gone
+            self._drop_superseded()
+        return gone
+
     def _rotate(self) -> None:
         if self._fh is not None:
             self._fh.close()
@@ -192,12 +208,12 @@ class TermDocExporter:
         self._drop_superseded()
 
     def _drop_superseded(self) -> None:
-        """Keep only the last line of each id written again: each part that holds an earlier one is
-        rewritten without it (a new file renamed over the old: a kill leaves one or the other whole,
-        and the next resumed run finishes it)."""
-        if not self._rewritten:
+        """Keep only the last line of each id written again, and none of an id pruned: each part
+        that holds such a line is rewritten without it (a new file renamed over the old: a kill
+        leaves one or the other whole, and the next resumed run finishes it)."""
+        if not self._rewritten and not self._gone:
             return
-        later: set[str] = set()
+        later = set(self._gone)
         for _, path in reversed(self._parts(only_shard=True)):
             lines = [line for line in path.read_text("utf-8").splitlines(keepends=True) if line.strip()]
             ids = [json.loads(line)["id"] for line in lines]
@@ -208,6 +224,7 @@ class TermDocExporter:
                 tmp.write_text("".join(kept), "utf-8")
                 os.replace(tmp, path)
         self._rewritten.clear()
+        self._gone.clear()
 
 
 def terms_from_tokens(

@@ -46,6 +46,10 @@ class Sink(Protocol):
     def finish(self) -> str | None:
         """After a complete (not interrupted) job: housekeeping; a line for the summary, or None."""
 
+    def prune(self, listed: set[str], mine: Callable[[str], bool]) -> set[str]:
+        """``--prune``, after a complete job: delete the documents this sink holds whose id is
+        ``mine`` (this shard's) but not ``listed`` by the input; returns their ids."""
+
 
 class IndexTarget:
     """The engine as the indexer uses it: array writes, bulk-load mode, which ids exist.
@@ -75,6 +79,14 @@ class IndexTarget:
     def finish(self) -> str | None:
         """A complete load's end: force-merge, swap a new version in."""
         return self.index.finish_load()
+
+    def prune(self, listed: set[str], mine: Callable[[str], bool]) -> set[str]:
+        """This shard's stored ids the input no longer lists, deleted in one call (the engine's
+        ``iter_ids``: an engine that cannot list its ids cannot be pruned)."""
+        gone = [i for i in self.index.iter_ids() if i not in listed and mine(i)]
+        if gone:
+            self.index.delete(gone)
+        return set(gone)
 
 
 _DONE = object()

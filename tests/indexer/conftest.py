@@ -5,10 +5,13 @@ tiny VisualSparta model."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import struct
+import uuid
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -92,6 +95,31 @@ def write_bad_images(root: Path) -> dict[str, str]:
     (root / "bad/huge.png").write_bytes(_png_claiming(20_000, 20_000))
     Image.new("RGB", (600, 400), (1, 2, 3)).save(root / "bad/big.png")
     return dict(BAD_FILES)
+
+
+@pytest.fixture(
+    params=[
+        "embedded",
+        pytest.param("elasticsearch", marks=pytest.mark.elasticsearch),
+        pytest.param("opensearch", marks=pytest.mark.elasticsearch),
+    ]
+)
+def empty_backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The spec of an empty index on each engine kind (embedded; a fresh alias on the real
+    Elasticsearch 7.17 and OpenSearch 2.19 nodes, dropped after)."""
+    from vsparta.termindex import IndexNotFound, open_index
+
+    if request.param == "embedded":
+        yield f"embedded:{tmp_path / 'idx'}"
+        return
+    if request.param == "elasticsearch":
+        url = request.getfixturevalue("es_url")
+    else:
+        url = "opensearch+" + request.getfixturevalue("opensearch_url_of")("2.19")
+    spec = f"{url}/indexer-test-{uuid.uuid4().hex[:10]}"
+    yield spec
+    with contextlib.suppress(IndexNotFound), open_index(spec) as index:
+        index.drop()  # type: ignore[attr-defined]
 
 
 @pytest.fixture

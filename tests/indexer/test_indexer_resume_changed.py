@@ -6,11 +6,8 @@ resume as before."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,19 +16,7 @@ from PIL import Image
 from vsparta.indexer.items import VERSION_KEY, Held, file_version, held_as, path_id, stamp
 from vsparta.indexer.runner import IndexConfig, run_index
 from vsparta.indexer.termdocs import TermDocExporter
-from vsparta.termindex import IndexNotFound, open_index
-
-
-@pytest.fixture(params=["embedded", pytest.param("elasticsearch", marks=pytest.mark.elasticsearch)])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """An empty index on each engine kind (a fresh alias on the real node, dropped after)."""
-    if request.param == "embedded":
-        yield f"embedded:{tmp_path / 'idx'}"
-        return
-    spec = f"{request.getfixturevalue('es_url')}/indexer-changed-{uuid.uuid4().hex[:10]}"
-    yield spec
-    with contextlib.suppress(IndexNotFound), open_index(spec) as index:
-        index.drop()  # type: ignore[attr-defined]
+from vsparta.termindex import open_index
 
 
 def _config(images: Path, backend: str, root: Path, **kw) -> IndexConfig:
@@ -47,8 +32,9 @@ def _versions(backend: str, ids: list[str]) -> dict[str, str]:
 
 
 def test_a_replaced_and_a_touched_photo_are_written_again_once_each(
-    tmp_path: Path, backend: str, write_images, colour_encoder, read_export
+    tmp_path: Path, empty_backend: str, write_images, colour_encoder, read_export
 ) -> None:
+    backend = empty_backend
     images = tmp_path / "images"
     rels = write_images(images, 6)
     ids = [path_id(r) for r in rels]

@@ -20,7 +20,7 @@ from vsparta.termindex import open_index, registry
 
 
 class MemorySink:
-    """A sink of the writer stage that keeps what it is given: any object with the four methods."""
+    """A sink of the writer stage that keeps what it is given: any object with the five methods."""
 
     def __init__(self) -> None:
         self.docs: dict[str, dict[int, float]] = {}
@@ -42,6 +42,12 @@ class MemorySink:
     def finish(self) -> str | None:
         self.finished += 1
         return f"{len(self.docs)} documents in memory"
+
+    def prune(self, listed: set[str], mine: Callable[[str], bool]) -> set[str]:
+        gone = {i for i in self.docs if i not in listed and mine(i)}
+        for doc_id in gone:
+            del self.docs[doc_id]
+        return gone
 
 
 def _config(root: Path, **kw) -> IndexConfig:
