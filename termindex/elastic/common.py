@@ -225,6 +225,28 @@ def mget_metadata_body(ids: list[str]) -> dict[str, Any]:
     return {"body": {"ids": ids}, "_source_includes": ["metadata"]}
 
 
+def mget_stored_metadata_body(ids: list[str]) -> dict[str, Any]:
+    """An ``_mget`` of the stored ``metadata_json`` alone: 5x faster than filtering ``_source``
+    (docs/indexing.md); documents written before the field existed need ``mget_metadata_body``."""
+    return {"body": {"ids": ids}, "stored_fields": METADATA_FIELD, "_source": False}
+
+
+def stored_metadata(mget_resp: Mapping[str, Any]) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The metadata of each found document from a ``mget_stored_metadata_body`` answer, and the
+    found ids without the stored field (older documents: read from ``_source``). A document whose
+    shard cannot answer (an inline error) is in neither."""
+    found: dict[str, dict[str, Any]] = {}
+    older: list[str] = []
+    for d in mget_resp["docs"]:
+        if d.get("found"):
+            stored = (d.get("fields") or {}).get(METADATA_FIELD)
+            if stored:
+                found[d["_id"]] = json.loads(stored[0])
+            else:
+                older.append(d["_id"])
+    return found, older
+
+
 def fill_metadata(hits: list[Hit], mget_resp: Mapping[str, Any]) -> list[Hit]:
     """Hits with metadata from an ``_mget`` of their ``_source`` where it was missing. An ``_mget``
     answers 200 with a document's failure inline (its shard has no copy to read): refused like a

@@ -43,7 +43,9 @@ from vsparta.termindex.elastic.common import (
     client_options,
     make_client,
     mget_metadata_body,
+    mget_stored_metadata_body,
     pop_track_total_hits,
+    stored_metadata,
     validate_alias,
 )
 from vsparta.termindex.elastic.index_async import AsyncElasticsearchIndex
@@ -291,16 +293,24 @@ class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
         return found
 
     def existing_metadata(self, ids: Iterable[str]) -> dict[str, Mapping[str, Any]]:
-        """``existing_ids`` with each document's metadata: one ``_mget`` of the ``metadata`` source
-        field per chunk, in real time; a document whose shard cannot answer counts as absent."""
+        """``existing_ids`` with each document's metadata: one ``_mget`` of the stored
+        ``metadata_json`` per chunk (of ``_source`` for documents written before it existed), in
+        real time; a document whose shard cannot answer counts as absent."""
         found: dict[str, Mapping[str, Any]] = {}
         it = iter([check_es_id(i) for i in ids])
         while chunk := list(islice(it, 1000)):
             with errors("mget", engine=self.engine_label):
-                resp = self._client.mget(index=self._target, **mget_metadata_body(chunk))
-            for d in resp["docs"]:
-                if d.get("found"):
-                    found[d["_id"]] = (d.get("_source") or {}).get("metadata") or {}
+                stored, older = stored_metadata(
+                    self._client.mget(index=self._target, **mget_stored_metadata_body(chunk))
+                )
+                if older:
+                    resp = self._client.mget(index=self._target, **mget_metadata_body(older))
+                    stored.update(
+                        (d["_id"], (d.get("_source") or {}).get("metadata") or {})
+                        for d in resp["docs"]
+                        if d.get("found")
+                    )
+            found.update(stored)
         return found
 
     def iter_ids(self) -> Iterator[str]:

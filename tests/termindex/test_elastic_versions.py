@@ -256,8 +256,9 @@ def test_refresh_left_off_by_a_crashed_load_is_restored(search_server: SearchSer
 
 
 def test_index_from_before_metadata_json_keeps_its_metadata_and_takes_new_writes(es_url: str) -> None:
-    """An index created with the old mapping (metadata only in ``_source``): searches still return
-    every hit's metadata (one ``_mget``), and writing to it adds the stored field to its mapping."""
+    """An index created with the old mapping (metadata only in ``_source``): searches and
+    ``existing_metadata`` still return every document's metadata (one ``_mget`` more), and writing
+    to it adds the stored field to its mapping."""
     from elasticsearch import Elasticsearch
 
     from vsparta.termindex.elastic.common import MAPPING, METADATA_FIELD, index_body
@@ -290,6 +291,11 @@ def test_index_from_before_metadata_json_keeps_its_metadata_and_takes_new_writes
                 ("old", {"image": "o.png"}),
                 ("new", {"image": "n.png"}),
             ]
+            # what --resume compares: the stored field where it exists, the old one's _source
+            assert index.existing_metadata(["old", "new", "none"]) == {
+                "old": {"image": "o.png"},
+                "new": {"image": "n.png"},
+            }
         finally:
             index.drop()
             index.close()
