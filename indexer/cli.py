@@ -179,6 +179,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "target then holds this input alone, so never use it on a target that also holds other inputs",
     )
     job.add_argument(
+        "--max-delete",
+        type=int,
+        metavar="N",
+        help="with --prune: when more than N documents would be removed, remove none and stop (exit 2);"
+        " a folder half unmounted or mistyped then costs nothing",
+    )
+    job.add_argument(
         "--commit-interval",
         type=float,
         default=1.0,
@@ -282,6 +289,7 @@ def _config(args: argparse.Namespace) -> IndexConfig:
         amp=args.amp,
         resume=args.resume,
         prune=args.prune,
+        max_delete=args.max_delete,
         shard=args.shard,
         num_shards=args.num_shards,
         failures=args.failures,

@@ -39,6 +39,7 @@ class IndexConfig:
     amp: bool | None = None
     resume: bool = False
     prune: bool = False  # after a complete run: delete this shard's documents the input no longer lists
+    max_delete: int | None = None  # --prune removes nothing when it would remove more (rsync's option)
     shard: int = 0
     num_shards: int = 1
     failures: Path | None = None
@@ -76,6 +77,10 @@ class IndexConfig:
             raise ValueError(f"--max-pixels must be >= 1, got {self.max_pixels}")
         if self.device not in {"auto", "cpu", "cuda"} and not self.device.startswith("cuda:"):
             raise ValueError(f"--device must be auto, cpu or cuda, got {self.device!r}")
+        if self.max_delete is not None and (self.max_delete < 0 or not self.prune):
+            raise ValueError(
+                f"--max-delete limits --prune: give --prune and a count >= 0, got {self.max_delete}"
+            )
         validate_shard(self.shard, self.num_shards)
 
 

@@ -77,6 +77,19 @@ class ResumeMismatch(ValueError):
         )
 
 
+class PruneLimit(ValueError):
+    """``--prune`` would delete more documents than ``--max-delete`` allows: none is deleted and
+    the job stops (exit 2; what it wrote stays). An input folder half unmounted, or another folder
+    than the target's, looks like this."""
+
+    def __init__(self, count: int, limit: int, source: object) -> None:
+        super().__init__(
+            f"--prune would remove {count} document(s) that {source} no longer lists, more than "
+            f"--max-delete {limit}: none was removed (the rest of the job is done); check the input, "
+            "or raise --max-delete"
+        )
+
+
 class IndexJob:
     """One run of the pipeline, its stages built by ``stages`` (default: ``Stages()``).
 
@@ -188,13 +201,18 @@ class IndexJob:
 
     def _prune(self, sinks: list[Sink], listed: set[str]) -> None:
         """``--prune`` once every document is written: each sink deletes this shard's ids the whole
-        listing lacks, the export first (its ids stay a subset of the engine's). A document whose
-        file failed to decode is listed, so it stays."""
+        listing lacks, the export first (its ids stay a subset of the engine's); more than
+        ``--max-delete`` of them stops the job before any is deleted (``PruneLimit``). A document
+        whose file failed to decode is listed, so it stays."""
         if not self.summary.listing_complete:  # never on a partial listing
             return
-        gone: set[str] = set()
-        for sink in reversed(sinks):
-            gone |= sink.prune(listed, self._mine_id)
+        unlisted = [sink.unlisted(listed, self._mine_id) for sink in sinks]
+        gone = set().union(*unlisted)
+        limit = self.config.max_delete
+        if limit is not None and len(gone) > limit:
+            raise PruneLimit(len(gone), limit, self.config.input)
+        for sink, ids in reversed(list(zip(sinks, unlisted, strict=True))):
+            sink.remove(ids)
         self.summary.removed = len(gone)
 
     def _mine_id(self, doc_id: str) -> bool:

@@ -178,20 +178,23 @@ class TermDocExporter:
     def finish(self) -> str | None:
         return None
 
-    def prune(self, listed: set[str], mine: Callable[[str], bool]) -> set[str]:
-        """This shard's exported ids the input no longer lists: their lines leave the parts now
-        (each part rewritten as in ``_drop_superseded``; a run killed before leaves them for the
-        next ``--prune`` to find)."""
-        gone = {i for i in self.stamps if i not in listed and mine(i)}
+    def unlisted(self, listed: set[str], mine: Callable[[str], bool]) -> set[str]:
+        """This shard's exported ids the input no longer lists."""
+        return {i for i in self.stamps if i not in listed and mine(i)}
+
+    def remove(self, ids: set[str]) -> None:
+        """Their lines leave the parts now (each part rewritten as in ``_drop_superseded``; a run
+        killed before leaves them for the next ``--prune`` to find)."""
+        gone = ids & self.stamps.keys()
+        if not gone:
+            return
         for doc_id in gone:
             del self.stamps[doc_id]
-        if gone:
-            if self._fh is not None:  # the last part is complete: rewritten like the others
-                self._fh.close()
-                self._fh = None
-            self._gone |= gone
-            self._drop_superseded()
-        return gone
+        if self._fh is not None:  # the last part is complete: rewritten like the others
+            self._fh.close()
+            self._fh = None
+        self._gone |= gone
+        self._drop_superseded()
 
     def _rotate(self) -> None:
         if self._fh is not None:

@@ -46,9 +46,12 @@ class Sink(Protocol):
     def finish(self) -> str | None:
         """After a complete (not interrupted) job: housekeeping; a line for the summary, or None."""
 
-    def prune(self, listed: set[str], mine: Callable[[str], bool]) -> set[str]:
-        """``--prune``, after a complete job: delete the documents this sink holds whose id is
-        ``mine`` (this shard's) but not ``listed`` by the input; returns their ids."""
+    def unlisted(self, listed: set[str], mine: Callable[[str], bool]) -> set[str]:
+        """``--prune``, after a complete job: the ids this sink holds that are ``mine`` (this
+        shard's) but not ``listed`` by the input."""
+
+    def remove(self, ids: set[str]) -> None:
+        """``--prune``: delete these documents (``unlisted``'s, once the job allowed it)."""
 
 
 class IndexTarget:
@@ -80,13 +83,15 @@ class IndexTarget:
         """A complete load's end: force-merge, swap a new version in."""
         return self.index.finish_load()
 
-    def prune(self, listed: set[str], mine: Callable[[str], bool]) -> set[str]:
-        """This shard's stored ids the input no longer lists, deleted in one call (the engine's
-        ``iter_ids``: an engine that cannot list its ids cannot be pruned)."""
-        gone = [i for i in self.index.iter_ids() if i not in listed and mine(i)]
-        if gone:
-            self.index.delete(gone)
-        return set(gone)
+    def unlisted(self, listed: set[str], mine: Callable[[str], bool]) -> set[str]:
+        """This shard's stored ids the input no longer lists (the engine's ``iter_ids``: an engine
+        that cannot list its ids cannot be pruned)."""
+        return {i for i in self.index.iter_ids() if i not in listed and mine(i)}
+
+    def remove(self, ids: set[str]) -> None:
+        """One ``delete`` of them all."""
+        if ids:
+            self.index.delete(sorted(ids))
 
 
 _DONE = object()

@@ -1,7 +1,8 @@
 """`vsparta index --prune`: after a complete run, the documents of this shard whose id the input no
 longer lists (a photo deleted, or moved inside the folder) leave the target and the export; a file
 that fails to decode, a run that stops early, another shard's documents and a run without the flag
-remove nothing. On the embedded engine and real Elasticsearch 7.17 and OpenSearch 2.19 nodes."""
+remove nothing, nor does a prune larger than --max-delete. On the embedded engine and real
+Elasticsearch 7.17 and OpenSearch 2.19 nodes."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from vsparta.indexer.items import path_id, shard_of
-from vsparta.indexer.runner import IndexConfig, IndexJob, run_index
+from vsparta.indexer.runner import IndexConfig, IndexJob, PruneLimit, run_index
 from vsparta.termindex import open_index
 
 
@@ -59,19 +60,78 @@ def test_deleted_and_moved_photos_leave_the_index_and_the_export(
     assert _stored(backend) == listed
 
 
+def _indexed(tmp_path: Path, n: int, write_images, encoder) -> tuple[str, Path, list[str]]:
+    """``n`` images indexed into an embedded index (and the export): its spec, the folder, the files."""
+    backend, images = f"embedded:{tmp_path / 'idx'}", tmp_path / "images"
+    rels = write_images(images, n)
+    run_index(_config(images, backend, tmp_path), encoder=encoder)
+    return backend, images, rels
+
+
 def test_a_file_that_no_longer_decodes_keeps_its_document(
     tmp_path: Path, write_images, colour_encoder, read_export
 ) -> None:
-    backend = f"embedded:{tmp_path / 'idx'}"
-    images = tmp_path / "images"
-    rels = write_images(images, 4)
-    run_index(_config(images, backend, tmp_path), encoder=colour_encoder)
+    backend, images, rels = _indexed(tmp_path, 4, write_images, colour_encoder)
     (images / rels[0]).write_bytes(b"not a picture any more")  # changed, and now unreadable
 
     summary = run_index(_config(images, backend, tmp_path, prune=True), encoder=colour_encoder)
     assert (summary.failed, summary.removed, summary.skipped) == (1, 0, 3)
     assert _stored(backend) == {path_id(r) for r in rels}
     assert set(read_export(tmp_path / "export")) == {path_id(r) for r in rels}
+
+
+def test_more_than_max_delete_removes_nothing_and_says_so(
+    tmp_path: Path, write_images, colour_encoder, read_export
+) -> None:
+    """rsync's --max-delete: a folder half unmounted must not empty the index."""
+    backend, images, rels = _indexed(tmp_path, 6, write_images, colour_encoder)
+    for rel in rels[:3]:
+        (images / rel).unlink()
+    everything = {path_id(r) for r in rels}
+
+    with pytest.raises(
+        PruneLimit, match="--prune would remove 3 document\\(s\\) .* more than --max-delete 2: none"
+    ):
+        run_index(_config(images, backend, tmp_path, prune=True, max_delete=2), encoder=colour_encoder)
+    assert _stored(backend) == everything
+    assert set(read_export(tmp_path / "export")) == everything
+
+    summary = run_index(_config(images, backend, tmp_path, prune=True, max_delete=3), encoder=colour_encoder)
+    assert summary.removed == 3
+    assert (
+        _stored(backend)
+        == set(read_export(tmp_path / "export"))
+        == everything - {path_id(r) for r in rels[:3]}
+    )
+
+
+def test_max_delete_from_the_command_line(tmp_path: Path, write_images) -> None:
+    import subprocess
+    import sys
+
+    images, backend = tmp_path / "images", f"embedded:{tmp_path / 'idx'}"
+    rels = write_images(images, 3)
+    index = [
+        sys.executable,
+        "-m",
+        "vsparta.cli",
+        "index",
+        str(images),
+        "--backend",
+        backend,
+        "--fake-encoder",
+    ]
+    assert subprocess.run([*index, "--no-progress"], capture_output=True).returncode == 0
+    (images / rels[0]).unlink()
+
+    proc = subprocess.run(
+        [*index, "--resume", "--prune", "--max-delete", "0"], capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "--prune would remove 1 document(s)" in proc.stderr and "none was removed" in proc.stderr
+    assert _stored(backend) == {path_id(r) for r in rels}
+    alone = subprocess.run([*index, "--max-delete", "5"], capture_output=True, text=True)
+    assert alone.returncode == 2 and "--max-delete limits --prune" in alone.stderr
 
 
 class _StopsAfterOneBatch:
@@ -89,10 +149,7 @@ class _StopsAfterOneBatch:
 
 
 def test_a_run_that_stops_early_removes_nothing(tmp_path: Path, write_images, colour_encoder) -> None:
-    backend = f"embedded:{tmp_path / 'idx'}"
-    images = tmp_path / "images"
-    rels = write_images(images, 8)
-    run_index(_config(images, backend, tmp_path), encoder=colour_encoder)
+    backend, images, rels = _indexed(tmp_path, 8, write_images, colour_encoder)
     (images / rels[-1]).unlink()
 
     box: list[IndexJob] = []

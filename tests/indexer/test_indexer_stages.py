@@ -20,7 +20,7 @@ from vsparta.termindex import open_index, registry
 
 
 class MemorySink:
-    """A sink of the writer stage that keeps what it is given: any object with the five methods."""
+    """A sink of the writer stage that keeps what it is given: any object with the six methods."""
 
     def __init__(self) -> None:
         self.docs: dict[str, dict[int, float]] = {}
@@ -43,11 +43,12 @@ class MemorySink:
         self.finished += 1
         return f"{len(self.docs)} documents in memory"
 
-    def prune(self, listed: set[str], mine: Callable[[str], bool]) -> set[str]:
-        gone = {i for i in self.docs if i not in listed and mine(i)}
-        for doc_id in gone:
+    def unlisted(self, listed: set[str], mine: Callable[[str], bool]) -> set[str]:
+        return {i for i in self.docs if i not in listed and mine(i)}
+
+    def remove(self, ids: set[str]) -> None:
+        for doc_id in ids:
             del self.docs[doc_id]
-        return gone
 
 
 def _config(root: Path, **kw) -> IndexConfig:
