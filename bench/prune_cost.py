@@ -1,6 +1,6 @@
 """What `vsparta index --resume --prune` costs beside `--resume` on a large folder with nothing new.
 
-A folder of hard links to a few JPEGs (``--files``; built once, as ``listing_memory``'s trees) is
+A folder of hard links to a few JPEGs (``--files``; built once, as the indexing benchmarks' trees) is
 indexed with the fake encoder into each target; ``--delete`` of its files are removed; then each
 round runs the resumed job without and with ``--prune`` in turn, in fresh processes (``--workers 0``:
 one process, so ``wait4`` gives its whole peak memory). The first run with ``--prune`` removes the
@@ -26,21 +26,19 @@ PER_FOLDER = 10_000
 
 
 def build_folder(root: Path, files: int, originals: int = 1_000) -> Path:
-    """``files`` hard links to ``originals`` small JPEGs, ``PER_FOLDER`` per subfolder."""
-    from PIL import Image
+    """``files`` hard links to ``originals`` 64x48 photo-like JPEGs (``photos.make_images``, as the
+    indexing benchmarks' trees), ``PER_FOLDER`` per subfolder."""
+    from vsparta.bench.photos import make_images
 
     images = root / "images"
     if images.is_dir() and sum(1 for _ in images.rglob("*.jpg")) == files:
         return images
     shutil.rmtree(images, ignore_errors=True)
-    source = root / "originals"
-    source.mkdir(parents=True, exist_ok=True)
-    for i in range(originals):
-        Image.new("RGB", (64, 48), (i % 256, (7 * i) % 256, (13 * i) % 256)).save(source / f"o{i}.jpg")
+    source = make_images(root / "originals", originals, (64, 48))
     for n in range(files):
         folder = images / f"f{n // PER_FOLDER:02d}"
         folder.mkdir(parents=True, exist_ok=True)
-        os.link(source / f"o{n % originals}.jpg", folder / f"p{n:07d}.jpg")
+        os.link(source[n % originals], folder / f"p{n:07d}.jpg")
     return images
 
 

@@ -247,6 +247,13 @@ def stored_metadata(mget_resp: Mapping[str, Any]) -> tuple[dict[str, dict[str, A
     return found, older
 
 
+def source_metadata(mget_resp: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The metadata of each found document of a ``mget_metadata_body`` answer (from ``_source``)."""
+    return {
+        d["_id"]: (d.get("_source") or {}).get("metadata") or {} for d in mget_resp["docs"] if d.get("found")
+    }
+
+
 def fill_metadata(hits: list[Hit], mget_resp: Mapping[str, Any]) -> list[Hit]:
     """Hits with metadata from an ``_mget`` of their ``_source`` where it was missing. An ``_mget``
     answers 200 with a document's failure inline (its shard has no copy to read): refused like a
@@ -255,7 +262,7 @@ def fill_metadata(hits: list[Hit], mget_resp: Mapping[str, Any]) -> list[Hit]:
     if failed:
         why = error_reason(failed[0]["error"])
         raise EngineUnavailable(f"{len(failed)} of the hits' metadata could not be read (mget): {why}")
-    found = {d["_id"]: (d.get("_source") or {}).get("metadata") or {} for d in mget_resp["docs"]}
+    found = source_metadata(mget_resp)
     return [
         h if h.metadata is not None else dataclasses.replace(h, metadata=found.get(h.id, {})) for h in hits
     ]

@@ -45,6 +45,7 @@ from vsparta.termindex.elastic.common import (
     mget_metadata_body,
     mget_stored_metadata_body,
     pop_track_total_hits,
+    source_metadata,
     stored_metadata,
     validate_alias,
 )
@@ -304,11 +305,8 @@ class ElasticsearchIndex(ReadSteps, BulkLoading, VersionedAlias, TermIndex):
                     self._client.mget(index=self._target, **mget_stored_metadata_body(chunk))
                 )
                 if older:
-                    resp = self._client.mget(index=self._target, **mget_metadata_body(older))
-                    stored.update(
-                        (d["_id"], (d.get("_source") or {}).get("metadata") or {})
-                        for d in resp["docs"]
-                        if d.get("found")
+                    stored |= source_metadata(
+                        self._client.mget(index=self._target, **mget_metadata_body(older))
                     )
             found.update(stored)
         return found
