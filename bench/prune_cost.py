@@ -17,10 +17,11 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from vsparta.bench.process import run_process
 
 PER_FOLDER = 10_000
 
@@ -30,6 +31,7 @@ def build_folder(root: Path, files: int, originals: int = 1_000) -> Path:
     indexing benchmarks' trees), ``PER_FOLDER`` per subfolder."""
     from vsparta.bench.photos import make_images
 
+    originals = min(originals, files)
     images = root / "images"
     if images.is_dir() and sum(1 for _ in images.rglob("*.jpg")) == files:
         return images
@@ -42,24 +44,14 @@ def build_folder(root: Path, files: int, originals: int = 1_000) -> Path:
     return images
 
 
-def _summary_line(line: str) -> bool:
-    return "indexed " in line or "removed " in line
-
-
 def run_job(images: Path, backend: str, *extra: str) -> dict:
     """One `vsparta index` process: wall seconds, peak RSS (MiB) and its summary's first lines."""
     vsparta = str(Path(sys.executable).with_name("vsparta"))
     fake = ["--fake-encoder", "--fake-image-size", "32", "--workers", "0", "--batch-size", "64"]
     cmd = [vsparta, "index", str(images), "--backend", backend, *fake, "--no-progress", *extra]
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    out = proc.stdout.read() if proc.stdout else ""
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - start
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed:\n{out}")
-    summary = [line.split(": ", 1)[-1] for line in out.splitlines() if _summary_line(line)]
-    return {"seconds": wall, "peak_mib": usage.ru_maxrss / 1024, "summary": summary}
+    done = run_process(cmd)
+    summary = done.lines_with("indexed ", "removed ")
+    return {"seconds": done.seconds, "peak_mib": done.peak_mib, "summary": summary}
 
 
 def measure(images: Path, backend: str, rounds: int) -> dict:

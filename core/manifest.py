@@ -61,9 +61,9 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[str, Any]]:
     skipped with a warning; any other invalid line is an error (``JsonlError``). Torch-free.
     """
     path = Path(path)
-    with path.open(encoding="utf-8") as fh:
+    with path.open(encoding="utf-8", buffering=1 << 20) as fh:  # a term document's line is ~35 KB
         for lineno, line in enumerate(fh, 1):
-            if not line.strip():
+            if line.isspace():
                 continue
             where = f"{path}:{lineno}"
             try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -80,8 +80,9 @@ def iter_items(
     """The work items of the input in :func:`read_items`' order; folders are walked lazily.
 
     A folder of images or regions is listed as the job goes (core/walk.py: one folder's names in
-    memory at a time); a manifest or term-document input is read whole first, because a duplicate
-    id must stop the job before anything is written. Bad arguments raise here, before the walk.
+    memory at a time); a manifest or term-document input is read twice (``_checked_then_streamed``:
+    whole first, keeping only the ids, so a bad line or a duplicate id stops the job before
+    anything is written; then as the job goes). Bad arguments raise here, before the walk.
     """
     if fmt not in INPUT_FORMATS:
         raise ValueError(f"input format must be one of {INPUT_FORMATS}, got {fmt!r}")
@@ -93,8 +94,8 @@ def iter_items(
     if fmt == "regions":
         return region_folder_items(path)
     if fmt == "manifest":
-        return iter(manifest_items(path, ignore_regions=ignore_regions))
-    return iter(term_items(path))
+        return manifest_items(path, ignore_regions=ignore_regions)
+    return term_items(path)
 
 
 def image_folder_items(root: Path, *, follow_symlinks: bool = False) -> Iterator[WorkItem]:
@@ -175,31 +176,44 @@ def region_folder_items(root: Path) -> Iterator[WorkItem]:
     return items()
 
 
-def manifest_items(manifest: Path, *, ignore_regions: bool = False) -> list[WorkItem]:
+def _checked_then_streamed(
+    ids: Iterator[str], items: Callable[[], Iterator[WorkItem]], path: Path
+) -> Iterator[WorkItem]:
+    """The input read twice: ``ids`` (every line checked, only its id kept) to the end first, so a
+    bad line or a duplicate id raises before the job writes anything; then ``items()`` for the job
+    to stream, so a million-line input costs the memory of its ids, not of its records."""
+    seen: set[str] = set()
+    for doc_id in ids:
+        if doc_id in seen:
+            raise ValueError(f"{path}: duplicate document id {doc_id!r}")
+        seen.add(doc_id)
+    return items()
+
+
+def manifest_items(manifest: Path, *, ignore_regions: bool = False) -> Iterator[WorkItem]:
     from vsparta.core.ids import routable_id
-    from vsparta.core.manifest import read_manifest
+    from vsparta.core.manifest import iter_manifest
 
     root = manifest.resolve().parent
-    items = []
-    for rec in read_manifest(manifest):
-        routable_id(rec.id, str(manifest))
-        meta = dict(rec.metadata)
-        meta.update({"image": _rel(rec.image, root), "image_root": str(root)})
-        if rec.captions:
-            meta["captions"] = list(rec.captions)
-        regions = None if ignore_regions else rec.regions
-        _versioned(meta, regions if regions is not None else rec.image)
-        location = str(regions if regions is not None else rec.image)
-        items.append(WorkItem(id=rec.id, location=location, image=rec.image, regions=regions, metadata=meta))
-    return items
+
+    def items() -> Iterator[WorkItem]:
+        for rec in iter_manifest(manifest):
+            meta = dict(rec.metadata)
+            meta.update({"image": _rel(rec.image, root), "image_root": str(root)})
+            if rec.captions:
+                meta["captions"] = list(rec.captions)
+            regions = None if ignore_regions else rec.regions
+            _versioned(meta, regions if regions is not None else rec.image)
+            location = str(regions if regions is not None else rec.image)
+            yield WorkItem(id=rec.id, location=location, image=rec.image, regions=regions, metadata=meta)
+
+    ids = (routable_id(rec.id, str(manifest)) for rec in iter_manifest(manifest))
+    return _checked_then_streamed(ids, items, manifest)
 
 
-def term_items(path: Path) -> list[WorkItem]:
-    items = []
-    seen: set[str] = set()
-    for rec in iter_term_records(path):
-        if rec["id"] in seen:
-            raise ValueError(f"{path}: duplicate document id {rec['id']!r}")
-        seen.add(rec["id"])
-        items.append(WorkItem(id=rec["id"], location=str(path), terms=rec["terms"], metadata=rec["metadata"]))
-    return items
+def term_items(path: Path) -> Iterator[WorkItem]:
+    def items() -> Iterator[WorkItem]:
+        for rec in iter_term_records(path):
+            yield WorkItem(id=rec["id"], location=str(path), terms=rec["terms"], metadata=rec["metadata"])
+
+    return _checked_then_streamed((rec["id"] for rec in iter_term_records(path)), items, path)

@@ -31,22 +31,29 @@ def test_other_ids_pass(doc_id: str) -> None:
     assert routable_id(doc_id) == doc_id
 
 
+@pytest.mark.parametrize(
+    ("last_id", "message"),
+    [
+        ("cats/b/similar", "id 'cats/b/similar' ends in '/similar'"),
+        ("cats/a", "duplicate document id 'cats/a'"),  # the manifest is read twice: checked, then streamed
+    ],
+)
 def test_index_refuses_a_manifest_id_before_indexing_anything(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], last_id: str, message: str
 ) -> None:
     images = tmp_path / "data"
     images.mkdir()
     for name, colour in [("a.png", (255, 0, 0)), ("b.png", (0, 0, 255))]:
         Image.new("RGB", (32, 32), colour).save(images / name)
     manifest = images / "manifest.jsonl"
-    lines = [{"id": "cats/a", "image": "a.png"}, {"id": "cats/b/similar", "image": "b.png"}]
+    lines = [{"id": "cats/a", "image": "a.png"}, {"id": last_id, "image": "b.png"}]
     manifest.write_text("".join(json.dumps(x) + "\n" for x in lines))
     index = tmp_path / "index"
     rc = main(["index", str(manifest), "--fake-encoder", "--backend", f"embedded:{index}", "--workers", "0"])
     assert rc == 2
     err = capsys.readouterr().err  # the one-sentence form of every user mistake
     assert err.startswith("vsparta index: error: ") and err.count("\n") == 1, err
-    assert "id 'cats/b/similar' ends in '/similar'" in err
+    assert message in err
     assert not (index / "manifest.json").exists()  # nothing written
 
 

@@ -1,0 +1,159 @@
+"""A resumed export reads each line's id and metadata without parsing its terms: the same answer as
+parsing the whole line, for every line a writer or a person could have put there."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from vsparta.indexer.batch import TermBatch, csr_from_dicts
+from vsparta.indexer.items import stamp
+from vsparta.indexer.reader import iter_items
+from vsparta.indexer.runner import IndexConfig, run_index
+from vsparta.indexer.termdocs import TermDocExporter
+
+VERSION = {"file_version": "10:1"}
+
+# (id, terms, metadata) that look like the structure the fast read relies on
+TRICKY = [
+    ("plain", {"a": 1.0}, {"path": "x.jpg"}),
+    ('quo"te', {"metadata": 2.0, "b": 1.0}, {"path": 'a, "metadata": {"p": 1}}'}),
+    ("back\\slash", {"c": 0.5}, {"nested": {"x": 1, "metadata": {"y": 2}}}),
+    ("ünï cödé 🐕", {"🐕": 1.0}, {"path": "ü/🐕.jpg", **VERSION}),
+    ("no-metadata", {"d": 1.0}, None),
+    ("empty-terms", {}, {"a": [1, 2, {"metadata": 3}]}),
+    ("last-nested", {"e": 1.0}, {"a": 1, "metadata": {"b": 2}}),
+]
+
+
+def _lines() -> list[str]:
+    out = []
+    for doc_id, terms, metadata in TRICKY:
+        record = {"id": doc_id, "terms": terms}
+        if metadata is not None:
+            record["metadata"] = metadata
+        out.append(json.dumps(record, ensure_ascii=False))
+    # written by hand: other key orders and spacing, parsed whole
+    out.append('{"metadata": {"path": "m.jpg"}, "id": "meta-first", "terms": {"f": 1}}')
+    out.append('{ "id" : "spaced", "terms" : {"g": 1}, "metadata" : {"path": "s.jpg"} }')
+    out.append('{"id": "trailing-space", "terms": {"h": 1}, "metadata": {"path": "t.jpg"}}   ')
+    return out
+
+
+def _expected(lines: list[str]) -> dict[str, bytes]:
+    records = [json.loads(line) for line in lines]
+    return {r["id"]: stamp(r.get("metadata") or {}) for r in records}
+
+
+def test_resume_reads_the_same_ids_and_metadata_as_parsing_each_line(tmp_path: Path) -> None:
+    lines = _lines()
+    (tmp_path / "terms-S00000-00000.jsonl").write_text("\n".join(lines) + "\n", "utf-8")
+    exporter = TermDocExporter(tmp_path, str, resume=True)
+    assert exporter.stamps == _expected(lines)
+    assert len(exporter.stamps) == len(TRICKY) + 3
+
+
+def test_a_document_written_again_leaves_exactly_its_old_line(tmp_path: Path) -> None:
+    lines = _lines()
+    part = tmp_path / "terms-S00000-00000.jsonl"
+    part.write_text("\n".join(lines) + "\n", "utf-8")
+    exporter = TermDocExporter(tmp_path, lambda i: f"t{i}", resume=True)
+    again = ['quo"te', "ünï cödé 🐕", "spaced"]
+    exporter.write(TermBatch(again, *csr_from_dicts([{1: 1.0}] * 3), [{"path": "new"}] * 3))
+    exporter.close()
+    kept = [json.loads(line)["id"] for line in part.read_text("utf-8").splitlines()]
+    assert kept == [json.loads(line)["id"] for line in lines if json.loads(line)["id"] not in again]
+    new = (tmp_path / "terms-S00000-00001.jsonl").read_text("utf-8").splitlines()
+    assert [json.loads(line)["id"] for line in new] == again
+    resumed = TermDocExporter(tmp_path, str, resume=True)
+    assert {i: resumed.stamps[i] for i in again} == {i: stamp({"path": "new"}) for i in again}
+
+
+def _export(folder: Path, ids: list[str], per_file: int) -> None:
+    exporter = TermDocExporter(folder, lambda i: f"tok{i}", docs_per_file=per_file)
+    exporter.write(TermBatch(ids, *csr_from_dicts([{1: 1.0}] * len(ids)), [{"path": i} for i in ids]))
+    exporter.close()
+
+
+def _inodes(folder: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_ino for p in folder.iterdir()}
+
+
+def test_only_the_parts_that_held_a_changed_or_pruned_document_are_rewritten(tmp_path: Path) -> None:
+    ids = [f"doc-{i}" for i in range(9)]
+    _export(tmp_path, ids, per_file=3)  # parts 0, 1, 2
+    before = _inodes(tmp_path)
+    exporter = TermDocExporter(tmp_path, lambda i: f"t{i}", docs_per_file=3, resume=True)
+    exporter.write(TermBatch(["doc-4"], *csr_from_dicts([{2: 1.0}]), [{"path": "changed"}]))
+    exporter.close()
+    after = _inodes(tmp_path)
+    assert after["terms-S00000-00000.jsonl"] == before["terms-S00000-00000.jsonl"]
+    assert after["terms-S00000-00002.jsonl"] == before["terms-S00000-00002.jsonl"]
+    assert after["terms-S00000-00001.jsonl"] != before["terms-S00000-00001.jsonl"]
+    part1 = (tmp_path / "terms-S00000-00001.jsonl").read_text().splitlines()
+    assert [json.loads(line)["id"] for line in part1] == ["doc-3", "doc-5"]
+
+    exporter = TermDocExporter(tmp_path, lambda i: f"t{i}", docs_per_file=3, resume=True)
+    before = _inodes(tmp_path)
+    exporter.remove({"doc-7", "doc-4"})  # doc-4's line is now in part 3
+    after = _inodes(tmp_path)
+    assert {name for name in after if after[name] != before[name]} == {
+        "terms-S00000-00002.jsonl",
+        "terms-S00000-00003.jsonl",
+    }
+    lines = [json.loads(line)["id"] for p in tmp_path.iterdir() for line in p.read_text().splitlines()]
+    assert sorted(lines) == sorted(set(ids) - {"doc-7", "doc-4"})
+
+
+@pytest.mark.parametrize(
+    ("last_line", "error"),
+    [
+        ('{"id": "doc-0", "terms": {"tok1": 1.0}}', "duplicate document id 'doc-0'"),
+        ('{"id": "doc-9", "terms": {"tok1": "heavy"}}', "terms"),
+        ('{"id": "doc-9", "terms": {"tok1": 1.0}', "00002.jsonl:1: not valid JSON"),
+    ],
+)
+def test_reindexing_an_export_checks_every_line_before_writing_anything(
+    tmp_path: Path, colour_tokenizer: Path, last_line: str, error: str
+) -> None:
+    """Term documents are read twice (checked, then streamed): a bad last line still stops the job
+    before its first document is written."""
+    export = tmp_path / "export"
+    _export(export, [f"doc-{i}" for i in range(6)], per_file=3)
+    (export / "terms-S00000-00002.jsonl").write_text(last_line + "\n")
+    with pytest.raises(ValueError, match=error):
+        iter_items(export)
+    target = tmp_path / "again"
+    config = IndexConfig(input=export, export_jsonl=target, tokenizer=colour_tokenizer, progress=False)
+    with pytest.raises(ValueError, match=error):
+        run_index(config)
+    assert not target.exists() or not list(target.glob("*.jsonl"))
+
+
+def test_reindexing_an_export_streams_its_documents_in_order(tmp_path: Path, colour_tokenizer: Path) -> None:
+    export = tmp_path / "export"
+    ids = [f"doc-{i}" for i in range(7)]
+    _export(export, ids, per_file=3)
+    items = iter_items(export)
+    assert not isinstance(items, list)
+    assert [it.id for it in items] == ids
+    target = tmp_path / "again"
+    config = IndexConfig(input=export, export_jsonl=target, tokenizer=colour_tokenizer, progress=False)
+    assert run_index(config).indexed == 7
+
+
+@pytest.mark.parametrize(
+    "weight", ["true", '"1.5"', "null", "NaN", "Infinity", "-Infinity", "1e999", "1" + "0" * 400]
+)
+def test_a_weight_that_is_not_a_finite_number_is_named(tmp_path: Path, weight: str) -> None:
+    from vsparta.indexer.termdocs import TermDocError, iter_term_records
+
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text(
+        '{"id": "a", "terms": {"x": 1, "y": 2.5}}\n'
+        + f'{{"id": "b", "terms": {{"x": 1, "bad": {weight}}}}}\n'
+    )
+    with pytest.raises(TermDocError, match=r"docs.jsonl:2: weight of 'bad' must be a finite number"):
+        list(iter_term_records(docs))
