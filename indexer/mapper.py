@@ -13,13 +13,14 @@ or device tensors when the decode stage used the GPU); the mapper never decodes.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
 
-from vsparta.indexer.batch import Csr, TermBatch, canonical_csr, csr_from_dicts
+from vsparta.indexer.batch import Csr, TermBatch, canonical_csr
 from vsparta.indexer.decoder import Decoded, stack_pictures
 from vsparta.indexer.items import Failure
 from vsparta.indexer.termdocs import TermDocError, terms_from_tokens
@@ -165,16 +166,26 @@ class TermsMapper:
     def map(self, batch: Sequence[Decoded]) -> tuple[list[TermBatch], list[Failure]]:
         start = time.perf_counter()
         ok: list[Decoded] = []
-        terms: list[dict[int, float]] = []
+        ids: list[list[int]] = []
+        weights: list[list[float]] = []
         failures: list[Failure] = []
         for d in batch:
             assert d.item.terms is not None
             try:
-                terms.append(terms_from_tokens(d.item.terms, self.token_to_id, d.item.id))
-                ok.append(d)
+                row_ids, row_weights = terms_from_tokens(d.item.terms, self.token_to_id, d.item.id)
             except TermDocError as exc:
                 failures.append(Failure(d.item.id, d.item.location, "unknown_token", str(exc)))
-        out, empty = documents(ok, csr_from_dicts(terms), self.top_n, self.min_weight)
+                continue
+            ids.append(row_ids)
+            weights.append(row_weights)
+            ok.append(d)
+        indptr = np.zeros(len(ids) + 1, dtype=np.int64)
+        np.cumsum([len(r) for r in ids], out=indptr[1:])
+        flat = (
+            np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int32, count=int(indptr[-1])),
+            np.fromiter(itertools.chain.from_iterable(weights), dtype=np.float32, count=int(indptr[-1])),
+        )
+        out, empty = documents(ok, (indptr, *flat), self.top_n, self.min_weight)  # ordered there
         self.seconds += time.perf_counter() - start
         self.images += len(batch)
         return ([out] if out is not None else []), failures + empty

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from tokenizers import Tokenizer
@@ -46,6 +46,8 @@ class QueryTokenizer:
         vocab = tokenizer.get_vocab(with_added_tokens=True)
         self._id_to_token = {i: t for t, i in vocab.items()}
         self._token_to_id = vocab
+        # the dict's own lookup, a C call: a re-index maps every token of every document with it
+        self.token_to_id: Callable[[str], int | None] = vocab.get
         self.non_query_ids = non_query_ids(tokenizer)
 
     @classmethod
@@ -73,9 +75,6 @@ class QueryTokenizer:
 
     def id_to_token(self, token_id: int) -> str:
         return self._id_to_token.get(token_id, f"[{token_id}]")
-
-    def token_to_id(self, token: str) -> int | None:
-        return self._token_to_id.get(token)
 
     def terms_to_ids(self, terms: Mapping[str, float]) -> dict[int, float]:
         """Explicit ``{token string: weight}`` -> ``{id: weight}``; unknown tokens raise KeyError."""

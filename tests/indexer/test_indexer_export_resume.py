@@ -157,3 +157,35 @@ def test_a_weight_that_is_not_a_finite_number_is_named(tmp_path: Path, weight: s
     )
     with pytest.raises(TermDocError, match=r"docs.jsonl:2: weight of 'bad' must be a finite number"):
         list(iter_term_records(docs))
+
+
+def test_tokens_map_to_ids_in_order_and_two_spellings_of_one_id_add_up() -> None:
+    from vsparta.indexer.termdocs import TermDocError, terms_from_tokens
+
+    vocab = {"red": 3, "cube": 7, "RED": 3}.get
+    assert terms_from_tokens({"cube": 2, "red": 1.5}, vocab, "x") == ([7, 3], [2.0, 1.5])
+    assert terms_from_tokens({"red": 1.0, "cube": 2.0, "RED": 0.5}, vocab, "x") == ([3, 7], [1.5, 2.0])
+    with pytest.raises(TermDocError, match=r"^doc-1: token 'ball' is not in the tokenizer's vocabulary$"):
+        terms_from_tokens({"red": 1.0, "ball": 1.0, "cone": 1.0}, vocab, "doc-1")
+
+
+def test_a_document_with_an_unknown_token_fails_alone_and_the_others_keep_their_terms(
+    tmp_path: Path, colour_tokenizer: Path, read_export
+) -> None:
+    export = tmp_path / "export"
+    export.mkdir()
+    lines = [
+        {"id": "a", "terms": {"tok1": 0.5, "tok3": 2.0, "tok2": 2.0}, "metadata": {"n": 1}},
+        {"id": "b", "terms": {"tok1": 1.0, "no-such-token": 1.0}, "metadata": {}},
+        {"id": "c", "terms": {"tok4": 1.0, "tok5": -1.0}, "metadata": {}},
+    ]
+    (export / "terms.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    target = tmp_path / "again"
+    config = IndexConfig(input=export, export_jsonl=target, tokenizer=colour_tokenizer, progress=False)
+    summary = run_index(config)
+    assert (summary.indexed, summary.failed) == (2, 1)
+    assert summary.failures_by_reason == {"unknown_token": 1}
+    again = read_export(target)
+    assert list(again["a"]["terms"].items()) == [("tok2", 2.0), ("tok3", 2.0), ("tok1", 0.5)]  # ties by id
+    assert again["a"]["metadata"] == {"n": 1}
+    assert again["c"]["terms"] == {"tok4": 1.0}  # a weight that is not positive is left out
