@@ -25,6 +25,11 @@ def test_export_benches_measure_resumed_and_reindexing_jobs(tmp_path: Path) -> N
         (one_changed,) = result[name]["one_changed"]
         assert nothing_new["summary"][0].startswith("indexed 0, skipped (resume) 30, failed 0 of 30 ")
         assert one_changed["summary"][0].startswith("indexed 1, skipped (resume) 29, failed 0 of 30")
+        (write,) = result[name]["write"]
+        assert (
+            write["summary"][0].startswith("indexed 30, skipped (resume) 0, failed 0 of 30")
+            and write["bytes"] > 0
+        )
     assert result["speedup_nothing_new"] > 0 and result["speedup_one_changed"] > 0
     lines = [
         json.loads(line)["id"]

@@ -189,3 +189,34 @@ def test_a_document_with_an_unknown_token_fails_alone_and_the_others_keep_their_
     assert list(again["a"]["terms"].items()) == [("tok2", 2.0), ("tok3", 2.0), ("tok1", 0.5)]  # ties by id
     assert again["a"]["metadata"] == {"n": 1}
     assert again["c"]["terms"] == {"tok4": 1.0}  # a weight that is not positive is left out
+
+
+def test_exported_weights_read_back_as_the_same_float32_and_tokens_as_written(tmp_path: Path) -> None:
+    import numpy as np
+
+    from vsparta.indexer.termdocs import iter_term_records
+
+    rng = np.random.default_rng(0)
+    bits = rng.integers(1, 0x7F800000, size=20_000, dtype=np.uint32)  # every positive finite float32
+    special = np.array([1.0, 2.0, 0.1, 1 / 3, 3.4028235e38, 1.1754944e-38, 1e-45, 4.0 / 3], dtype=np.float32)
+    weights = np.concatenate([bits.view(np.float32), special])
+    per_doc = 100
+    docs = len(weights) // per_doc
+    weights = weights[: docs * per_doc]
+    names = ['quo"te', "back\\slash", "ünï 🐕", "tab\there", "[fake7]", "##s"]
+    token = {i: names[i % len(names)] + str(i) for i in range(per_doc)}
+    term_ids = np.tile(np.arange(per_doc, dtype=np.int32), docs)
+    indptr = np.arange(docs + 1, dtype=np.int64) * per_doc
+    exporter = TermDocExporter(tmp_path, token.__getitem__)
+    exporter.write(
+        TermBatch([f"d{i}" for i in range(docs)], indptr, term_ids, weights, [{"i": i} for i in range(docs)])
+    )
+    exporter.close()
+    records = list(iter_term_records(tmp_path))
+    assert [r["id"] for r in records] == [f"d{i}" for i in range(docs)]
+    assert [r["metadata"] for r in records] == [{"i": i} for i in range(docs)]
+    assert all(list(r["terms"]) == [token[i] for i in range(per_doc)] for r in records)
+    back = np.array([w for r in records for w in r["terms"].values()], dtype=np.float32)
+    assert np.array_equal(back.view(np.uint32), weights.view(np.uint32))
+    resumed = TermDocExporter(tmp_path, token.__getitem__, resume=True)  # the fast read takes every line
+    assert resumed.stamps == {f"d{i}": stamp({"i": i}) for i in range(docs)}

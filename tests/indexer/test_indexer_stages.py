@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from vsparta.indexer.batch import TermBatch
@@ -60,7 +61,10 @@ def test_every_stage_can_be_swapped(image_folder: Path, tmp_path: Path, colour_e
     into memory, beside the default stages: the same documents as the default job writes."""
     run_index(_config(image_folder, export_jsonl=tmp_path / "default"), encoder=colour_encoder)
     exported = read_export(tmp_path / "default")
-    expected = {k: {int(t[3:]): w for t, w in d["terms"].items()} for k, d in exported.items()}
+    # the export's weights read back as the float32 the engines are given
+    expected = {
+        k: {int(t[3:]): float(np.float32(w)) for t, w in d["terms"].items()} for k, d in exported.items()
+    }
     assert len(expected) == 12
 
     def first_five(config: IndexConfig, fmt: str) -> Iterator[WorkItem]:
