@@ -1,5 +1,7 @@
-"""A resumed export reads each line's id and metadata without parsing its terms: the same answer as
-parsing the whole line, for every line a writer or a person could have put there."""
+"""The JSONL export at scale. A resumed job reads each line's id and metadata without parsing its
+terms (the same answer as parsing the whole line, for every line a writer or a person could have put
+there) and rewrites only the parts it must; a re-index checks its whole input, then streams it;
+weights are written in 9 digits and read back as the same float32."""
 
 from __future__ import annotations
 
