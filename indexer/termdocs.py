@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _PART = re.compile(r"^terms-S(\d+)-(\d+)\.jsonl$")
+_LEFTOVER = re.compile(r"^terms-S(\d+)-\d+\.jsonl\.tmp$")  # a rewrite's new part, killed before its rename
 _READ_BUFFER = 1 << 20  # a line is ~35 KB at 1,000 terms: the default 8 KB buffer read 3x slower
 
 
@@ -118,6 +119,7 @@ class TermDocExporter:
         self._fh: TextIO | None = None
         self._part = -1  # the part being written (``_rotate`` opens the first)
         self._in_file = 0
+        self._remove_leftovers(every_shard=not resume and num_shards == 1)
         own = self._parts(only_shard=True)
         if resume:
             for part, path in own:
@@ -138,6 +140,14 @@ class TermDocExporter:
             if m and (not only_shard or int(m.group(1)) == self.shard):
                 out.append((int(m.group(2)), p))
         return sorted(out)
+
+    def _remove_leftovers(self, every_shard: bool) -> None:
+        """A kill during a part's rewrite leaves its unfinished copy (the part itself is whole)."""
+        for p in self.folder.iterdir():
+            m = _LEFTOVER.match(p.name)
+            if m and (every_shard or int(m.group(1)) == self.shard):
+                log.warning("%s: removing a rewrite left unfinished by an interrupted run", p)
+                p.unlink()
 
     @staticmethod
     def _repair(path: Path) -> dict[str, bytes]:

@@ -109,6 +109,23 @@ def test_only_the_parts_that_held_a_changed_or_pruned_document_are_rewritten(tmp
     assert sorted(lines) == sorted(set(ids) - {"doc-7", "doc-4"})
 
 
+@pytest.mark.parametrize("resume", [True, False])
+def test_a_rewrite_killed_before_its_rename_leaves_no_file_behind(tmp_path: Path, resume: bool) -> None:
+    _export(tmp_path, [f"doc-{i}" for i in range(4)], per_file=2)
+    part = (tmp_path / "terms-S00000-00001.jsonl").read_bytes()
+    (tmp_path / "terms-S00000-00001.jsonl.tmp").write_bytes(part[: len(part) // 2])  # killed mid-copy
+    (tmp_path / "terms-S00001-00000.jsonl.tmp").write_bytes(b"{")  # another shard's job, still running
+    exporter = TermDocExporter(tmp_path, str, docs_per_file=2, shard=0, num_shards=2, resume=resume)
+    exporter.close()
+    names = sorted(p.name for p in tmp_path.iterdir())
+    kept = ["terms-S00000-00000.jsonl", "terms-S00000-00001.jsonl"] if resume else []
+    assert names == [*kept, "terms-S00001-00000.jsonl.tmp"]
+    if resume:
+        assert sorted(exporter.stamps) == [f"doc-{i}" for i in range(4)]
+    TermDocExporter(tmp_path, str).close()  # a fresh unsharded job replaces every shard's export
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     ("last_line", "error"),
     [
