@@ -18,6 +18,8 @@ from typing import Any, Literal, get_args
 
 SparsityLoss = Literal["flops", "l1"]
 SPARSITY_LOSSES: tuple[str, ...] = get_args(SparsityLoss)
+RegionNorm = Literal["none", "center", "instance"]
+REGION_NORMS: tuple[str, ...] = get_args(RegionNorm)
 LOCATION_DIM = 6  # [xmin, xmax, ymin, ymax, width, height] (paper Eq. 3)
 
 
@@ -52,6 +54,11 @@ class ArchitectureConfig:
     # efficientnet_lite0's map: 32 = its head (1,280 channels, stride 32), 16 = its last stride-16
     # stage (112 channels; cells a quarter the area, for objects half a head cell wide)
     stem_stride: int = 32
+    # each region feature channel relative to the image's own regions before the projection: "center"
+    # subtracts their mean, "instance" also divides by their spread (instance norm), so a picture's
+    # overall look (a vivid background, its light) is taken out; both measured worse on every pool
+    # of the object benchmark, the shift split included (docs/shift-small-objects.md)
+    region_norm: RegionNorm = "none"
     hf_vision_model: str | None = None
     hf_vision_config: dict[str, Any] | None = None
     text_model: str | None = None

@@ -18,6 +18,7 @@ from transformers import PretrainedConfig
 
 from vsparta.model.config_parts import (
     LOCATION_DIM,
+    REGION_NORMS,
     SPARSITY_LOSSES,
     ArchitectureConfig,
     IndexingConfig,
@@ -159,6 +160,8 @@ class VisualSpartaConfig(PretrainedConfig):
             raise ValueError(f"top_n must be positive or None (all), got {self.top_n}")
         if self.sparsity_loss not in SPARSITY_LOSSES:
             raise ValueError(f"sparsity_loss must be one of {SPARSITY_LOSSES}, got {self.sparsity_loss!r}")
+        if self.region_norm not in REGION_NORMS:
+            raise ValueError(f"region_norm must be one of {REGION_NORMS}, got {self.region_norm!r}")
         if self.sparsity_weight < 0 or not 0 <= self.sparsity_warmup <= 1:
             raise ValueError("sparsity_weight must be >= 0 and sparsity_warmup a fraction in [0, 1]")
         if not (self.presence_weight >= 0 and self.presence_margin >= 0):

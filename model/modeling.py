@@ -72,6 +72,7 @@ class ImageEncoder(nn.Module):
                 box_locations(boxes).unsqueeze(0).expand(feats.shape[0], -1, -1).to(feats.dtype)
             )  # [B, n, 6]
             region_mask = torch.ones(feats.shape[:2], dtype=torch.bool, device=feats.device)  # [B, n]
+            feats = self._normalized(feats, region_mask)
             parts = [
                 self.region_dropout(self.region_proj(torch.cat([feats, locs], dim=-1)))
             ]  # Eq. 8, [B, n, H]
@@ -79,7 +80,7 @@ class ImageEncoder(nn.Module):
         else:
             assert regions is not None
             e_image = torch.cat(
-                [regions.features, regions.locations], dim=-1
+                [self._normalized(regions.features, regions.region_mask), regions.locations], dim=-1
             )  # E_image, Eq. 4-5: [B, n, d+6]
             parts = [self.region_dropout(self.region_proj(e_image))]  # [B, n, H]
             masks = [regions.region_mask]
@@ -95,6 +96,17 @@ class ImageEncoder(nn.Module):
         a = torch.cat(parts, dim=1)  # Eq. 8: [B, L, H]
         mask = torch.cat(masks, dim=1)  # [B, L]
         return self.encoder(a, mask), mask  # Eq. 9
+
+    def _normalized(self, feats: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``region_norm``: each channel centred (and scaled) over the image's real regions ``[B, n, d]``."""
+        if self.config.region_norm == "none":
+            return feats
+        weights = mask.unsqueeze(-1).to(feats.dtype)  # [B, n, 1]
+        count = weights.sum(dim=1, keepdim=True).clamp(min=1.0)  # [B, 1, 1]
+        centred = (feats - (feats * weights).sum(dim=1, keepdim=True) / count) * weights  # [B, n, d]
+        if self.config.region_norm == "center":
+            return centred
+        return centred * torch.rsqrt((centred**2).sum(dim=1, keepdim=True) / count + 1e-5)
 
 
 class VisualSpartaPreTrainedModel(PreTrainedModel):

@@ -204,3 +204,39 @@ def test_a_batch_loaded_by_threads_is_the_one_loaded_in_turn(
     )
     assert threaded.shape == (9, 3, 32, 32) and torch.equal(threaded, in_turn)
     assert not torch.equal(threaded[0], threaded[1])  # one image's views differ: augmentation ran
+
+
+@pytest.mark.parametrize(
+    ("mode", "kept_by"),
+    [("instance", "a shift and a scale"), ("center", "a shift"), ("none", "neither")],
+)
+def test_region_norm_takes_out_each_pictures_own_look(mode: str, kept_by: str) -> None:
+    """With ``region_norm`` a picture's regions are read relative to one another: a per-channel
+    shift of every region (a background's colour) leaves H as it was, and with "instance" a
+    per-channel scale (the light) too; padding and the batch's other pictures are never touched."""
+    rng = np.random.default_rng(0)
+    feats = rng.normal(size=(3, 8)).astype(np.float32)
+    boxes = [[0, 0, 0.5, 0.5], [0.5, 0, 1, 0.5], [0, 0.5, 1, 1]]
+    offset = rng.normal(size=8).astype(np.float32)
+    scale = rng.uniform(0.5, 2.0, size=8).astype(np.float32)
+    other = Regions(rng.normal(size=(2, 8)), boxes[:2])  # fewer regions: the batch pads this picture
+    cfg = VisualSpartaConfig(**{**TINY, "stem": "none", "region_feature_dim": 8, "region_norm": mode})
+    model = build_model(cfg).eval()
+
+    def encoded(f: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        return model.encode_images(regions=collate_regions([Regions(f, boxes), other], None, 8, 10, 4))
+
+    plain = encoded(feats)
+    assert plain[1].tolist() == [[True] * 3, [True, True, False]]
+    kept = []
+    for name, changed in (("a shift", feats + offset), ("a scale", feats * scale)):
+        h, mask = encoded(changed)
+        assert mask.tolist() == plain[1].tolist() and torch.allclose(h[1], plain[0][1])
+        if torch.allclose(h[0], plain[0][0], atol=1e-4):
+            kept.append(name)
+    assert (" and ".join(kept) or "neither") == kept_by
+
+
+def test_region_norm_names_its_choices() -> None:
+    with pytest.raises(ValueError, match=r"region_norm must be one of \('none', 'center', 'instance'\)"):
+        VisualSpartaConfig(**{**TINY, "region_norm": "batch"})
