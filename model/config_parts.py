@@ -18,7 +18,7 @@ from typing import Any, Literal, get_args
 
 SparsityLoss = Literal["flops", "l1"]
 SPARSITY_LOSSES: tuple[str, ...] = get_args(SparsityLoss)
-RegionNorm = Literal["none", "center", "instance"]
+RegionNorm = Literal["none", "center", "instance", "both"]
 REGION_NORMS: tuple[str, ...] = get_args(RegionNorm)
 LOCATION_DIM = 6  # [xmin, xmax, ymin, ymax, width, height] (paper Eq. 3)
 
@@ -56,8 +56,9 @@ class ArchitectureConfig:
     stem_stride: int = 32
     # each region feature channel relative to the image's own regions before the projection: "center"
     # subtracts their mean, "instance" also divides by their spread (instance norm), so a picture's
-    # overall look (a vivid background, its light) is taken out; both measured worse on every pool
-    # of the object benchmark, the shift split included (docs/shift-small-objects.md)
+    # overall look (a vivid background, its light) is taken out; "both" gives the projection the
+    # features as the stem gives them beside their "instance" copy (twice as wide). All three measured
+    # worse on every pool of the object benchmark, the shift split included (docs/shift-small-objects.md)
     region_norm: RegionNorm = "none"
     hf_vision_model: str | None = None
     hf_vision_config: dict[str, Any] | None = None

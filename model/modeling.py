@@ -51,8 +51,9 @@ class ImageEncoder(nn.Module):
         self.config = config
         self.embeddings = TextEmbeddings(config)
         self.stem = build_stem(config)  # None: precomputed regions only (stem 'none')
+        widen = 2 if config.region_norm == "both" else 1  # the features beside their normalised copy
         self.region_proj = nn.Linear(
-            config.region_feature_dim + config.location_dim, config.hidden_size
+            widen * config.region_feature_dim + config.location_dim, config.hidden_size
         )  # W, b
         self.region_dropout = nn.Dropout(config.hidden_dropout_prob)
         self.cls = nn.Parameter(torch.zeros(1, 1, config.hidden_size)) if cls_token else None
@@ -98,7 +99,8 @@ class ImageEncoder(nn.Module):
         return self.encoder(a, mask), mask  # Eq. 9
 
     def _normalized(self, feats: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """``region_norm``: each channel centred (and scaled) over the image's real regions ``[B, n, d]``."""
+        """``region_norm``: each channel centred (and scaled) over the image's real regions ``[B, n, d]``
+        (``both``: ``[B, n, 2d]``, the features as given beside that copy)."""
         if self.config.region_norm == "none":
             return feats
         weights = mask.unsqueeze(-1).to(feats.dtype)  # [B, n, 1]
@@ -106,7 +108,8 @@ class ImageEncoder(nn.Module):
         centred = (feats - (feats * weights).sum(dim=1, keepdim=True) / count) * weights  # [B, n, d]
         if self.config.region_norm == "center":
             return centred
-        return centred * torch.rsqrt((centred**2).sum(dim=1, keepdim=True) / count + 1e-5)
+        scaled = centred * torch.rsqrt((centred**2).sum(dim=1, keepdim=True) / count + 1e-5)
+        return torch.cat([feats, scaled], dim=-1) if self.config.region_norm == "both" else scaled
 
 
 class VisualSpartaPreTrainedModel(PreTrainedModel):

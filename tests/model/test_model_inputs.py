@@ -208,12 +208,13 @@ def test_a_batch_loaded_by_threads_is_the_one_loaded_in_turn(
 
 @pytest.mark.parametrize(
     ("mode", "kept_by"),
-    [("instance", "a shift and a scale"), ("center", "a shift"), ("none", "neither")],
+    [("instance", "a shift and a scale"), ("center", "a shift"), ("none", "neither"), ("both", "neither")],
 )
 def test_region_norm_takes_out_each_pictures_own_look(mode: str, kept_by: str) -> None:
     """With ``region_norm`` a picture's regions are read relative to one another: a per-channel
     shift of every region (a background's colour) leaves H as it was, and with "instance" a
-    per-channel scale (the light) too; padding and the batch's other pictures are never touched."""
+    per-channel scale (the light) too; padding and the batch's other pictures are never touched.
+    "both" keeps the features as given beside the "instance" copy, so neither leaves H as it was."""
     rng = np.random.default_rng(0)
     feats = rng.normal(size=(3, 8)).astype(np.float32)
     boxes = [[0, 0, 0.5, 0.5], [0.5, 0, 1, 0.5], [0, 0.5, 1, 1]]
@@ -237,6 +238,25 @@ def test_region_norm_takes_out_each_pictures_own_look(mode: str, kept_by: str) -
     assert (" and ".join(kept) or "neither") == kept_by
 
 
+def test_region_norm_both_reads_the_features_beside_their_instance_copy() -> None:
+    """ "both" widens the projection's input to 2d + 6: the features as given, then "instance"'s copy."""
+    feats = torch.randn(2, 3, 8)
+    mask = torch.tensor([[True, True, True], [True, True, False]])
+    encoders = {
+        mode: build_model(
+            VisualSpartaConfig(**{**TINY, "stem": "none", "region_feature_dim": 8, "region_norm": mode})
+        ).image
+        for mode in ("both", "instance")
+    }
+    assert encoders["both"].region_proj.in_features == 2 * 8 + 6
+    assert encoders["instance"].region_proj.in_features == 8 + 6
+    both = encoders["both"]._normalized(feats, mask)
+    assert torch.equal(both[..., :8], feats)
+    assert torch.allclose(both[..., 8:], encoders["instance"]._normalized(feats, mask))
+
+
 def test_region_norm_names_its_choices() -> None:
-    with pytest.raises(ValueError, match=r"region_norm must be one of \('none', 'center', 'instance'\)"):
+    with pytest.raises(
+        ValueError, match=r"region_norm must be one of \('none', 'center', 'instance', 'both'\)"
+    ):
         VisualSpartaConfig(**{**TINY, "region_norm": "batch"})
