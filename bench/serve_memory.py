@@ -27,10 +27,10 @@ from pathlib import Path
 
 from vsparta.bench.hardware import one_line, write_result
 from vsparta.bench.listing_memory import status_kib
+from vsparta.service.routes import page_examples
 
-# The search page's example queries (service/static/index.html) and a few of no learnt object.
-QUERIES = ["a banana next to a cupcake", "two ducks", "fruit", "a penguin and a cake", "three flowers",
-           "a dog", "two cars next to a pizza", "a red apple on a table"]  # fmt: skip
+# The search page's example queries (service/static/index.html) and a few longer captions.
+QUERIES = [*page_examples(), "a banana next to a cupcake", "two cars next to a pizza", "a pear on a table"]
 
 
 def _get(url: str, body: dict | None = None, timeout: float = 10) -> int:

@@ -5,6 +5,8 @@ annotations at runtime, and ``SearchRequest`` is a class made inside ``build_rou
 string annotations could not name.
 """
 
+import re
+import urllib.parse
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -60,6 +62,14 @@ PipelineDep = Annotated[SearchPipeline, Depends(_from_state("pipeline"))]
 ThumbnailerDep = Annotated[Thumbnailer, Depends(_from_state("thumbnailer"))]
 
 STATIC_DIR = Path(__file__).parent / "static"
+
+
+def page_examples() -> list[str]:
+    """The search page's example queries (its ``?q=`` links): the page is their one home, and the
+    checks and benchmarks that ask them read it here."""
+    page = (STATIC_DIR / "index.html").read_text(encoding="utf-8")
+    return [urllib.parse.unquote_plus(q) for q in re.findall(r'href="\?q=([^"]+)"', page)]
+
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     503: {"model": Message, "description": "Search backend unavailable or index missing; see Retry-After."},

@@ -104,15 +104,12 @@ def test_the_address_is_announced_only_once_health_answers(caplog: pytest.LogCap
 
 def test_the_pages_examples_name_objects_of_the_demo_set() -> None:
     """Every example link of the page names an object (or category) the demo's scenes show."""
-    import re
-    import urllib.parse
-
     from vsparta.demo import DEMO_GROUPS, EXAMPLE_QUERY
     from vsparta.scenes.emoji_catalog import select
     from vsparta.scenes.object_words import plural
+    from vsparta.service.routes import page_examples
 
-    page = (Path(__file__).parents[1] / "service" / "static" / "index.html").read_text(encoding="utf-8")
-    examples = [urllib.parse.unquote_plus(q) for q in re.findall(r'href="\?q=([^"]+)"', page)]
+    examples = page_examples()
     assert len(examples) >= 4 and EXAMPLE_QUERY in examples
     groups = tuple(g for g in DEMO_GROUPS.split(",") if g)  # none: the whole catalog
     words = {w for o in select(groups) for p in (*o.phrases, *o.categories) for w in p.split()}
