@@ -21,6 +21,7 @@ from typing import Any
 
 from vsparta.bench.written import publish
 from vsparta.model.cli_train import input_sizes
+from vsparta.model.config_parts import SCALE_REGIONS
 
 log = logging.getLogger("vsparta.bench.index_scales")
 
@@ -39,8 +40,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     model = VisualSpartaModel.from_pretrained(str(args.model)).eval()
     device = resolve_device(args.device)
     rows = []
-    for scales in args.scales:
-        model.config.index_scales = list(scales)
+    for regions, scales in [(r, s) for r in args.regions for s in args.scales]:
+        model.config.index_scales, model.config.index_scale_regions = list(scales), regions
+        model.config.validate_options()  # a set the stem cannot read: one sentence, before any encoding
         recall, seconds, terms = {}, {}, {}
         for pool, recs in records.items():
             t0 = time.perf_counter()
@@ -49,12 +51,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             row = next(r for r in report.rows if r["model"] != "random")
             recall[pool] = {k: float(v) for k, v in row["recall"][str(len(recs))].items()}
             terms[pool] = float(row["terms_per_image"])
-            log.info("scales %s on %s: %s (%.0fs)", scales, pool, recall[pool], seconds[pool])
+            log.info("scales %s (%s) on %s: %s (%.0fs)", scales, regions, pool, recall[pool], seconds[pool])
         images = sum(len(r) for r in records.values())
         per_image = sum(seconds.values()) / images
         mean_terms = sum(terms[p] * len(records[p]) for p in POOLS) / images
-        rows.append({"scales": list(scales), "recall": recall, "terms_per_image": mean_terms,
-                     "seconds_per_image": per_image})  # fmt: skip
+        rows.append({"scales": list(scales), "regions": regions, "recall": recall,
+                     "terms_per_image": mean_terms, "seconds_per_image": per_image})  # fmt: skip
     best = max(rows, key=lambda r: r["recall"]["val"]["R@1"])
     return {
         "model": str(args.model),
@@ -64,6 +66,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "ceilings": ceilings,
         "rows": rows,
         "picked_by_validation": best["scales"],
+        "picked_regions": best["regions"],
     }
 
 
@@ -92,7 +95,9 @@ def markdown(result: dict[str, Any], command: str) -> str:
         cells = [f"{r[p]['R@1']:.1f} / {r[p]['R@5']:.1f} / {r[p]['R@10']:.1f}" for p in POOLS]
         ratio = r["shift"]["R@1"] / r["test"]["R@1"] if r["test"]["R@1"] else float("nan")
         name = ",".join(str(s) for s in row["scales"])
-        if row["scales"] == result["picked_by_validation"]:
+        if len({r.get("regions", "pooled") for r in result["rows"]}) > 1:
+            name += f" ({row['regions']})"
+        if row is max(result["rows"], key=lambda x: x["recall"]["val"]["R@1"]):
             name += " (picked)"
         tail = f" | {ratio:.2f} | {row['terms_per_image']:.0f} | {row['seconds_per_image']:.3f} |"
         lines.append(f"| {name} | " + " | ".join(cells) + tail)
@@ -107,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--scales", type=input_sizes, action="append", required=True,
                    help="a set of input sizes, e.g. 256,320,480 (repeat for each set)")  # fmt: skip
+    p.add_argument("--regions", nargs="+", choices=SCALE_REGIONS, default=["pooled"],
+                   help="index_scale_regions to measure each set with (default pooled)")  # fmt: skip
     p.add_argument("--out-dir", type=Path, help="write index-scales.{md,json} here")
     p.add_argument("--device", default="auto", help="auto (CUDA when there is one), cpu or cuda")
     args = p.parse_args(argv)

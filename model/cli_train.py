@@ -9,6 +9,7 @@ from typing import Any
 
 from vsparta.core.progress import quiet_library_bars
 from vsparta.model.augment import Augmentation, zoom_range
+from vsparta.model.config_parts import SCALE_REGIONS
 from vsparta.model.configuration import DEFAULT_TEXT_MODEL, PRESETS
 from vsparta.model.resolve import existing_dir, existing_path
 
@@ -115,6 +116,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "image_size only",
     )
     parser.add_argument(
+        "--index-scale-regions",
+        choices=SCALE_REGIONS,
+        help="what a size of --index-scales other than image_size gives the model: the stem's map pooled "
+        "to grid_size regions (pooled, the default), or a grid that grows with the size (native: 14 x 14 "
+        "at 448 px for a 7 x 7 grid at 224; docs/index-scales.md)",
+    )
+    parser.add_argument(
         "--feature-cache",
         help="folder of a frozen stem's cached regions (default: OUT/feature-cache; rebuilt when stale)",
     )
@@ -163,6 +171,7 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
         "phi_term_bias": True if args.term_bias else None,
         "freeze_stem": False if getattr(args, "fine_tune_stem", False) else None,
         "index_scales": getattr(args, "index_scales", None),
+        "index_scale_regions": getattr(args, "index_scale_regions", None),
     }
     return {k: v for k, v in given.items() if v is not None}
 

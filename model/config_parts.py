@@ -20,6 +20,8 @@ SparsityLoss = Literal["flops", "l1"]
 SPARSITY_LOSSES: tuple[str, ...] = get_args(SparsityLoss)
 RegionNorm = Literal["none", "center", "instance", "both"]
 REGION_NORMS: tuple[str, ...] = get_args(RegionNorm)
+ScaleRegions = Literal["pooled", "native"]
+SCALE_REGIONS: tuple[str, ...] = get_args(ScaleRegions)
 LOCATION_DIM = 6  # [xmin, xmax, ymin, ymax, width, height] (paper Eq. 3)
 
 
@@ -108,6 +110,11 @@ class IndexingConfig:
     # every pool of the object benchmark for one pass per size (docs/index-scales.md); () reads it
     # at image_size only. Validation during training reads image_size only.
     index_scales: tuple[int, ...] = ()
+    # what a size of index_scales other than image_size gives the transformer: "pooled" averages the
+    # stem's map to grid_size regions whatever the size; "native" grows the grid with the size, so
+    # each region covers as many input pixels as in training (a 7 x 7 grid at 224 px: 14 x 14 at 448)
+    # and a small object, enlarged, keeps cells of its own (docs/index-scales.md)
+    index_scale_regions: ScaleRegions = "pooled"
 
 
 PARTS: tuple[type, ...] = (ArchitectureConfig, TrainingConfig, IndexingConfig)

@@ -19,6 +19,7 @@ from transformers import PretrainedConfig
 from vsparta.model.config_parts import (
     LOCATION_DIM,
     REGION_NORMS,
+    SCALE_REGIONS,
     SPARSITY_LOSSES,
     ArchitectureConfig,
     IndexingConfig,
@@ -162,6 +163,10 @@ class VisualSpartaConfig(PretrainedConfig):
             raise ValueError(f"sparsity_loss must be one of {SPARSITY_LOSSES}, got {self.sparsity_loss!r}")
         if self.region_norm not in REGION_NORMS:
             raise ValueError(f"region_norm must be one of {REGION_NORMS}, got {self.region_norm!r}")
+        if self.index_scale_regions not in SCALE_REGIONS:
+            raise ValueError(
+                f"index_scale_regions must be one of {SCALE_REGIONS}, got {self.index_scale_regions!r}"
+            )
         if self.sparsity_weight < 0 or not 0 <= self.sparsity_warmup <= 1:
             raise ValueError("sparsity_weight must be >= 0 and sparsity_warmup a fraction in [0, 1]")
         if not (self.presence_weight >= 0 and self.presence_margin >= 0):

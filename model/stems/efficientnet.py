@@ -210,11 +210,18 @@ class EfficientNetLite0Stem(VisionStem):
     @classmethod
     def check_scale(cls, config: Any, size: int) -> None:
         """Any multiple of 32 (its deepest stride): the map is average-pooled to ``grid_size``
-        whatever its side."""
+        whatever its side, or, with ``index_scale_regions`` "native", to a grid that grows with the
+        size, which must then be whole (``_grid``)."""
         if not isinstance(size, int) or size < STRIDE or size % STRIDE:
             raise ValueError(
                 f"stem 'efficientnet_lite0' reads input sizes that are multiples of {STRIDE}: index_scales "
                 f"{list(config.index_scales)} holds {size!r}"
+            )
+        if config.index_scale_regions == "native" and (config.grid_size * size) % config.image_size:
+            raise ValueError(
+                f"index_scale_regions 'native' reads {size} px as a grid of grid_size x {size} / image_size "
+                f"= {config.grid_size} x {size} / {config.image_size} regions a side, not a whole number: "
+                "choose sizes that make it one, or 'pooled'"
             )
 
     @classmethod
@@ -239,6 +246,7 @@ class EfficientNetLite0Stem(VisionStem):
         self.backbone = EfficientNetLite0()
         self.grid_size = config.grid_size
         self.stride = config.stem_stride
+        self.config = config  # the model's own: index_scale_regions is read at each forward (_grid)
 
     def fingerprint(self) -> str:
         """The weights' hash, and the map they are read from when it is not the head (a cache of the
@@ -266,10 +274,18 @@ class EfficientNetLite0Stem(VisionStem):
     def forward(self, pixel_values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         # pixel_values [B, 3, S, S] -> features [B, g*g, d], boxes [g*g, 4] (d: 1280, or 112 at stride 16)
         x = self.backbone(pixel_values, self.blocks)  # [B, d, S/stride, S/stride]
-        if x.shape[-1] != self.grid_size:
-            x = F.adaptive_avg_pool2d(x, self.grid_size)
+        grid = self._grid(pixel_values.shape[-1])
+        if x.shape[-1] != grid:
+            x = F.adaptive_avg_pool2d(x, grid)
         feats = F.layer_norm(x.flatten(2).transpose(1, 2), (self.feature_dim,))  # [B, g*g, d]
-        return feats, grid_boxes(self.grid_size, self.grid_size, device=feats.device)
+        return feats, grid_boxes(grid, grid, device=feats.device)
+
+    def _grid(self, side: int) -> int:
+        """Regions a side for an input ``side`` px wide: ``grid_size``, or with "native" scale regions
+        ``grid_size`` x side / image_size (whole: ``check_scale``)."""
+        if side == self.config.image_size or self.config.index_scale_regions != "native":
+            return self.grid_size
+        return max(1, round(self.grid_size * side / self.config.image_size))
 
 
 STEM = EfficientNetLite0Stem

@@ -23,17 +23,22 @@ def test_a_row_per_set_of_sizes_on_every_pool(tmp_path: Path, capsys: pytest.Cap
     generate_object_scenes(data, {p: 10 for p in POOLS}, image_size=48, seed=0, progress=False)
     out = tmp_path / "out"
     argv = ["--model", str(tmp_path / "m"), "--data", str(data), "--scales", "64", "--scales", "64,96"]
-    assert main([*argv, "--out-dir", str(out)]) == 0
+    assert main([*argv, "--out-dir", str(out), "--regions", "pooled", "native"]) == 0
     result = json.loads((out / "index-scales.json").read_text())
-    assert [r["scales"] for r in result["rows"]] == [[64], [64, 96]]
+    sets = [(r["regions"], r["scales"]) for r in result["rows"]]
+    assert sets == [("pooled", [64]), ("pooled", [64, 96]), ("native", [64]), ("native", [64, 96])]
+    assert result["rows"][0]["recall"] == result["rows"][2]["recall"]  # image_size alone: the same regions
     assert list(result["ceilings"]) == list(POOLS) and all(0 < c <= 100 for c in result["ceilings"].values())
     for row in result["rows"]:
         assert set(row["recall"]) == set(POOLS)
         assert row["seconds_per_image"] > 0 and row["terms_per_image"] > 0
-    assert result["picked_by_validation"] in ([64], [64, 96])
+    assert result["picked_by_validation"] in ([64], [64, 96]) and result["picked_regions"] in (
+        "pooled",
+        "native",
+    )
     table = (out / "index-scales.md").read_text()
-    assert "(picked)" in table and "| ambiguity ceiling (R@1) |" in table
-    row = next(line for line in table.splitlines() if line.startswith("| 64,96"))
+    assert table.count("(picked)") == 1 and "| ambiguity ceiling (R@1) |" in table
+    row = next(line for line in table.splitlines() if line.startswith("| 64,96 (native)"))
     assert len(row.strip("|").split("|")) == len(POOLS) + 4  # sizes, pools, ratio, terms, seconds
     with pytest.raises(SystemExit):
         main(["--model", str(tmp_path / "m"), "--data", str(tmp_path), "--scales", "64"])

@@ -1,6 +1,8 @@
 """Reading an indexed image at several input sizes (``index_scales``, docs/index-scales.md): the
 term weights are the mean of each size's, the indexer and evaluation read them the same way, the
-setting is saved with the model, and a size the stem cannot read is one sentence."""
+setting is saved with the model, and a size the stem cannot read is one sentence. With
+``index_scale_regions`` "native" a larger size gives a finer grid of regions instead of one pooled
+back to ``grid_size``."""
 
 from __future__ import annotations
 
@@ -68,6 +70,33 @@ def test_the_indexer_and_evaluation_read_images_at_the_scales(tmp_path: Path) ->
     assert cache.exists()
 
 
+def test_native_regions_grow_with_the_size_and_pooled_ones_do_not() -> None:
+    """At image_size both read the same regions; at twice the size "pooled" averages the stem's map
+    back to grid_size, "native" keeps a grid twice as fine, each box half as wide, and the model's
+    weights then differ. The setting is read at each pass (the benchmark switches it in place)."""
+    torch.manual_seed(0)
+    model = build_model(VisualSpartaConfig(**LITE, index_scales=[64, 128])).eval()
+    stem, grid = model.image.stem, LITE["grid_size"]
+    pixels = torch.randn(2, 3, 64, 64)
+    larger = F.interpolate(pixels, (128, 128), mode="bicubic", antialias=True)
+    with torch.inference_mode():
+        weights, at_size, (pooled, pooled_boxes) = {}, {}, stem(larger)
+        for mode in ("pooled", "native"):
+            model.config.index_scale_regions = mode
+            at_size[mode] = stem(pixels)[0]
+            weights[mode] = model.image_term_weights(pixel_values=pixels)
+        native, native_boxes = stem(larger)
+    assert torch.equal(at_size["pooled"], at_size["native"]) and at_size["native"].shape[1] == grid**2
+    assert pooled.shape[1] == grid**2 and native.shape[1] == (2 * grid) ** 2
+    widths = {
+        "pooled": pooled_boxes[:, 2] - pooled_boxes[:, 0],
+        "native": native_boxes[:, 2] - native_boxes[:, 0],
+    }
+    torch.testing.assert_close(widths["pooled"], torch.full((grid**2,), 1 / grid))
+    torch.testing.assert_close(widths["native"], torch.full(((2 * grid) ** 2,), 1 / (2 * grid)))
+    assert not torch.allclose(weights["pooled"], weights["native"])
+
+
 @pytest.mark.parametrize(
     ("config", "sentence"),
     [
@@ -76,6 +105,11 @@ def test_the_indexer_and_evaluation_read_images_at_the_scales(tmp_path: Path) ->
             "reads input sizes that are multiples of 32: index_scales [64, 100]",
         ),
         ({**TINY, "index_scales": [32, 64]}, "reads images at image_size (32) only"),
+        (
+            {**LITE, "grid_size": 1, "index_scales": [64, 96], "index_scale_regions": "native"},
+            "index_scale_regions 'native' reads 96 px as a grid of grid_size x 96 / image_size = 1 x 96 / 64",
+        ),
+        ({**LITE, "index_scale_regions": "finer"}, "index_scale_regions must be one of ('pooled', 'native')"),
     ],
 )
 def test_a_size_the_stem_cannot_read_is_one_sentence(
@@ -99,6 +133,7 @@ def test_train_saves_the_scales_it_is_given(tmp_path: Path, capsys: pytest.Captu
     with pytest.raises(SystemExit) as bad:
         main([*argv, "--config", json.dumps(LITE), "--index-scales", "64,0"])
     assert bad.value.code == 2 and "input sizes must be positive" in capsys.readouterr().err
-    assert main([*argv, "--config", json.dumps(LITE), "--epochs", "1", "--index-scales", "64,96"]) == 0
+    scales = ["--index-scales", "64,96", "--index-scale-regions", "native"]
+    assert main([*argv, "--config", json.dumps(LITE), "--epochs", "1", *scales]) == 0
     saved = json.loads((tmp_path / "run" / "final" / "config.json").read_text())
-    assert saved["index_scales"] == [64, 96]
+    assert saved["index_scales"] == [64, 96] and saved["index_scale_regions"] == "native"
