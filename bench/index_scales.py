@@ -97,7 +97,8 @@ def markdown(result: dict[str, Any], command: str) -> str:
         name = ",".join(str(s) for s in row["scales"])
         if len({r.get("regions", "pooled") for r in result["rows"]}) > 1:
             name += f" ({row['regions']})"
-        if row is max(result["rows"], key=lambda x: x["recall"]["val"]["R@1"]):
+        picked = (result["picked_by_validation"], result.get("picked_regions"))
+        if (row["scales"], row.get("regions")) == picked:
             name += " (picked)"
         tail = f" | {ratio:.2f} | {row['terms_per_image']:.0f} | {row['seconds_per_image']:.3f} |"
         lines.append(f"| {name} | " + " | ".join(cells) + tail)

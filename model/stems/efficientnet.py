@@ -283,7 +283,7 @@ class EfficientNetLite0Stem(VisionStem):
     def _grid(self, side: int) -> int:
         """Regions a side for an input ``side`` px wide: ``grid_size``, or with "native" scale regions
         ``grid_size`` x side / image_size (whole: ``check_scale``)."""
-        if side == self.config.image_size or self.config.index_scale_regions != "native":
+        if self.config.index_scale_regions != "native":
             return self.grid_size
         return max(1, round(self.grid_size * side / self.config.image_size))
 
