@@ -6,9 +6,9 @@
 # the same index (41 subgroups: 2,500 scenes, then 10,000), out captions (the other 41) and 8,000
 # calibration scenes (seed 4) as that script: half-catalog-presence-half-words-penalty-8k.md and
 # half-catalog-presence-half-words-penalty-10k.md, beside its -8k and -10k tables.
-# Run from the repository root after the test command's install (~45 min on 2 cores, once the scenes
-# of half-catalog-presence.sh and half-catalog-presence-words.sh are drawn: this script draws any
-# that are missing, with their seeds).
+# Run from the repository root after the test command's install (~60 min on 2 cores with the scenes
+# drawn; it draws any that half-catalog-presence.sh and half-catalog-presence-words.sh have not, with
+# their seeds).
 set -euo pipefail
 V="env OMP_WAIT_POLICY=PASSIVE .venv/bin/vsparta"
 S=${HC:-.cache/hc-whole}
