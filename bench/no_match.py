@@ -77,6 +77,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[True, False],
         help="comma list of yes/no: whether a number word alone can make a match",
     )
+    parser.add_argument(
+        "--function-words-match",
+        type=lambda t: [x.strip() == "yes" for x in t.split(",")],
+        default=[True, False],
+        help="comma list of yes/no: whether a function word ('is', 'there') alone can make a match",
+    )
     parser.add_argument("--max-drop", type=float, default=0.5, help="R@10 points the rule may cost")
     parser.add_argument("--name", default="no-match", help="file name (default: no-match)")
     parser.add_argument("--out-dir", type=Path, default=Path("docs/no-match"), help="where they go")
@@ -223,15 +229,17 @@ def sweep(
 
     base = recall([[h.id for h in a.hits[:K]] for a in inside], captions)
     grid = []
-    grid_of = itertools.product(args.common_shares, args.min_weights, args.min_evidence, args.numbers_match)
-    for share, weight, part, numbers in grid_of:
-        rule = MatchRule(share, weight, part, numbers)
+    grid_of = itertools.product(
+        args.common_shares, args.min_weights, args.min_evidence, args.numbers_match, args.function_words_match
+    )
+    for share, weight, part, numbers, function in grid_of:
+        rule = MatchRule(share, weight, part, numbers, function_words_match=function)
         ranked, in_none, _ = judge(inside, rule)
         _, out_none, out_named = judge(outside, rule)
         rec = recall(ranked, captions)
         grid.append(
             {"common_share": share, "min_weight": weight, "min_evidence": part,
-             "numbers_match": numbers, "recall": rec,
+             "numbers_match": numbers, "function_words_match": function, "recall": rec,
              "d_R@10": rec["R@10"] - base["R@10"], "in_no_match": _pct(in_none),
              "out_no_match": _pct(out_none), "out_named": _pct(out_named)}
         )  # fmt: skip
@@ -270,11 +278,20 @@ def check(
     }
 
 
+def rule_of(row: dict[str, Any], **more: Any) -> Any:
+    """The ``MatchRule`` of a grid row (``more``: the fields the row does not hold)."""
+    from vsparta.service.matching import MatchRule
+
+    return MatchRule(
+        row["common_share"], row["min_weight"], row.get("min_evidence", 0.0), row["numbers_match"],
+        function_words_match=row["function_words_match"], **more,
+    )  # fmt: skip
+
+
 def _is_default(row: dict[str, Any]) -> bool:
     from vsparta.service.matching import MatchRule
 
-    rule = MatchRule(row["common_share"], row["min_weight"], row["min_evidence"], row["numbers_match"])
-    return rule == MatchRule()
+    return rule_of(row) == MatchRule()
 
 
 def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
@@ -291,16 +308,17 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
         f"{', '.join(f'`{p}`' for p in args.out_split)}). Without the rule: R@1/5/10 = "
         f"{base['R@1']:.1f} / {base['R@5']:.1f} / {base['R@10']:.1f}, and no **out** query answers no match.",
         "",
-        "| common share | min weight | min evidence | numbers match | R@1 | R@5 | R@10 | d R@10 "
-        "| in: no match % | out: no match % | out: words named % |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| common share | min weight | min evidence | numbers match | function words match | R@1 | R@5 "
+        "| R@10 | d R@10 | in: no match % | out: no match % | out: words named % |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for g in result["grid"]:
         mark = (" **chosen**" if g is chosen else "") + (" (the service's default)" if _is_default(g) else "")
         rec = g["recall"]
         lines.append(
             f"| {g['common_share']:g} | {g['min_weight']:g} | {g['min_evidence']:g} | "
-            f"{'yes' if g['numbers_match'] else 'no'}{mark} | "
+            f"{'yes' if g['numbers_match'] else 'no'} | "
+            f"{'yes' if g['function_words_match'] else 'no'}{mark} | "
             f"{rec['R@1']:.1f} | {rec['R@5']:.1f} | "
             f"{rec['R@10']:.1f} | {g['d_R@10']:+.1f} | {g['in_no_match']:.1f} | {g['out_no_match']:.1f} | "
             f"{g['out_named']:.1f} |"
@@ -310,7 +328,8 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
         "",
         f"Chosen (most **out** queries answered no match at d R@10 >= -{args.max_drop:g}): common share "
         f"{chosen['common_share']:g}, min weight {chosen['min_weight']:g}, min evidence "
-        f"{chosen['min_evidence']:g}, numbers match: {'yes' if chosen['numbers_match'] else 'no'}. "
+        f"{chosen['min_evidence']:g}, numbers match: {'yes' if chosen['numbers_match'] else 'no'}, "
+        f"function words match: {'yes' if chosen['function_words_match'] else 'no'}. "
         "Through the whole pipeline "
         f"(`require_match: true`, {checked['ms_per_query']:.2f} ms per query): R@1/5/10 = {rec['R@1']:.1f} / "
         f"{rec['R@5']:.1f} / {rec['R@10']:.1f}; **out**: {checked['out_no_match']:.1f} % no match, "
@@ -325,7 +344,6 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from vsparta.model.query_tokenizer import QueryTokenizer
-    from vsparta.service.matching import MatchRule
 
     start = time.perf_counter()
     tokenizer = QueryTokenizer.from_pretrained(args.model)
@@ -337,9 +355,7 @@ def run(args: argparse.Namespace) -> int:
     result = sweep(
         args, collect(tokenizer, args.index, inside), collect(tokenizer, args.index, outside), inside
     )
-    pick = result["chosen"]
-    chosen = MatchRule(pick["common_share"], pick["min_weight"], pick["min_evidence"], pick["numbers_match"])
-    result["check"] = check(args, tokenizer, chosen, inside, outside)
+    result["check"] = check(args, tokenizer, rule_of(result["chosen"]), inside, outside)
     result |= {"in_queries": len(inside), "out_queries": len(outside), "index": args.index}
     result["meta"] = meta("no-match", time.perf_counter() - start)
     text = markdown(result, args)

@@ -172,15 +172,15 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
         for ratio in args.presence_ratios
     ]  # fmt: skip
     rows, known = [], {}
-    for (q, p, combine, piece, pq, alpha, scale, ratio), share, floor, numbers in itertools.product(
-        per_word, args.common_shares, args.min_weights, args.numbers_match
+    for (q, p, combine, piece, pq, alpha, scale, ratio), share, floor, numbers, function in itertools.product(
+        per_word, args.common_shares, args.min_weights, args.numbers_match, args.function_words_match
     ):
         if q is None:
             words = {}
         else:
             how = FloorRule(q, p, combine, args.min_positives, piece, pq)  # type: ignore[arg-type]
             words = word_floors(table, how)
-        rule = MatchRule(share, floor, 0.0, numbers, words, alpha, scale, ratio)
+        rule = MatchRule(share, floor, 0.0, numbers, words, alpha, scale, ratio, function)
         tested = no_match.presence_verdicts(args.index, [*inside, *outside], rule, known) if pq else None
         ranked, _, _ = no_match.judge(inside, rule, tested)
         _, out_none, _ = no_match.judge(outside, rule, tested)
@@ -190,7 +190,8 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
             "presence_quantile": pq, "presence_alpha": alpha if pq else None,
             "present_floor_scale": scale if pq else None, "presence_ratio": ratio if pq else None,
             "q": q, "p": p, "combine": combine, "piece_share": piece, "common_share": share,
-            "min_weight": floor, "numbers_match": numbers, "words_with_floors": len(words),
+            "min_weight": floor, "numbers_match": numbers, "function_words_match": function,
+            "words_with_floors": len(words),
             "R@10": rec["R@10"],
             "d_R@10": rec["R@10"] - base["R@10"], "out_no_match": no_match._pct(out_none),
             "out_no_match_category_words": no_match._pct([n for n, c in pairs if c]),
@@ -253,14 +254,14 @@ def pipeline_check(args: argparse.Namespace, tokenizer: Any, table: Any, row: di
     once more, and what the test costs a query."""
     from dataclasses import replace
 
-    from vsparta.service.matching import MatchRule
     from vsparta.service.term_floors import FloorRule, word_floors
 
     how = FloorRule(row["q"], row["p"], row["combine"], args.min_positives, row["piece_share"],
                     row["presence_quantile"])  # fmt: skip
     floors = word_floors(table, how)
-    rule = MatchRule(row["common_share"], row["min_weight"], 0.0, row["numbers_match"], floors,
-                     row["presence_alpha"], row["present_floor_scale"], row["presence_ratio"])  # fmt: skip
+    rule = no_match.rule_of(row, word_floors=floors, presence_alpha=row["presence_alpha"],
+                            present_floor_scale=row["present_floor_scale"],
+                            presence_ratio=row["presence_ratio"])  # fmt: skip
     return {
         name: no_match.check(args, tokenizer, r, inside, outside)
         for name, r in (("with the test", rule), ("without it", replace(rule, presence_alpha=0.0)))
@@ -285,9 +286,9 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
         "none is within, the one that costs least):",
         "",
         "| rule | q | p | combine | piece share | presence q / alpha / ratio / floor scale | common share "
-        "| min weight | numbers alone | R@10 | d R@10 | out: no match % | with a category word "
-        "| object words only |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| min weight | numbers alone | function words alone | R@10 | d R@10 | out: no match % "
+        "| with a category word | object words only |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for kind, r in result["best"].items():
         name = kind if r["within"] else f"*{kind}*"
@@ -299,7 +300,8 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
         lines.append(
             f"| {name} | {r['q'] if r['q'] is not None else '-'} | {r['p'] if r['p'] is not None else '-'} | "
             f"{r['combine']} | {piece} | {test} | {r['common_share']:g} | {r['min_weight']:g} | "
-            f"{'yes' if r['numbers_match'] else 'no'} | {r['R@10']:.1f} | {r['d_R@10']:+.1f} | "
+            f"{'yes' if r['numbers_match'] else 'no'} | {'yes' if r['function_words_match'] else 'no'} | "
+            f"{r['R@10']:.1f} | {r['d_R@10']:+.1f} | "
             f"{r['out_no_match']:.1f} | {r['out_no_match_category_words']:.1f} | "
             f"{r['out_no_match_object_words']:.1f} |"
         )

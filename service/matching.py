@@ -30,6 +30,11 @@ The rule (its parameters chosen by measurement: ``bench/no_match.py``, docs/no-m
   than a rare one.
 - A **number** word ("two", "five", "12") says how many, not what: unless ``numbers_match``, it
   makes no match on its own (an image of five birds is no answer to "five clocks").
+- A **function word** ("is", "there", "with": Lucene's English stop words) joins words and names
+  nothing: unless ``function_words_match``, it makes no match on its own either. A model trained on
+  captions writes them onto images too, and an index may hold "is" beyond chance (the caption
+  templates differ between two sets of pictures), which made "there is a worm" match images
+  without worms (docs/no-match.md).
 - A calibrated word may also bring a ``Presence`` test (``service.presence``): when the index holds
   it strongly in no more images than the model's look-alikes would give by chance, no image holds
   it (``with_verdicts``); when it holds it beyond chance, its floor is ``present_floor_scale`` of
@@ -92,6 +97,12 @@ PRESENCE_ALPHA = 0.05
 PRESENT_FLOOR_SCALE = 0.75
 PRESENCE_RATIO = 1.5
 PLURAL_ENDINGS = frozenset({"##s", "##es"})  # a word's last piece that changes number, not meaning
+# Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET (Elasticsearch's `_english_` stop words), as is.
+FUNCTION_WORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there "
+    "these they this to was will with".split()
+)
+FUNCTION_WORDS_MATCH = False
 NUMBER_WORDS = frozenset(
     "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred "
@@ -128,7 +139,8 @@ class MatchRule:
     ``presence_alpha``: the chance a calibrated word's strong images may have of coming from
     look-alikes alone and still count (``service.presence``), ``presence_ratio``: how many times the
     chance count its strong images must also be; ``present_floor_scale``: the share of its floor a
-    word held beyond chance needs."""
+    word held beyond chance needs; ``function_words_match``: whether a function word alone can make
+    a match."""
 
     common_share: float = COMMON_SHARE
     min_weight: float = MIN_WEIGHT
@@ -138,6 +150,7 @@ class MatchRule:
     presence_alpha: float = PRESENCE_ALPHA
     present_floor_scale: float = PRESENT_FLOOR_SCALE
     presence_ratio: float = PRESENCE_RATIO
+    function_words_match: bool = FUNCTION_WORDS_MATCH
 
     def common(self, images: int, indexed: int) -> bool:
         return indexed > 0 and images >= self.common_share * indexed
@@ -180,10 +193,11 @@ class QueryCounts:
     words: list[WordCount]
 
     numbers: frozenset[str] = frozenset()  # number words that make no match on their own
+    function: frozenset[str] = frozenset()  # function words that make no match on their own
 
     @property
     def informative(self) -> list[WordCount]:
-        return [w for w in self.words if not w.common and w.word not in self.numbers]
+        return [w for w in self.words if not w.common and w.word not in self.numbers | self.function]
 
 
 def count_words(
@@ -212,7 +226,10 @@ def count_words(
             WordCount(word.text, word.tokens, ids, images, common, idf, needed, key, floor, partial, presence)
         )
     numbers = frozenset() if rule.numbers_match else frozenset(w.word for w in out if is_number(w.word))
-    return QueryCounts(int(stats.n_docs), out, numbers)
+    function = frozenset()
+    if not rule.function_words_match:
+        function = frozenset(w.word for w in out if w.word.lower() in FUNCTION_WORDS)
+    return QueryCounts(int(stats.n_docs), out, numbers, function)
 
 
 def to_test(counts: QueryCounts, rule: MatchRule) -> dict[str, tuple[int, Presence]]:
@@ -233,7 +250,7 @@ def with_verdicts(counts: QueryCounts, verdicts: Mapping[str, Verdict], rule: Ma
             floor = w.floor * rule.present_floor_scale if verdict.present else w.floor
             w = replace(w, verdict=verdict, floor=floor)
         words.append(w)
-    return QueryCounts(counts.indexed, words, counts.numbers)
+    return replace(counts, words=words)
 
 
 def is_number(word: str) -> bool:
@@ -344,6 +361,7 @@ def describe(
         return out
     common, rare = [w for w in counts.words if w.common], counts.informative
     numbers = [w for w in counts.words if w.word in counts.numbers and not w.common]
+    function = [w for w in counts.words if w.word in counts.function and not w.common]
     found = [w for w in rare if any(held(h, w) for h in ranked)]
     reasons = [_absent(w) for w in rare if w.images == 0]
     chance = [w for w in rare if w.images > 0 and w.by_chance]
@@ -362,6 +380,7 @@ def describe(
         )
     reasons += [f"{w.word} is in {_share(w.images, counts.indexed)} and does not rank." for w in common]
     reasons += [f"{w.word} says how many, not what." for w in numbers if require_match]
+    reasons += [f"{w.word} joins words and names nothing." for w in function if require_match]
     if not counts.words:
         reasons.append("No word of the query is in the model's vocabulary.")
     elif not rare and require_match:

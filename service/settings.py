@@ -17,6 +17,7 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from vsparta.model.query_tokenizer import QueryTokenizer
 from vsparta.service.matching import (
     COMMON_SHARE,
+    FUNCTION_WORDS_MATCH,
     MIN_EVIDENCE,
     MIN_WEIGHT,
     NUMBERS_MATCH,
@@ -122,6 +123,11 @@ class ServiceSettings(BaseSettings):
         description="Whether a number word ('two', 'five') alone can make a result a match "
         "(docs/no-match.md).",
     )
+    match_function_words: bool = Field(
+        FUNCTION_WORDS_MATCH,
+        description="Whether a function word ('is', 'there', 'with': Lucene's English stop words) alone "
+        "can make a result a match (docs/no-match.md).",
+    )
     match_presence_alpha: float = Field(
         PRESENCE_ALPHA,
         ge=0,
@@ -166,6 +172,7 @@ class ServiceSettings(BaseSettings):
             self.match_presence_alpha,
             self.match_present_floor_scale,
             self.match_presence_ratio,
+            function_words_match=self.match_function_words,
         )
 
     @field_validator("image_roots", "thumbnail_sizes", "cors_origins", mode="before")

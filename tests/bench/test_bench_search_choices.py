@@ -84,7 +84,7 @@ def test_no_match_chooses_a_rule_that_keeps_recall_and_names_what_found_nothing(
     assert main([*args, "--common-shares", "0.5,1.0", "--min-weights", "0,2", "--min-evidence", "0"]) == 0
     result = json.loads((out_dir / "no-match.json").read_text())
     assert result["out_queries"] == 2  # "a red giraffe" names a colour the index holds
-    assert len(result["grid"]) == 2 * 2 * 1 * 2  # shares x weights x evidence x numbers yes/no
+    assert len(result["grid"]) == 2 * 2 * 1 * 2 * 2  # shares x weights x evidence x numbers x function words
     chosen, check = result["chosen"], result["check"]
     assert chosen["d_R@10"] >= -0.5 and chosen["out_no_match"] == 100.0
     assert check["out_no_match"] == 100.0 and check["recall"]["R@10"] == result["baseline"]["R@10"]

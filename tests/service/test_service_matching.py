@@ -2,8 +2,8 @@
 
 Index of 100 images; "a" in 90 (common), "bird" in 30, "peacock" + "##s" in 5 / 60, "five" in 28,
 "clock" in none, "fa" + "##uce" + "##t" (faucet) in 12 / 3 / 50, "lo" + "##lli" + "##pop" (lollipop)
-in 40 / 40 / 0 (a model that never writes ``##pop``). Engine answers are written out here; the
-engines' own answers are in ``test_service_no_match.py``.
+in 40 / 40 / 0 (a model that never writes ``##pop``), "is" in 40 (not common). Engine answers are
+written out here; the engines' own answers are in ``test_service_no_match.py``.
 """
 
 from __future__ import annotations
@@ -21,8 +21,10 @@ from vsparta.termindex import Hit
 from vsparta.termindex.base import TermStatistics
 
 IDS = {"a": 1, "bird": 2, "peacock": 3, "##s": 4, "five": 5, "clock": 6, "fa": 7, "##uce": 8, "##t": 9}
-IDS |= {"lo": 10, "##lli": 11, "##pop": 12}
-STATS = TermStatistics(100, {1: 90, 2: 30, 3: 5, 4: 60, 5: 28, 6: 0, 7: 12, 8: 3, 9: 50, 10: 40, 11: 40})
+IDS |= {"lo": 10, "##lli": 11, "##pop": 12, "is": 13}
+STATS = TermStatistics(
+    100, {1: 90, 2: 30, 3: 5, 4: 60, 5: 28, 6: 0, 7: 12, 8: 3, 9: 50, 10: 40, 11: 40, 13: 40}
+)
 PIECES = {
     "peacocks": ["peacock", "##s"],
     "faucet": ["fa", "##uce", "##t"],
@@ -77,6 +79,22 @@ def test_a_number_says_how_many_not_what() -> None:
     )
     assert said["no_match"] == {
         "reason": "No image has clock. five says how many, not what.",
+        "words": ["clock"],
+        "common": [],
+    }
+
+
+def test_a_function_word_names_nothing() -> None:
+    """ "there is a worm" on an index without worms: a model writes "is" on images too, held by 40 of
+    100 (not common), but it joins words; only the object word can make a match."""
+    strict, lax = MatchRule(0.5, 0.5), MatchRule(0.5, 0.5, function_words_match=True)
+    said_is = hit("bird-said-is", **{"is": 3.0, "bird": 2.0})
+    assert not is_match(said_is, counts_of("is clock", strict), strict)
+    assert is_match(said_is, counts_of("is clock", lax), lax)
+    assert is_match(said_is, counts_of("is bird", strict), strict)
+    said = describe([said_is], [], [], counts_of("is clock", strict), strict, require_match=True, min_score=0)
+    assert said["no_match"] == {
+        "reason": "No image has clock. is joins words and names nothing.",
         "words": ["clock"],
         "common": [],
     }
