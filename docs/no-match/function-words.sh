@@ -30,7 +30,7 @@ run model-words index-words-40k calib-index-words-8k function-words-half-40k --i
 for args in "model-words calib-index-words-8k index-words-10k a2-more.jsonl" \
   "model-words-penalty calib-index-words-penalty-8k index-words-penalty-10k a2-more.jsonl"; do
   set -- $args
-  .venv/bin/python docs/no-match/what-still-matches.py "$@" > docs/no-match/still-matches-$3.md
+  .venv/bin/python docs/no-match/what-still-matches.py "$@" > "docs/no-match/still-matches-${3}.md"
 done
 .venv/bin/python docs/no-match/what-still-matches.py --function-words-match model-words-penalty \
   calib-index-words-penalty-8k index-words-penalty-10k a2-more.jsonl > docs/no-match/still-matches-index-words-penalty-10k-before.md
