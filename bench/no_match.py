@@ -83,6 +83,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[True, False],
         help="comma list of yes/no: whether a function word ('is', 'there') alone can make a match",
     )
+    parser.add_argument(
+        "--plural-floors",
+        type=lambda t: [x.strip() == "yes" for x in t.split(",")],
+        default=[True],
+        help="comma list of yes/no: whether a plural the calibration never saw takes its singular's "
+        "floor (no-match-floors only; default yes)",
+    )
     parser.add_argument("--max-drop", type=float, default=0.5, help="R@10 points the rule may cost")
     parser.add_argument("--name", default="no-match", help="file name (default: no-match)")
     parser.add_argument("--out-dir", type=Path, default=Path("docs/no-match"), help="where they go")
@@ -284,7 +291,8 @@ def rule_of(row: dict[str, Any], **more: Any) -> Any:
 
     return MatchRule(
         row["common_share"], row["min_weight"], row.get("min_evidence", 0.0), row["numbers_match"],
-        function_words_match=row["function_words_match"], **more,
+        function_words_match=row["function_words_match"], plural_floors=row.get("plural_floors", True),
+        **more,
     )  # fmt: skip
 
 

@@ -172,15 +172,23 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
         for ratio in args.presence_ratios
     ]  # fmt: skip
     rows, known = [], {}
-    for (q, p, combine, piece, pq, alpha, scale, ratio), share, floor, numbers, function in itertools.product(
-        per_word, args.common_shares, args.min_weights, args.numbers_match, args.function_words_match
-    ):
+    choices = itertools.product(
+        per_word,
+        args.common_shares,
+        args.min_weights,
+        args.numbers_match,
+        args.function_words_match,
+        args.plural_floors,
+    )
+    for (q, p, combine, piece, pq, alpha, scale, ratio), share, floor, numbers, function, plural in choices:
+        if q is None and plural != args.plural_floors[0]:  # no floors per word: no singular's to take
+            continue
         if q is None:
             words = {}
         else:
             how = FloorRule(q, p, combine, args.min_positives, piece, pq)  # type: ignore[arg-type]
             words = word_floors(table, how)
-        rule = MatchRule(share, floor, 0.0, numbers, words, alpha, scale, ratio, function)
+        rule = MatchRule(share, floor, 0.0, numbers, words, alpha, scale, ratio, function, plural)
         tested = no_match.presence_verdicts(args.index, [*inside, *outside], rule, known) if pq else None
         ranked, _, _ = no_match.judge(inside, rule, tested)
         _, out_none, _ = no_match.judge(outside, rule, tested)
@@ -191,6 +199,7 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
             "present_floor_scale": scale if pq else None, "presence_ratio": ratio if pq else None,
             "q": q, "p": p, "combine": combine, "piece_share": piece, "common_share": share,
             "min_weight": floor, "numbers_match": numbers, "function_words_match": function,
+            "plural_floors": plural,
             "words_with_floors": len(words),
             "R@10": rec["R@10"],
             "d_R@10": rec["R@10"] - base["R@10"], "out_no_match": no_match._pct(out_none),
@@ -198,11 +207,18 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
             "out_no_match_object_words": no_match._pct([n for n, c in pairs if not c]),
         })  # fmt: skip
     best = {}
-    for kind, keep in (
+    kinds = [
         ("one floor", lambda r: r["q"] is None),
         ("a floor per word", lambda r: r["q"] is not None and r["presence_quantile"] is None),
         ("a floor per word and the presence test", lambda r: r["presence_quantile"] is not None),
-    ):
+    ]
+    if len(args.plural_floors) > 1:  # each per-word kind with and without plurals taking singulars' floors
+        kinds = kinds[:1] + [
+            (f"{kind}, plural floors {'yes' if plural else 'no'}",
+             lambda r, keep=keep, plural=plural: keep(r) and r["plural_floors"] == plural)
+            for kind, keep in kinds[1:] for plural in args.plural_floors
+        ]  # fmt: skip
+    for kind, keep in kinds:
         kind_rows = [r for r in rows if keep(r)]
         if not kind_rows:
             continue
@@ -352,7 +368,8 @@ def run(args: argparse.Namespace) -> int:
     result = grid(args, inside, outside, captions, table)
     result |= {"in_queries": len(inside), "out_queries": len(outside), "calibration_images": table.images}
     result["word_verdicts"] = word_verdicts(args, inside, outside, table)
-    tested = result["best"].get("a floor per word and the presence test")
+    presence = [r for k, r in result["best"].items() if k.startswith("a floor per word and the presence")]
+    tested = presence[0] if presence else None
     if tested is not None:
         result["pipeline"] = pipeline_check(args, tokenizer, table, tested, captions, outside_captions)
     result["meta"] = meta("no-match-floors", time.perf_counter() - start)

@@ -19,7 +19,7 @@ The rule (its parameters chosen by measurement: ``bench/no_match.py``, docs/no-m
   A model calibrated by ``vsparta calibrate`` brings, per word its captions use, the pieces it
   writes for that word and a floor of its own (``WordFloor``, ``service.term_floors``): a strong
   model writes ``##cake`` on a cupcake and not ``cup``, so "all pieces" would say that no image has
-  the cupcakes it holds.
+  the cupcakes it holds. A plural the calibration never saw takes its singular's (``calibration_of``).
 - A word is **common** when at least ``common_share`` of the indexed images hold it: "a" or "photo"
   in nearly every image tells them apart no better than nothing. It still adds to every score
   (explanations add up to the score) but makes no result a match. The others are
@@ -50,6 +50,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from vsparta.service.english import FUNCTION_WORDS, is_number, singular_forms
 from vsparta.service.presence import Presence, Verdict
 from vsparta.termindex import Hit
 from vsparta.termindex.base import TermStatistics
@@ -97,17 +98,8 @@ PRESENCE_ALPHA = 0.05
 PRESENT_FLOOR_SCALE = 0.75
 PRESENCE_RATIO = 1.5
 PLURAL_ENDINGS = frozenset({"##s", "##es"})  # a word's last piece that changes number, not meaning
-# Lucene's EnglishAnalyzer.ENGLISH_STOP_WORDS_SET (Elasticsearch's `_english_` stop words), as is.
-FUNCTION_WORDS = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their then there "
-    "these they this to was will with".split()
-)
 FUNCTION_WORDS_MATCH = False
-NUMBER_WORDS = frozenset(
-    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred "
-    "thousand million dozen".split()
-)
+PLURAL_FLOORS = True
 
 
 def needed_pieces(tokens: Sequence[str]) -> tuple[str, ...]:
@@ -140,7 +132,8 @@ class MatchRule:
     look-alikes alone and still count (``service.presence``), ``presence_ratio``: how many times the
     chance count its strong images must also be; ``present_floor_scale``: the share of its floor a
     word held beyond chance needs; ``function_words_match``: whether a function word alone can make
-    a match."""
+    a match; ``plural_floors``: whether a word the calibration never saw takes its singular's floor
+    (``calibration_of``)."""
 
     common_share: float = COMMON_SHARE
     min_weight: float = MIN_WEIGHT
@@ -151,6 +144,7 @@ class MatchRule:
     present_floor_scale: float = PRESENT_FLOOR_SCALE
     presence_ratio: float = PRESENCE_RATIO
     function_words_match: bool = FUNCTION_WORDS_MATCH
+    plural_floors: bool = PLURAL_FLOORS
 
     def common(self, images: int, indexed: int) -> bool:
         return indexed > 0 and images >= self.common_share * indexed
@@ -209,7 +203,7 @@ def count_words(
         ids = tuple(ids_of[t] for t in word.tokens if t in ids_of)
         if not ids:
             continue
-        calibrated = rule.word_floors.get(word.text)
+        calibrated = calibration_of(word.text, ids, rule)
         presence = None
         if calibrated is not None:
             needed, key, floor = calibrated.pieces, calibrated.key, calibrated.floor
@@ -232,6 +226,20 @@ def count_words(
     return QueryCounts(int(stats.n_docs), out, numbers, function)
 
 
+def calibration_of(word: str, ids: Sequence[int], rule: MatchRule) -> WordFloor | None:
+    """``word``'s calibrated floor, or with ``plural_floors`` its singular's when the plural's own
+    pieces hold the singular's (``english.singular_forms``): captions say "two ducks" less often than
+    "a duck", so a calibration may see only the singular, and "ducks" is ``duck`` + ``##s``."""
+    own = rule.word_floors.get(word)
+    if own is not None or not rule.plural_floors:
+        return own
+    for form in singular_forms(word):
+        floor = rule.word_floors.get(form)
+        if floor is not None and set(floor.pieces) <= set(ids):
+            return floor
+    return None
+
+
 def to_test(counts: QueryCounts, rule: MatchRule) -> dict[str, tuple[int, Presence]]:
     """The informative words a presence test can decide (calibrated with one, held by some image);
     none when the rule's ``presence_alpha`` is 0 (the test is off)."""
@@ -251,10 +259,6 @@ def with_verdicts(counts: QueryCounts, verdicts: Mapping[str, Verdict], rule: Ma
             w = replace(w, verdict=verdict, floor=floor)
         words.append(w)
     return replace(counts, words=words)
-
-
-def is_number(word: str) -> bool:
-    return word.isdigit() or word.lower() in NUMBER_WORDS
 
 
 def _held_weight(hit: Hit, word: WordCount) -> float | None:

@@ -21,6 +21,7 @@ from vsparta.service.matching import (
     MIN_EVIDENCE,
     MIN_WEIGHT,
     NUMBERS_MATCH,
+    PLURAL_FLOORS,
     PRESENCE_ALPHA,
     PRESENCE_RATIO,
     PRESENT_FLOOR_SCALE,
@@ -128,6 +129,11 @@ class ServiceSettings(BaseSettings):
         description="Whether a function word ('is', 'there', 'with': Lucene's English stop words) alone "
         "can make a result a match (docs/no-match.md).",
     )
+    match_plural_floors: bool = Field(
+        PLURAL_FLOORS,
+        description="Whether a plural the calibration never saw ('ducks') takes the floor of its "
+        "singular ('duck') when its word-pieces hold the singular's (docs/no-match.md).",
+    )
     match_presence_alpha: float = Field(
         PRESENCE_ALPHA,
         ge=0,
@@ -173,6 +179,7 @@ class ServiceSettings(BaseSettings):
             self.match_present_floor_scale,
             self.match_presence_ratio,
             function_words_match=self.match_function_words,
+            plural_floors=self.match_plural_floors,
         )
 
     @field_validator("image_roots", "thumbnail_sizes", "cors_origins", mode="before")

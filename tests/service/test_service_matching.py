@@ -8,15 +8,18 @@ written out here; the engines' own answers are in ``test_service_no_match.py``.
 
 from __future__ import annotations
 
+from vsparta.service.english import is_number, singular_forms
 from vsparta.service.matching import (
     MatchRule,
     WordFloor,
+    calibration_of,
     count_words,
     describe,
     is_match,
     select,
     words_of,
 )
+from vsparta.service.presence import Presence
 from vsparta.termindex import Hit
 from vsparta.termindex.base import TermStatistics
 
@@ -145,6 +148,40 @@ def test_a_word_with_its_own_floor_is_held_by_that_floor_the_others_by_the_rules
     assert is_match(hit("p", peacock=0.6), peacock, rule)  # no floor of its own: the rule's 0.5
     floors = {"bird": WordFloor((2,), 2, 2.0)}
     assert MatchRule(word_floors=floors) != MatchRule() and hash(MatchRule(word_floors=floors))
+
+
+def test_a_plural_the_calibration_never_saw_takes_its_singulars_floor() -> None:
+    """Calibration captions said "a peacock" (floor 2.0) but never "peacocks": the plural is held by
+    the singular's floor and presence test, not by the rule's 0.5, unless ``plural_floors`` is off."""
+    presence = Presence(3.0, 0.01)
+    floors = {"peacock": WordFloor((3,), 3, 2.0, presence)}
+    rule = MatchRule(0.5, 0.5, word_floors=floors)
+    [word] = counts_of("peacocks", rule).words
+    assert (word.needed, word.key, word.floor, word.presence) == ((3,), 3, 2.0, presence)
+    assert not is_match(hit("look-alike", peacock=1.0), counts_of("peacocks", rule), rule)
+    assert is_match(hit("peacocks", peacock=2.5, _s=1.0), counts_of("peacocks", rule), rule)
+    off = MatchRule(0.5, 0.5, word_floors=floors, plural_floors=False)
+    assert is_match(hit("look-alike", peacock=1.0), counts_of("peacocks", off), off)
+
+
+def test_a_singular_whose_pieces_the_plural_lacks_is_not_taken() -> None:
+    """Only a singular whose calibrated pieces are among the plural's own: the index's statistics and
+    a result's explanation cover the query's pieces only ("children" is one piece, "child" another)."""
+    rule = MatchRule(0.5, 0.5, word_floors={"peacock": WordFloor((2,), 2, 2.0)})  # pieces outside it
+    [word] = counts_of("peacocks", rule).words
+    assert (word.needed, word.floor) == ((3,), 0.5)
+    assert calibration_of("peacocks", (3, 4), rule) is None
+    assert calibration_of("peacock", (3,), MatchRule(word_floors={"peacock": WordFloor((3,), 3, 1.0)}))
+
+
+def test_singular_forms_are_rules_for_plurals_of_noun_phrases() -> None:
+    assert singular_forms("berries") == ["berry", "berri", "berrie"]
+    assert singular_forms("leaves") == ["leaf", "leafe", "leav", "leave"]
+    assert singular_forms("buses") == ["bus", "buse"]
+    assert singular_forms("Ducks") == ["duck"]
+    assert singular_forms("skises") == ["skis", "skise"]
+    assert singular_forms("glass") == singular_forms("bird") == singular_forms("is") == []
+    assert is_number("twelve") and is_number("12") and not is_number("twin")
 
 
 def test_a_calibrated_word_needs_the_pieces_its_model_writes_for_it() -> None:
