@@ -176,19 +176,24 @@ def collect(tokenizer: Any, spec: str, captions: Sequence[Caption]) -> list[Answ
     return asyncio.run(run())
 
 
+def tests_of(answers_: Sequence[Answer], rule: Any) -> dict[str, Any]:
+    """Per word of the answers that the presence test decides under ``rule``: its key and test."""
+    from vsparta.service.matching import count_words, to_test, words_of
+
+    wanted: dict[str, Any] = {}
+    for a in answers_:
+        wanted.update(to_test(count_words(words_of(a.tokens), a.ids, a.stats, rule), rule))
+    return wanted
+
+
 def presence_verdicts(spec: str, answers_: Sequence[Answer], rule: Any, known: dict) -> dict[str, Any]:
     """The presence test (``service.presence``) of every calibrated word of the answers under
     ``rule``, asked of the index once per word and test (``known`` remembers them across rules)."""
-    from vsparta.service.matching import count_words, to_test, words_of
     from vsparta.service.presence import verdicts
     from vsparta.termindex.registry import open_reader
 
-    wanted: dict[str, Any] = {}
-    indexed = 0
-    for a in answers_:
-        counts = count_words(words_of(a.tokens), a.ids, a.stats, rule)
-        indexed = counts.indexed
-        wanted.update(to_test(counts, rule))
+    wanted = tests_of(answers_, rule)
+    indexed = answers_[0].stats.n_docs if answers_ else 0
     test = (rule.presence_alpha, rule.presence_ratio)
     ask = {w: t for w, t in wanted.items() if (t, test) not in known}
 

@@ -11,8 +11,10 @@ the ``--quantiles`` q-quantile of the key piece's weight there, and on the other
 (``mid``) by ``service.term_floors.word_floors``; a word with fewer than ``--min-positives``
 positive images keeps the rule's ``min_weight`` and every piece. With the default floors, the
 presence test (``service.presence``) too: ``--presence-quantiles`` x ``--presence-alphas`` x
-``--presence-ratios`` x ``--present-floor-scales``; the best such rule is then run once more through
-the service's pipeline, with and without the test (its figures again, and its cost per query).
+``--presence-ratios`` x ``--present-floor-scales`` x ``--related-shares`` (``FloorRule.related_share``);
+the best such rule is then run once more through the service's pipeline, with and without the test
+(its figures again, and its cost per query). ``--plural-floors yes,no`` gives each rule with a floor
+per word with and without plurals taking their singulars' floors (``MatchRule.plural_floors``).
 
 The calibration images are a manifest indexed by the same model into their own index (fresh
 scenes of every subgroup, none of them in the searched index). The in / out queries, the answers
@@ -84,6 +86,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--present-floor-scales", type=no_match._floats, default=[0.75],
         help="comma list of MatchRule.present_floor_scale",
+    )  # fmt: skip
+    parser.add_argument(
+        "--related-shares", type=_optional_floats, default=[None],
+        help="comma list of FloorRule.related_share (none: every image whose captions lack a word is "
+        "its negative), each with the presence test",
     )  # fmt: skip
     parser.set_defaults(name="no-match-floors")
 
@@ -158,18 +165,18 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
     base = recall([[h.id for h in a.hits[: no_match.K]] for a in inside], captions)
     categories = category_words()
     by_category = [bool({w.text for w in words_of(a.tokens)} & categories) for a in outside]
-    per_word = [(None, None, "-", None, None, 0.05, 1.0, 1.0)] + [
-        (q, p, c, piece, None, 0.05, 1.0, 1.0)
+    per_word = [(None, None, "-", None, None, 0.05, 1.0, 1.0, None)] + [
+        (q, p, c, piece, None, 0.05, 1.0, 1.0, None)
         for q in args.quantiles for p in (None, *args.negative_quantiles)
         for c in (["-"] if p is None else args.combine) for piece in args.piece_shares
     ]  # fmt: skip
     default = FloorRule()
     per_word += [  # the presence test, with the default floors
         (default.quantile, default.negative_quantile, default.combine, default.piece_share, pq, alpha, scale,
-         ratio)
+         ratio, related)
         for pq in args.presence_quantiles if pq is not None
         for alpha in args.presence_alphas for scale in args.present_floor_scales
-        for ratio in args.presence_ratios
+        for ratio in args.presence_ratios for related in args.related_shares
     ]  # fmt: skip
     rows, known = [], {}
     choices = itertools.product(
@@ -180,13 +187,14 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
         args.function_words_match,
         args.plural_floors,
     )
-    for (q, p, combine, piece, pq, alpha, scale, ratio), share, floor, numbers, function, plural in choices:
+    for per, share, floor, numbers, function, plural in choices:
+        q, p, combine, piece, pq, alpha, scale, ratio, related = per
         if q is None and plural != args.plural_floors[0]:  # no floors per word: no singular's to take
             continue
         if q is None:
             words = {}
         else:
-            how = FloorRule(q, p, combine, args.min_positives, piece, pq)  # type: ignore[arg-type]
+            how = FloorRule(q, p, combine, args.min_positives, piece, pq, related)  # type: ignore[arg-type]
             words = word_floors(table, how)
         rule = MatchRule(share, floor, 0.0, numbers, words, alpha, scale, ratio, function, plural)
         tested = no_match.presence_verdicts(args.index, [*inside, *outside], rule, known) if pq else None
@@ -197,6 +205,7 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
         rows.append({
             "presence_quantile": pq, "presence_alpha": alpha if pq else None,
             "present_floor_scale": scale if pq else None, "presence_ratio": ratio if pq else None,
+            "related_share": related,
             "q": q, "p": p, "combine": combine, "piece_share": piece, "common_share": share,
             "min_weight": floor, "numbers_match": numbers, "function_words_match": function,
             "plural_floors": plural,
@@ -246,12 +255,13 @@ def word_verdicts(args: argparse.Namespace, inside: list[Any], outside: list[Any
     known: dict = {}  # each word asked of the index once
     verdicts = no_match.presence_verdicts(args.index, [*inside, *outside], rule, known)
     held = set(no_match.presence_verdicts(args.index, inside, rule, known))
+    tests = no_match.tests_of([*inside, *outside], rule)  # a plural's may be its singular's
     out: dict[str, Any] = {}
     with open_index(args.index) as index:
         for side, words in (("in", sorted(held)), ("out", sorted(set(verdicts) - held))):
             strong = []
             for word in words:
-                key, weight = floors[word].key, floors[word].presence.weight
+                key, weight = tests[word][0], tests[word][1].weight
                 hits = index.search({key: 1.0}, k=WORD_COUNT_DEPTH, explain=True)
                 strong.append(sum((h.contributions or {}).get(key, (0.0,))[0] >= weight for h in hits))
             out[side] = {"words": len(words)} | ({
@@ -273,7 +283,7 @@ def pipeline_check(args: argparse.Namespace, tokenizer: Any, table: Any, row: di
     from vsparta.service.term_floors import FloorRule, word_floors
 
     how = FloorRule(row["q"], row["p"], row["combine"], args.min_positives, row["piece_share"],
-                    row["presence_quantile"])  # fmt: skip
+                    row["presence_quantile"], row.get("related_share"))  # fmt: skip
     floors = word_floors(table, how)
     rule = no_match.rule_of(row, word_floors=floors, presence_alpha=row["presence_alpha"],
                             present_floor_scale=row["present_floor_scale"],
@@ -313,6 +323,8 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
         if r.get("presence_quantile") is not None:
             test = f"{r['presence_quantile']:g} / {r['presence_alpha']:g} / {r['presence_ratio']:g} / "
             test += f"{r['present_floor_scale']:g}"
+            if r.get("related_share") is not None:
+                test += f", related share {r['related_share']:g}"
         lines.append(
             f"| {name} | {r['q'] if r['q'] is not None else '-'} | {r['p'] if r['p'] is not None else '-'} | "
             f"{r['combine']} | {piece} | {test} | {r['common_share']:g} | {r['min_weight']:g} | "

@@ -70,6 +70,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "weights where captions use it; none: no presence test (default: %(default)s)",
     )  # fmt: skip
     parser.add_argument(
+        "--related-share", type=_share_or_none, default=DEFAULT.related_share,
+        help="images whose captions use a word that captions call w too on this share of its images (an "
+        "alias or a kind of w) are no negatives of w; none: every image whose captions lack w is one "
+        "(default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
         "--combine", choices=("mid", "max"), default=DEFAULT.combine,
         help="the two quantiles' mean or their larger (default: %(default)s)",
     )  # fmt: skip
@@ -102,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--min-positives must be 1 or more, not {args.min_positives}")
     rule = FloorRule(
         args.quantile, args.negative_quantile, args.combine, args.min_positives, args.piece_share,
-        args.presence_quantile,
+        args.presence_quantile, args.related_share,
     )  # fmt: skip
     tokenizer = QueryTokenizer.from_pretrained(model)
     records = read_manifest(args.manifest)

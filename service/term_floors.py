@@ -59,6 +59,7 @@ class FloorRule:
     min_positives: int = 3
     piece_share: float = 0.5
     presence_quantile: float | None = 0.65  # None: no presence test (docs/no-match.md chose 0.65)
+    related_share: float | None = None  # None: every image whose captions lack the word is a negative
 
 
 @dataclass(frozen=True)
@@ -103,26 +104,49 @@ def word_floors(table: Calibration, rule: FloorRule) -> dict[str, WordFloor]:
     """Each word's pieces, key and floor (module docstring); words on fewer than
     ``rule.min_positives`` positive images are left out."""
     out = {}
+    named = related_images(table, rule.related_share, rule.min_positives) if rule.related_share else {}
     for word, ids in table.pieces.items():
         pos = table.positive[word]
         if pos.sum() < rule.min_positives:
             continue
+        other = ~pos & ~named[word] if word in named else ~pos  # its negatives
         written = tuple(i for i in ids if (table.weights[i][pos] > 0).mean() >= rule.piece_share) or ids
         key = max(written, key=lambda i: float(np.median(table.weights[i][pos])))
         low = float(np.quantile(table.weights[key][pos], rule.quantile))
         if rule.negative_quantile is None:
             floor = low
         else:
-            neg = table.weights[key][~pos]
+            neg = table.weights[key][other]
             high = float(np.quantile(neg, 1 - rule.negative_quantile)) if len(neg) else 0.0
             floor = max(low, high) if rule.combine == "max" else 0.5 * (low + high)
         presence = None
         if rule.presence_quantile is not None:
             strong = float(np.quantile(table.weights[key][pos], rule.presence_quantile))
-            negatives = table.weights[key][~pos]
+            negatives = table.weights[key][other]
             presence = Presence(strong, null_rate(int((negatives >= strong).sum()), len(negatives)))
         out[word] = WordFloor(written, key, floor, presence)
     return out
+
+
+def related_images(table: Calibration, share: float, min_positives: int) -> dict[str, np.ndarray]:
+    """Per word w, the calibration images whose captions use a word v that the same images' captions
+    call w too on at least ``share`` of v's images, and at least twice as often as on all images: an
+    alias or a kind of w ("lipstick" for "clothing"; not for "photo", which the captions say of
+    everything). They show w under another name, so they are no look-alikes: left out of w's
+    negatives (``FloorRule.related_share``), they no longer raise its null rate."""
+    words = [w for w in table.pieces if table.positive[w].sum() >= min_positives]
+    if not words:
+        return {}
+    shows = np.stack([table.positive[w] for w in words])  # [words, images]
+    together = np.zeros((len(words), len(words)), dtype=np.int64)
+    for image in shows.T:
+        present = np.flatnonzero(image)
+        together[np.ix_(present, present)] += 1
+    counts = np.diag(together).copy()
+    given = together / counts[:, None]  # [v, w]: the share of v's images whose captions say w too
+    base = counts / shows.shape[1]
+    related = (given >= share) & (given >= 2 * base[None, :]) & ~np.eye(len(words), dtype=bool)
+    return {w: (shows[related[:, k]].any(axis=0)) for k, w in enumerate(words) if related[:, k].any()}
 
 
 def documents_of(index: TermIndex, records: Sequence[ManifestRecord]) -> list[dict[int, float]]:

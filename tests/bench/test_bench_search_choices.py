@@ -143,7 +143,7 @@ def test_no_match_floors_measures_the_presence_test_and_runs_it_through_the_pipe
         index.upsert(calibration)
     manifest, out = tmp_path / "calibration.jsonl", tmp_path / "zebras.jsonl"
     manifest.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    record = {"id": "z", "image": "z.png", "captions": ["a zebra", "there is a zebra"]}
+    record = {"id": "z", "image": "z.png", "captions": ["a zebra", "there is a zebra", "two zebras"]}
     out.write_text(json.dumps(record) + "\n")
     args = ["bench", "no-match-floors", "--index", spec, "--model", setup["model"], "--in-split", setup["in"]]
     args += ["--out-split", str(out), "--index-manifest", setup["in"]]
@@ -152,10 +152,21 @@ def test_no_match_floors_measures_the_presence_test_and_runs_it_through_the_pipe
     args += ["--combine", "mid", "--min-weights", "0.5", "--common-shares", "0.6"]
     args += ["--numbers-match", "no", "--presence-quantiles", "none,0.65", "--presence-ratios", "1.5"]
     args += ["--present-floor-scales", "0.75", "--out-dir", str(tmp_path), "--name", "zebras"]
+    assert main([*args, "--plural-floors", "yes,no", "--related-shares", "none,0.5"]) == 0
+    rows = json.loads((tmp_path / "zebras.json").read_text())["rows"]
+    tested = [r for r in rows if r["presence_quantile"] is not None]
+    assert {(r["plural_floors"], r["related_share"]) for r in tested} == {
+        (True, None),
+        (True, 0.5),
+        (False, None),
+        (False, 0.5),
+    }
+    # "two zebras" takes zebra's floor and test with plural floors, the rule's 0.5 without
+    assert {r["plural_floors"]: r["out_no_match"] for r in tested} == {True: 100.0, False: 200 / 3}
     assert main(args) == 0
     result = json.loads((tmp_path / "zebras.json").read_text())
     best = result["best"]
-    assert result["out_queries"] == 2 and result["baseline"]["R@10"] == 100.0
+    assert result["out_queries"] == 3 and result["baseline"]["R@10"] == 100.0
     assert best["a floor per word"]["out_no_match"] == 0.0  # zebra's floor (5.0) holds the look-alikes
     tested = best["a floor per word and the presence test"]
     assert tested["out_no_match"] == 100.0 and tested["d_R@10"] == 0.0
@@ -165,9 +176,11 @@ def test_no_match_floors_measures_the_presence_test_and_runs_it_through_the_pipe
     reason = checked["with the test"]["examples"][0]["reason"]
     assert reason.startswith("The images that hold zebra are no more than the model's look-alikes give")
     assert "a floor per word and the presence test" in (tmp_path / "zebras.md").read_text()
-    words = result["word_verdicts"]  # word by word: zebra, on 2 look-alikes where 12 x 3.5 / 37 are expected
+    words = result[
+        "word_verdicts"
+    ]  # zebra (and zebras, by its test), on 2 look-alikes; 12 x 3.5 / 37 expected
     assert words["out"] == {
-        "words": 1, "proven_pct": 0.0, "median_strong_images": 2,
+        "words": 2, "proven_pct": 0.0, "median_strong_images": 2,
         "median_expected": pytest.approx(12 * 3.5 / 37), "median_needed": 4,
     }  # fmt: skip
     assert words["in"] == {"words": 0}  # the shapes' words were not calibrated

@@ -62,6 +62,8 @@ def test_calibrate_encodes_the_images_itself_and_leaves_out_what_it_cannot_read(
     untested = json.loads((two_step / FILE).read_text())
     assert untested["rule"]["presence_quantile"] is None
     assert not any("strong" in w for w in untested["words"].values())
+    assert main([*argv, "--related-share", "0.5"]) == 0
+    assert json.loads((two_step / FILE).read_text())["rule"]["related_share"] == 0.5
 
 
 def test_calibrate_refuses_an_index_holding_other_images_under_the_same_ids(

@@ -23,7 +23,16 @@ from vsparta.service.cli import setup_problem
 from vsparta.service.matching import WordFloor
 from vsparta.service.presence import Presence
 from vsparta.service.settings import ServiceSettings
-from vsparta.service.term_floors import FILE, Calibration, FloorRule, caption_words, load, save, word_floors
+from vsparta.service.term_floors import (
+    FILE,
+    Calibration,
+    FloorRule,
+    caption_words,
+    load,
+    related_images,
+    save,
+    word_floors,
+)
 
 # "peacock" (id 7): weighed 1-4 on the four images captions use it for, 0-0.5 on the four others;
 # "cupcake" (cup 10 + ##cake 11): the model writes ##cake on its three positives, cup on none;
@@ -67,6 +76,30 @@ def test_a_word_needs_the_pieces_its_model_writes_on_its_positives() -> None:
     assert word_floors(CALIBRATION, FloorRule(piece_share=1.0))["cupcake"].pieces == (11,)  # on each
     never = Calibration({"x": (10, 12)}, {"x": np.array([True] * 3 + [False] * 5)}, CALIBRATION.weights)
     assert word_floors(never, FloorRule())["x"].pieces == (10, 12)  # written on no positive: all kept
+
+
+def test_images_named_by_an_alias_or_a_kind_of_the_word_are_no_look_alikes() -> None:
+    """ "clothing" (id 20) is said on two of the four lipstick images (id 21) and on no other; the
+    model writes it on all four. With ``related_share`` the two lipsticks captions never call
+    "clothing" are left out of its negatives: its null rate no longer counts them. "photo" (id 22),
+    said of nearly every image, is no kind of anything, and nothing is a kind of it."""
+    lipstick = np.array([True] * 4 + [False] * 6)
+    clothing = np.array([True, True] + [False] * 8)
+    photo = np.array([True] * 9 + [False])
+    table = Calibration(
+        pieces={"clothing": (20,), "lipstick": (21,), "photo": (22,)},
+        positive={"clothing": clothing, "lipstick": lipstick, "photo": photo},
+        weights={20: np.array([3.0] * 4 + [0.0] * 6), 21: lipstick * 3.0, 22: np.ones(10)},
+    )
+    named = related_images(table, 0.5, 2)
+    assert named["clothing"].tolist() == lipstick.tolist() and "photo" not in named
+    assert not (named["lipstick"] & ~lipstick).any()  # every image said "clothing" is a lipstick here
+    before = word_floors(table, FloorRule(min_positives=2))["clothing"].presence
+    after = word_floors(table, FloorRule(min_positives=2, related_share=0.5))["clothing"].presence
+    assert before == Presence(3.0, 2.5 / 9) and after == Presence(3.0, 0.5 / 7)
+    assert word_floors(table, FloorRule(min_positives=2, related_share=0.5))["photo"].presence == Presence(
+        1.0, 1.5 / 2
+    )
 
 
 def test_a_captions_words_are_its_merged_pieces(corpus: Corpus) -> None:
