@@ -13,6 +13,8 @@
 # re-measurement after the presence test's 9-bit comparison, 2026-12-02; ~20 min).
 # SCALES=0,0.75: the grid's present floor scales (default 0.75, as in every table before
 # function-words.sh; docs/no-match.md, "Function words make no match").
+# MORE="...": more options for every grid (plural-floors.sh's SPLITS=eight SUFFIX=-related run:
+# MORE="--function-words-match no --plural-floors yes,no --related-shares none,0.3,0.5").
 set -euo pipefail
 V="env OMP_WAIT_POLICY=PASSIVE .venv/bin/vsparta"
 NM=${NM:-.cache/nm224}
@@ -21,7 +23,7 @@ common=(--kind objects --size 224 --heldout-words 0 --heldout-objects 0 --held-w
 train=(--config lite0 --epochs 8 --lr 2e-3 --augment-views 2 --seed 0 --threads 2 --no-progress)
 grid=(--positives captions --quantiles 0.5 --negative-quantiles 0.01 --combine mid --min-weights 0.5,2
   --common-shares 0.5,0.6 --presence-quantiles none,0.5,0.65,0.75 --presence-alphas 0.05
-  --presence-ratios 1,1.5,2 --present-floor-scales ${SCALES:-0.75} --out-dir docs/no-match)
+  --presence-ratios 1,1.5,2 --present-floor-scales ${SCALES:-0.75} --out-dir docs/no-match ${MORE:-})
 half() {  # every other subgroup (some names have spaces: "sky & weather"), from the first or the second
   .venv/bin/python -c "from vsparta.scenes.emoji_catalog import catalog
 print(','.join(list(dict.fromkeys(o.subgroup for o in catalog()))[$1::2]))"
