@@ -28,7 +28,7 @@ def is_number(word: str) -> bool:
 def singular_forms(word: str) -> list[str]:
     """The singulars ``word`` may be the plural of, likeliest first: "berries" -> "berry", "leaves" ->
     "leaf", "leafe", "buses" -> "bus", "ducks" -> "duck" (and "skises", a generator's plural of
-    "skis", -> "skis"). None for a word that does not end in s, or ends in "ss" ("glass")."""
+    "skis", -> "skis"); none for a word that does not end in s, or ends in "ss" ("glass")."""
     w = word.lower()
     if len(w) < 3 or not w.endswith("s") or w.endswith("ss"):
         return []

@@ -228,8 +228,8 @@ def count_words(
 
 def calibration_of(word: str, ids: Sequence[int], rule: MatchRule) -> WordFloor | None:
     """``word``'s calibrated floor, or with ``plural_floors`` its singular's when the plural's own
-    pieces hold the singular's (``english.singular_forms``): captions say "two ducks" less often than
-    "a duck", so a calibration may see only the singular, and "ducks" is ``duck`` + ``##s``."""
+    pieces hold the singular's (``english.singular_forms``): captions say "two banjos" less often than
+    "a banjo", so a calibration may see only the singular, and "banjos" is ``banjo`` + ``##s``."""
     own = rule.word_floors.get(word)
     if own is not None or not rule.plural_floors:
         return own

@@ -131,8 +131,8 @@ class ServiceSettings(BaseSettings):
     )
     match_plural_floors: bool = Field(
         PLURAL_FLOORS,
-        description="Whether a plural the calibration never saw ('ducks') takes the floor of its "
-        "singular ('duck') when its word-pieces hold the singular's (docs/no-match.md).",
+        description="Whether a plural the calibration never saw ('banjos') takes the floor of its "
+        "singular ('banjo') when its word-pieces hold the singular's (docs/no-match.md).",
     )
     match_presence_alpha: float = Field(
         PRESENCE_ALPHA,

@@ -6,10 +6,11 @@
 # service's defaults (still-matches-index-words-10k-plural.md), which of the index's own test
 # captions the defaults cost and why (lost-index-words-10k*.md); then the same grid with plural
 # floors and images of a word's aliases and kinds left out of its negatives (FloorRule.related_share
-# none, 0.3, 0.5): related-words-half-10k.md.
+# none, 0.3, 0.5): related-words-half-10k.md; and two other treatments of the words the presence
+# test cannot prove (unproven-words.py): unproven-words-half-10k.md.
 # Draws what is missing with the commands and seeds of half-catalog-presence.sh and
-# half-catalog-presence-words.sh (scenes, model, indexes: ~100 min on 2 cores from nothing; the
-# grid alone ~15 min). Run from the repository root after the test command's install.
+# half-catalog-presence-words.sh (scenes, model, indexes: 45 min on 2 cores from nothing; the
+# grids and tables after them ~25 min). Run from the repository root after the test command's install.
 set -euo pipefail
 V="env OMP_WAIT_POLICY=PASSIVE .venv/bin/vsparta"
 S=${HC:-.cache/hc-whole}
@@ -58,4 +59,5 @@ grid --plural-floors yes,no --name plural-floors-half-10k
 .venv/bin/python docs/no-match/what-is-lost.py --no-plural-floors model-words calib-index-words-8k index-words-10k \
   > docs/no-match/lost-index-words-10k-no-plural-floors.md
 grid --plural-floors yes --related-shares none,0.3,0.5 --name related-words-half-10k
+.venv/bin/python docs/no-match/unproven-words.py > docs/no-match/unproven-words-half-10k.md
 echo done
