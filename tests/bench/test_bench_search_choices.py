@@ -176,9 +176,7 @@ def test_no_match_floors_measures_the_presence_test_and_runs_it_through_the_pipe
     reason = checked["with the test"]["examples"][0]["reason"]
     assert reason.startswith("The images that hold zebra are no more than the model's look-alikes give")
     assert "a floor per word and the presence test" in (tmp_path / "zebras.md").read_text()
-    words = result[
-        "word_verdicts"
-    ]  # zebra (and zebras, by its test), on 2 look-alikes; 12 x 3.5 / 37 expected
+    words = result["word_verdicts"]  # zebra and zebras (one test): 2 look-alikes, 12 x 3.5 / 37 expected
     assert words["out"] == {
         "words": 2, "proven_pct": 0.0, "median_strong_images": 2,
         "median_expected": pytest.approx(12 * 3.5 / 37), "median_needed": 4,

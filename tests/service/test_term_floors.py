@@ -79,8 +79,8 @@ def test_a_word_needs_the_pieces_its_model_writes_on_its_positives() -> None:
 
 
 def test_images_named_by_an_alias_or_a_kind_of_the_word_are_no_look_alikes() -> None:
-    """ "clothing" (id 20) is said on two of the four lipstick images (id 21) and on no other; the
-    model writes it on all four. With ``related_share`` the two lipsticks captions never call
+    """Captions say "clothing" (id 20) of two of the four lipstick images (id 21) and of no other;
+    the model writes it on all four. With ``related_share`` the two lipsticks captions never call
     "clothing" are left out of its negatives: its null rate no longer counts them. "photo" (id 22),
     said of nearly every image, is no kind of anything, and nothing is a kind of it."""
     lipstick = np.array([True] * 4 + [False] * 6)
