@@ -103,6 +103,7 @@ SEARCH_PATH = {
     "termindex/reader.py",  # the embedded engine's reader (threads)
     "service/matching.py",  # the match rule (its evidence, idf x log(1 + w) from termindex/scoring.py,
     # is weighed only when a min_evidence asks for it: 0 by default)
+    "service/english.py",  # the match rule's English words (function words, plurals, numbers)
     "service/results.py",  # hits into the response, word-pieces into words
 }
 
