@@ -215,7 +215,8 @@ def judge(
 ) -> tuple[list[list[str]], list[bool], list[bool]]:
     """Under ``rule`` (with its calibrated words' presence ``verdicts``, if any): each query's first
     k ids, whether it answers no match, and whether that answer names the words that found nothing."""
-    from vsparta.service.matching import count_words, describe, select, with_verdicts, words_of
+    from vsparta.service.matching import count_words, select, with_verdicts, words_of
+    from vsparta.service.results import describe
 
     ranked, none, named = [], [], []
     for a in answers_:

@@ -40,7 +40,8 @@ The rule (its parameters chosen by measurement: ``bench/no_match.py``, docs/no-m
   it (``with_verdicts``); when it holds it beyond chance, its floor is ``present_floor_scale`` of
   the calibrated one (the test, not the floor, now guards against look-alikes).
 - By default (``require_match``) results that do not match are left out, and an answer with none
-  says why, per word ("No image has *dog*", "*a* is in every image and does not rank"). A request's
+  says why, per word ("No image has *dog*", "*a* is in every image and does not rank";
+  ``service.results.describe``). A request's
   ``min_score`` leaves out results scoring less.
 """
 
@@ -48,7 +49,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from vsparta.service.english import FUNCTION_WORDS, is_number, singular_forms
 from vsparta.service.presence import Presence, Verdict
@@ -290,110 +290,3 @@ def select(
 ) -> list[Hit]:
     """The hits to present: those scoring ``min_score`` or more and, with ``require_match``, matching."""
     return [h for h in hits if h.score >= min_score and (not require_match or is_match(h, counts, rule))]
-
-
-def _share(images: int, indexed: int) -> str:
-    return "every image" if images >= indexed else f"{images:,} of the {indexed:,} images"
-
-
-def _names(words: Sequence[WordCount]) -> str:
-    return ", ".join(w.word for w in words)
-
-
-def _absent(word: WordCount) -> str:
-    """Why no image holds ``word``: none has it, or none holds every piece the rule asks for."""
-    if not word.partial:
-        return f"No image has {word.word}."
-    return (
-        f"No image holds every piece of {word.word} ({' '.join(word.tokens)}); "
-        "`vsparta calibrate` learns which pieces the model writes for it."
-    )
-
-
-def _chance(word: WordCount, indexed: int) -> str:
-    """Why a word held by some images matches none: no more hold it strongly than look-alikes would."""
-    assert word.verdict is not None
-    expected = word.verdict.expected
-    return (
-        f"The images that hold {word.word} are no more than the model's look-alikes give by chance "
-        f"({expected:.1f} of {indexed:,} images expected; {word.verdict.needed} needed), so none counts "
-        "as a match."
-    )
-
-
-def _floor_text(words: Sequence[WordCount]) -> str:
-    """The weight the words needed, in words: one floor, or each word's own (``word_floors``)."""
-    own = {w.word: w.floor for w in words}
-    if len(set(own.values())) > 1:
-        return "a weight of " + ", ".join(f"{v:.3g} for {word}" for word, v in own.items()) + " or more"
-    level = next(iter(own.values()))
-    return f"a weight of {level:.3g} or more" if level > 0 else "a weight that ranks"
-
-
-def describe(
-    ranked: Sequence[Hit],
-    selected: Sequence[Hit],
-    shown: Sequence[Hit],
-    counts: QueryCounts,
-    rule: MatchRule,
-    *,
-    require_match: bool,
-    min_score: float,
-) -> dict[str, Any]:
-    """The response's account of the words (``query_word_stats``), and ``no_match`` when nothing
-    is shown: the informative words that found nothing, the common ones, and why, in words.
-    ``ranked``: what the engine answered; ``selected``: what ``select`` kept of it; ``shown``: what
-    is presented (re-ranked, at most k)."""
-    stats = [
-        {
-            "word": w.word,
-            "tokens": list(w.tokens),
-            "images": w.images,
-            "common": w.common,
-            "partial": w.partial,
-            "beyond_chance": None if w.verdict is None else w.verdict.present,
-            "results": sum(1 for h in shown if not w.common and held(h, w)),
-        }
-        for w in counts.words
-    ]
-    out: dict[str, Any] = {
-        "indexed_images": counts.indexed,
-        "query_word_stats": stats,
-        "left_out": len(ranked) - len(selected),
-    }
-    if shown:
-        return out
-    common, rare = [w for w in counts.words if w.common], counts.informative
-    numbers = [w for w in counts.words if w.word in counts.numbers and not w.common]
-    function = [w for w in counts.words if w.word in counts.function and not w.common]
-    found = [w for w in rare if any(held(h, w) for h in ranked)]
-    reasons = [_absent(w) for w in rare if w.images == 0]
-    chance = [w for w in rare if w.images > 0 and w.by_chance]
-    reasons += [_chance(w, counts.indexed) for w in chance]
-    weak = [w for w in rare if w.images > 0 and w not in found and w not in chance]
-    if weak and require_match:
-        floor = _floor_text(weak)
-        reasons.append(  # below the floor, or too light to rank among the best-scored images
-            f"The images that hold {_names(weak)} hold {'it' if len(weak) == 1 else 'them'} too weakly "
-            f"to count as a match ({floor} among the {len(ranked)} best-scored images)."
-        )
-    if found and require_match and not select(ranked, counts, rule, require_match=True, min_score=0.0):
-        reasons.append(
-            f"The images that hold {_names(found)} hold {'it' if len(found) == 1 else 'them'} too weakly "
-            f"for {'a word' if len(found) == 1 else 'words'} that many images hold."
-        )
-    reasons += [f"{w.word} is in {_share(w.images, counts.indexed)} and does not rank." for w in common]
-    reasons += [f"{w.word} says how many, not what." for w in numbers if require_match]
-    reasons += [f"{w.word} joins words and names nothing." for w in function if require_match]
-    if not counts.words:
-        reasons.append("No word of the query is in the model's vocabulary.")
-    elif not rare and require_match:
-        reasons.append("No other word tells the images apart.")
-    if min_score > 0 and select(ranked, counts, rule, require_match=require_match, min_score=0.0):
-        reasons.append(f"No result scores {min_score:g} or more.")
-    out["no_match"] = {
-        "reason": " ".join(reasons) or "No image matches the query.",
-        "words": [w.word for w in rare if w not in found],
-        "common": [w.word for w in common],
-    }
-    return out

@@ -40,7 +40,6 @@ from vsparta.service.matching import (
     QueryCounts,
     Word,
     count_words,
-    describe,
     select,
     to_test,
     with_verdicts,
@@ -51,6 +50,7 @@ from vsparta.service.rerankers.base import Reranker
 from vsparta.service.results import (
     ResultView,
     caption_words,
+    describe,
     hit_to_result,
     image_fields,
     similar_words,

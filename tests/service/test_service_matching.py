@@ -14,12 +14,12 @@ from vsparta.service.matching import (
     WordFloor,
     calibration_of,
     count_words,
-    describe,
     is_match,
     select,
     words_of,
 )
 from vsparta.service.presence import Presence
+from vsparta.service.results import describe
 from vsparta.termindex import Hit
 from vsparta.termindex.base import TermStatistics
 

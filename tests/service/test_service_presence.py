@@ -15,8 +15,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from vsparta.service.app import create_app
-from vsparta.service.matching import MatchRule, QueryCounts, WordCount, describe, held, to_test, with_verdicts
+from vsparta.service.matching import MatchRule, QueryCounts, WordCount, held, to_test, with_verdicts
 from vsparta.service.presence import MAX_DEPTH, Presence, Verdict, beyond_chance, needed_count, null_rate
+from vsparta.service.results import describe
 from vsparta.service.settings import ServiceSettings
 from vsparta.service.term_floors import FILE
 from vsparta.termindex import Hit
