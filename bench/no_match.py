@@ -44,6 +44,10 @@ def _floats(text: str) -> list[float]:
     return [float(x) for x in text.split(",") if x.strip()]
 
 
+def _optional_floats(text: str) -> list[float | None]:
+    return [None if x.strip() == "none" else float(x) for x in text.split(",") if x.strip()]
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", required=True, help="backend spec of the index searched")
     parser.add_argument("--model", required=True, type=Path, help="model folder (its tokenizer.json)")

@@ -14,7 +14,8 @@ presence test (``service.presence``) too: ``--presence-quantiles`` x ``--presenc
 ``--presence-ratios`` x ``--present-floor-scales`` x ``--related-shares`` (``FloorRule.related_share``);
 the best such rule is then run once more through the service's pipeline, with and without the test
 (its figures again, and its cost per query). ``--plural-floors yes,no`` gives each rule with a floor
-per word with and without plurals taking their singulars' floors (``MatchRule.plural_floors``).
+per word with and without plurals taking their singulars' floors (``MatchRule.plural_floors``),
+``--unseen-quantiles`` with each unseen floor of words the calibration never saw (none: the rule's).
 
 The calibration images are a manifest indexed by the same model into their own index (fresh
 scenes of every subgroup, none of them in the searched index). The in / out queries, the answers
@@ -71,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma list: a word's piece counts when the model writes it on this share of its positives",
     )  # fmt: skip
     parser.add_argument(
-        "--presence-quantiles", type=_optional_floats, default=[None, 0.5, 0.65, 0.75],
+        "--presence-quantiles", type=no_match._optional_floats, default=[None, 0.5, 0.65, 0.75],
         help="comma list of FloorRule.presence_quantile (none: no presence test), each with the "
         "default floors",
     )  # fmt: skip
@@ -88,15 +89,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma list of MatchRule.present_floor_scale",
     )  # fmt: skip
     parser.add_argument(
-        "--related-shares", type=_optional_floats, default=[None],
+        "--related-shares", type=no_match._optional_floats, default=[None],
         help="comma list of FloorRule.related_share (none: every image whose captions lack a word is "
         "its negative), each with the presence test",
     )  # fmt: skip
+    parser.add_argument(
+        "--unseen-quantiles", type=no_match._optional_floats,
+        help="comma list of FloorRule.unseen_quantile (none: a word the calibration never saw keeps the "
+        "rule's floor), each with every rule with a floor per word (default: the calibration's)",
+    )  # fmt: skip
     parser.set_defaults(name="no-match-floors")
-
-
-def _optional_floats(text: str) -> list[float | None]:
-    return [None if x.strip() == "none" else float(x) for x in text.split(",") if x.strip()]
 
 
 def object_words(tokenizer: Any, record: Any, linking: set[str]) -> set[Any]:
@@ -160,7 +162,7 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
          table: Any) -> dict[str, Any]:  # fmt: skip
     """Every rule: one floor (the ``no-match`` grid) and a floor per word, on the same answers."""
     from vsparta.service.matching import MatchRule, words_of
-    from vsparta.service.term_floors import FloorRule, word_floors
+    from vsparta.service.term_floors import FloorRule, unseen_floors, word_floors
 
     base = recall([[h.id for h in a.hits[: no_match.K]] for a in inside], captions)
     categories = category_words()
@@ -185,18 +187,20 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
         args.min_weights,
         args.numbers_match,
         args.function_words_match,
-        args.plural_floors,
+        itertools.product(args.plural_floors, args.unseen_quantiles),
     )
-    for per, share, floor, numbers, function, plural in choices:
+    unseen_of = {u: unseen_floors(table, u) for u in args.unseen_quantiles}
+    for per, share, floor, numbers, function, (plural, unseen) in choices:
         q, p, combine, piece, pq, alpha, scale, ratio, related = per
-        if q is None and plural != args.plural_floors[0]:  # no floors per word: no singular's to take
-            continue
+        if q is None and (plural, unseen) != (args.plural_floors[0], args.unseen_quantiles[0]):
+            continue  # no floors per word: no singular's to take, no calibration to say what is unseen
         if q is None:
             words = {}
         else:
             how = FloorRule(q, p, combine, args.min_positives, piece, pq, related)  # type: ignore[arg-type]
             words = word_floors(table, how)
-        rule = MatchRule(share, floor, 0.0, numbers, words, alpha, scale, ratio, function, plural)
+        more = unseen_of[unseen] if q is not None else {}
+        rule = MatchRule(share, floor, 0.0, numbers, words, alpha, scale, ratio, function, plural, more)
         tested = no_match.presence_verdicts(args.index, [*inside, *outside], rule, known) if pq else None
         ranked, _, _ = no_match.judge(inside, rule, tested)
         _, out_none, _ = no_match.judge(outside, rule, tested)
@@ -208,7 +212,7 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
             "related_share": related,
             "q": q, "p": p, "combine": combine, "piece_share": piece, "common_share": share,
             "min_weight": floor, "numbers_match": numbers, "function_words_match": function,
-            "plural_floors": plural,
+            "plural_floors": plural, "unseen_quantile": unseen if q is not None else None,
             "words_with_floors": len(words),
             "R@10": rec["R@10"],
             "d_R@10": rec["R@10"] - base["R@10"], "out_no_match": no_match._pct(out_none),
@@ -221,11 +225,12 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
         ("a floor per word", lambda r: r["q"] is not None and r["presence_quantile"] is None),
         ("a floor per word and the presence test", lambda r: r["presence_quantile"] is not None),
     ]
-    if len(args.plural_floors) > 1:  # each per-word kind with and without plurals taking singulars' floors
+    options = list(itertools.product(args.plural_floors, args.unseen_quantiles))
+    if len(options) > 1:  # each per-word kind with each choice of plural floors and unseen floors
         kinds = kinds[:1] + [
-            (f"{kind}, plural floors {'yes' if plural else 'no'}",
-             lambda r, keep=keep, plural=plural: keep(r) and r["plural_floors"] == plural)
-            for kind, keep in kinds[1:] for plural in args.plural_floors
+            (f"{kind}, plural floors {'yes' if o[0] else 'no'}, unseen quantile {o[1]}",
+             lambda r, keep=keep, o=o: keep(r) and (r["plural_floors"], r["unseen_quantile"]) == o)
+            for kind, keep in kinds[1:] for o in options
         ]  # fmt: skip
     for kind, keep in kinds:
         kind_rows = [r for r in rows if keep(r)]
@@ -280,14 +285,15 @@ def pipeline_check(args: argparse.Namespace, tokenizer: Any, table: Any, row: di
     once more, and what the test costs a query."""
     from dataclasses import replace
 
-    from vsparta.service.term_floors import FloorRule, word_floors
+    from vsparta.service.term_floors import FloorRule, unseen_floors, word_floors
 
     how = FloorRule(row["q"], row["p"], row["combine"], args.min_positives, row["piece_share"],
                     row["presence_quantile"], row.get("related_share"))  # fmt: skip
     floors = word_floors(table, how)
     rule = no_match.rule_of(row, word_floors=floors, presence_alpha=row["presence_alpha"],
                             present_floor_scale=row["present_floor_scale"],
-                            presence_ratio=row["presence_ratio"])  # fmt: skip
+                            presence_ratio=row["presence_ratio"],
+                            unseen_floors=unseen_floors(table, row.get("unseen_quantile")))  # fmt: skip
     return {
         name: no_match.check(args, tokenizer, r, inside, outside)
         for name, r in (("with the test", rule), ("without it", replace(rule, presence_alpha=0.0)))
@@ -369,8 +375,10 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from vsparta.model.query_tokenizer import QueryTokenizer
+    from vsparta.service.term_floors import UNSEEN_QUANTILE
 
     start = time.perf_counter()
+    args.unseen_quantiles = args.unseen_quantiles or [UNSEEN_QUANTILE]
     tokenizer = QueryTokenizer.from_pretrained(args.model)
     captions = caption_queries(args.in_split, args.captions_per_image)
     outside_captions = no_match.absent_object_captions(args.out_split, args.index_manifest)

@@ -25,6 +25,7 @@ from vsparta.service.term_floors import (
     caption_words,
     documents_of,
     save,
+    unseen_floors,
     word_floors,
 )
 from vsparta.termindex import open_index
@@ -76,6 +77,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default: %(default)s)",
     )  # fmt: skip
     parser.add_argument(
+        "--unseen-quantile", type=_share_or_none, default=DEFAULT.unseen_quantile,
+        help="p: a word no caption here uses needs its key piece's (1 - p) quantile over every image "
+        "(its unseen floor); none: the rule's one floor (default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
         "--combine", choices=("mid", "max"), default=DEFAULT.combine,
         help="the two quantiles' mean or their larger (default: %(default)s)",
     )  # fmt: skip
@@ -108,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--min-positives must be 1 or more, not {args.min_positives}")
     rule = FloorRule(
         args.quantile, args.negative_quantile, args.combine, args.min_positives, args.piece_share,
-        args.presence_quantile, args.related_share,
+        args.presence_quantile, args.related_share, args.unseen_quantile,
     )  # fmt: skip
     tokenizer = QueryTokenizer.from_pretrained(model)
     records = read_manifest(args.manifest)
@@ -121,7 +127,11 @@ def run(args: argparse.Namespace) -> int:
                 records = _encoded(records, index.existing_ids([r.id for r in records]))
             documents = documents_of(index, records)
     shows = [caption_words(tokenizer, r.captions) for r in records]
-    table = word_floors(calibration_table(tokenizer, shows, documents), rule)
-    path = save(model, table, tokenizer, rule, len(records))
-    log.info("%d words have a floor of their own, from %d images: %s", len(table), len(records), path)
+    calibration = calibration_table(tokenizer, shows, documents)
+    table, unseen = word_floors(calibration, rule), unseen_floors(calibration, rule.unseen_quantile)
+    path = save(model, table, tokenizer, rule, len(records), unseen)
+    log.info(
+        "%d words have a floor of their own and %d word-pieces an unseen floor, from %d images: %s",
+        len(table), len(unseen), len(records), path,
+    )  # fmt: skip
     return 0

@@ -19,7 +19,8 @@ The rule (its parameters chosen by measurement: ``bench/no_match.py``, docs/no-m
   A model calibrated by ``vsparta calibrate`` brings, per word its captions use, the pieces it
   writes for that word and a floor of its own (``WordFloor``, ``service.term_floors``): a strong
   model writes ``##cake`` on a cupcake and not ``cup``, so "all pieces" would say that no image has
-  the cupcakes it holds. A plural the calibration never saw takes its singular's (``calibration_of``).
+  the cupcakes it holds. A plural the calibration never saw takes its singular's (``calibration_of``);
+  another word it never saw needs its key's unseen floor (``unseen_floors``) where that is higher.
 - A word is **common** when at least ``common_share`` of the indexed images hold it: "a" or "photo"
   in nearly every image tells them apart no better than nothing. It still adds to every score
   (explanations add up to the score) but makes no result a match. The others are
@@ -133,7 +134,8 @@ class MatchRule:
     chance count its strong images must also be; ``present_floor_scale``: the share of its floor a
     word held beyond chance needs; ``function_words_match``: whether a function word alone can make
     a match; ``plural_floors``: whether a word the calibration never saw takes its singular's floor
-    (``calibration_of``)."""
+    (``calibration_of``); ``unseen_floors``: per vocabulary id, the least weight of that key for a
+    word the calibration never saw (``term_floors.unseen_floors``), where above ``min_weight``."""
 
     common_share: float = COMMON_SHARE
     min_weight: float = MIN_WEIGHT
@@ -145,6 +147,7 @@ class MatchRule:
     presence_ratio: float = PRESENCE_RATIO
     function_words_match: bool = FUNCTION_WORDS_MATCH
     plural_floors: bool = PLURAL_FLOORS
+    unseen_floors: Mapping[int, float] = field(default_factory=dict, hash=False)
 
     def common(self, images: int, indexed: int) -> bool:
         return indexed > 0 and images >= self.common_share * indexed
@@ -210,7 +213,8 @@ def count_words(
             presence = calibrated.presence
         else:
             needed = tuple(ids_of[t] for t in needed_pieces(word.tokens) if t in ids_of) or ids
-            key, floor = needed[0], rule.min_weight
+            key = needed[0]
+            floor = max(rule.min_weight, rule.unseen_floors.get(key, 0.0))
         images = min(int(stats.df.get(i, 0)) for i in needed)
         partial = images == 0 and any(stats.df.get(i, 0) > 0 for i in needed)
         common = rule.common(images, stats.n_docs)

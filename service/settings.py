@@ -30,6 +30,7 @@ from vsparta.service.matching import (
 from vsparta.service.rerankers.registry import NONE as NO_RERANKER
 from vsparta.service.rerankers.registry import RERANKERS
 from vsparta.service.term_floors import load as load_term_floors
+from vsparta.service.term_floors import load_unseen
 from vsparta.termindex import MAX_QUERY_WEIGHT, parse_spec
 from vsparta.termindex.weightings.registry import DEFAULT as DEFAULT_WEIGHTING
 from vsparta.termindex.weightings.registry import WEIGHTINGS
@@ -134,6 +135,12 @@ class ServiceSettings(BaseSettings):
         description="Whether a plural the calibration never saw ('banjos') takes the floor of its "
         "singular ('banjo') when its word-pieces hold the singular's (docs/no-match.md).",
     )
+    match_unseen_floors: bool = Field(
+        True,
+        description="With match_term_floors, a word the calibration never saw needs its key piece's "
+        "unseen floor from term-floors.json, where above match_min_weight: the weight that piece "
+        "reaches on few calibration images (`vsparta calibrate --unseen-quantile`; docs/no-match.md).",
+    )
     match_presence_alpha: float = Field(
         PRESENCE_ALPHA,
         ge=0,
@@ -169,6 +176,7 @@ class ServiceSettings(BaseSettings):
         """Which results are matches (``service.matching``), with these settings' parameters and the
         model's floors per word (``service.term_floors``; ``UsageError`` for a file it cannot use)."""
         floors = load_term_floors(self.model_path, tokenizer) if self.match_term_floors else {}
+        unseen = self.match_term_floors and self.match_unseen_floors
         return MatchRule(
             self.match_common_share,
             self.match_min_weight,
@@ -180,6 +188,7 @@ class ServiceSettings(BaseSettings):
             self.match_presence_ratio,
             function_words_match=self.match_function_words,
             plural_floors=self.match_plural_floors,
+            unseen_floors=load_unseen(self.model_path, tokenizer) if unseen else {},
         )
 
     @field_validator("image_roots", "thumbnail_sizes", "cors_origins", mode="before")

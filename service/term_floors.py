@@ -19,9 +19,15 @@ negatives), a ``WordFloor`` says:
 - its presence test (``service.presence.Presence``): the ``presence_quantile`` of the key's
   weights on the positives as a strong weight, and the share of negatives reaching it.
 
-A word without calibration keeps the rule's own (every piece, ``min_weight``). The floors belong to
-the model (its weights' scale), so they are saved in the model's folder (``FILE``, written by
-``vsparta calibrate``) and read by the service and ``vsparta search`` from there
+A word the calibration never saw (its captions use neither it nor its singular on ``min_positives``
+images) keeps every piece, and its key the larger of the rule's ``min_weight`` and its **unseen
+floor**: the (1 - ``unseen_quantile``) quantile of the key's weight over every calibration image.
+No caption there says the word, so the images the model writes it on most strongly show the thing
+under another name ("a duck" for the one-piece "ducks") or a look-alike ("label" on tags), and
+without this floor such words matched queries for objects the index lacks (docs/no-match.md).
+
+The floors belong to the model (its weights' scale), so they are saved in the model's folder
+(``FILE``, written by ``vsparta calibrate``) and read by the service and ``vsparta search`` from there
 (``ServiceSettings.match_rule``); keyed by word and token, so the file reads without the model.
 """
 
@@ -29,7 +35,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -44,6 +50,7 @@ from vsparta.termindex.base import TermIndex
 
 FILE = "term-floors.json"
 FORMAT = 2  # 1: a floor per first word-piece (before 2026-11-27); read no more
+UNSEEN_QUANTILE = 0.001  # chosen in docs/no-match.md ("A word the calibration never saw")
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,7 @@ class FloorRule:
     piece_share: float = 0.5
     presence_quantile: float | None = 0.65  # None: no presence test (docs/no-match.md chose 0.65)
     related_share: float | None = None  # None: every image whose captions lack the word is a negative
+    unseen_quantile: float | None = UNSEEN_QUANTILE  # None: a word never seen keeps the rule's floor
 
 
 @dataclass(frozen=True)
@@ -70,9 +78,13 @@ class Calibration:
     pieces: dict[str, tuple[int, ...]]
     positive: dict[str, np.ndarray]
     weights: dict[int, np.ndarray]
+    written: Mapping[int, np.ndarray] = field(default_factory=dict)  # per id, its weights > 0, sorted
+    count: int | None = None  # the images (else: the length of a weights column)
 
     @property
     def images(self) -> int:
+        if self.count is not None:
+            return self.count
         return len(next(iter(self.weights.values()))) if self.weights else 0
 
 
@@ -97,7 +109,35 @@ def calibration_table(
     positive = {w: np.array([w in t for t in texts]) for w in pieces}
     ids = {i for p in pieces.values() for i in p}
     weights = {i: np.array([d.get(i, 0.0) for d in documents], dtype=np.float64) for i in ids}
-    return Calibration(pieces, positive, weights)
+    written: dict[int, list[float]] = {}
+    for doc in documents:
+        for i, w in doc.items():
+            if w > 0:
+                written.setdefault(i, []).append(w)
+    sorted_ = {i: np.sort(np.array(v, dtype=np.float64)) for i, v in written.items()}
+    return Calibration(pieces, positive, weights, sorted_, len(documents))
+
+
+def unseen_floors(table: Calibration, quantile: float | None) -> dict[int, float]:
+    """Per vocabulary id the model writes on the calibration images, the (1 - ``quantile``) quantile
+    of its weight over all of them (0 where an image lacks it, numpy's linear interpolation): the
+    floor of a word the calibration never saw, keyed by that id (module docstring). Ids whose
+    quantile is 0 are left out; none for ``quantile`` None."""
+    if quantile is None or not table.images:
+        return {}
+    n, out = table.images, {}
+    position = (1 - quantile) * (n - 1)
+    low, high = int(np.floor(position)), int(np.ceil(position))
+    for i, values in table.written.items():
+        zeros = n - len(values)  # the sorted column is [0] * zeros + values
+
+        def at(rank: int, values: np.ndarray = values, zeros: int = zeros) -> float:
+            return 0.0 if rank < zeros else float(values[rank - zeros])
+
+        level = at(low) + (position - low) * (at(high) - at(low))
+        if level > 0:
+            out[i] = level
+    return out
 
 
 def word_floors(table: Calibration, rule: FloorRule) -> dict[str, WordFloor]:
@@ -174,9 +214,14 @@ def documents_of(index: TermIndex, records: Sequence[ManifestRecord]) -> list[di
 
 
 def save(
-    folder: Path, table: Mapping[str, WordFloor], tokenizer: QueryTokenizer, rule: FloorRule, images: int
+    folder: Path,
+    table: Mapping[str, WordFloor],
+    tokenizer: QueryTokenizer,
+    rule: FloorRule,
+    images: int,
+    unseen: Mapping[int, float] | None = None,
 ) -> Path:
-    """Write the floors into the model ``folder``; the path written."""
+    """Write the floors into the model ``folder`` (``unseen``: ``unseen_floors``); the path written."""
     path = folder / FILE
     words = {
         word: {
@@ -188,6 +233,7 @@ def save(
         for word, f in sorted(table.items())
     }
     body = {"format": FORMAT, "rule": asdict(rule), "calibration_images": images, "words": words}
+    body["unseen"] = {tokenizer.id_to_token(i): round(v, 6) for i, v in sorted((unseen or {}).items())}
     path.write_text(json.dumps(body, indent=1) + "\n")
     return path
 
@@ -203,12 +249,8 @@ def load(model_path: Path, tokenizer: QueryTokenizer) -> dict[str, WordFloor]:
     path = floors_path(model_path)
     if not path.is_file():
         return {}
+    body = _body(path)
     try:
-        body: Any = json.loads(path.read_text())
-        if body.get("format") != FORMAT:
-            raise ValueError(
-                f"format {body.get('format')!r}, this version reads {FORMAT}: run `vsparta calibrate` again"
-            )
         entries = {
             str(word): ([str(t) for t in e["pieces"]], str(e["key"]), float(e["floor"]), _presence(e))
             for word, e in body["words"].items()
@@ -225,6 +267,36 @@ def load(model_path: Path, tokenizer: QueryTokenizer) -> dict[str, WordFloor]:
             )
         out[word] = WordFloor(ids, key_id, floor, presence)  # type: ignore[arg-type]
     return out
+
+
+def load_unseen(model_path: Path, tokenizer: QueryTokenizer) -> dict[int, float]:
+    """The model's unseen floors by vocabulary id (``unseen_floors``); none without ``FILE`` or in a
+    file calibrated before there were any (it reads as before). Tokens the vocabulary lacks raise
+    ``UsageError``."""
+    path = floors_path(model_path)
+    if not path.is_file():
+        return {}
+    try:
+        entries = {str(t): float(v) for t, v in _body(path).get("unseen", {}).items()}
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise UsageError(f"{path} is not a term-floors file this version reads: {exc}") from exc
+    ids = {t: tokenizer.token_to_id(t) for t in entries}
+    lacking = sorted(t for t, i in ids.items() if i is None)
+    if lacking:
+        raise UsageError(f"{path} gives unseen floors to tokens the model's vocabulary lacks: {lacking[0]!r}")
+    return {ids[t]: v for t, v in entries.items()}  # type: ignore[misc]
+
+
+def _body(path: Path) -> dict[str, Any]:
+    """The file's JSON, of this version's format (``UsageError`` naming the file otherwise)."""
+    try:
+        body: Any = json.loads(path.read_text())
+        if not isinstance(body, dict) or body.get("format") != FORMAT:
+            found = body.get("format") if isinstance(body, dict) else None
+            raise ValueError(f"format {found!r}, this version reads {FORMAT}: run `vsparta calibrate` again")
+    except ValueError as exc:
+        raise UsageError(f"{path} is not a term-floors file this version reads: {exc}") from exc
+    return body
 
 
 def _presence_entry(f: WordFloor) -> dict[str, float]:

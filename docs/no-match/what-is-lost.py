@@ -19,7 +19,7 @@ from vsparta.bench.no_match_floors import calibration
 from vsparta.bench.search_runs import caption_queries
 from vsparta.model.query_tokenizer import QueryTokenizer
 from vsparta.service.matching import MatchRule, count_words, held, select, with_verdicts, words_of
-from vsparta.service.term_floors import FloorRule, word_floors
+from vsparta.service.term_floors import FloorRule, unseen_floors, word_floors
 
 S = Path(".cache/hc-whole")
 
@@ -43,7 +43,11 @@ def main(model: str, calibration_index: str, index: str, *, plural_floors: bool)
     captions = caption_queries(S / "a/test.jsonl")
     spec = f"embedded:{S / index}"
     answers = no_match.collect(tokenizer, spec, captions)
-    rule = MatchRule(word_floors=word_floors(table, FloorRule()), plural_floors=plural_floors)
+    rule = MatchRule(
+        word_floors=word_floors(table, FloorRule()),
+        plural_floors=plural_floors,
+        unseen_floors=unseen_floors(table, FloorRule().unseen_quantile),
+    )
     verdicts = no_match.presence_verdicts(spec, answers, rule, {})
     reasons: collections.Counter = collections.Counter()
     words: collections.Counter = collections.Counter()

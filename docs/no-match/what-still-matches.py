@@ -1,7 +1,8 @@
 """Which out queries of half of the whole catalog still show results under the service's defaults,
 and through which word (docs/no-match.md, "Function words make no match"): for each informative
 word that a shown result holds, whether the presence test proved it, or the calibration never saw it
-(its floor is then the uncalibrated one).
+(its floor is then its key's unseen floor, or the rule's where that is higher; before 2026-12-03
+the rule's).
 
 Usage, from the repository root after function-words.sh's indexes exist:
   .venv/bin/python docs/no-match/what-still-matches.py [--function-words-match] MODEL CALIBRATION_INDEX
@@ -20,7 +21,7 @@ from vsparta.bench import no_match
 from vsparta.bench.no_match_floors import calibration
 from vsparta.model.query_tokenizer import QueryTokenizer
 from vsparta.service.matching import MatchRule, count_words, held, with_verdicts, words_of
-from vsparta.service.term_floors import FloorRule, word_floors
+from vsparta.service.term_floors import FloorRule, unseen_floors, word_floors
 
 S = Path(".cache/hc-whole")
 
@@ -32,7 +33,11 @@ def main(model: str, calibration_index: str, index: str, *more: str, function_wo
     captions = no_match.absent_object_captions([S / "b/test.jsonl"], manifests)
     spec = f"embedded:{S / index}"
     answers = no_match.collect(tokenizer, spec, captions)
-    rule = MatchRule(word_floors=word_floors(table, FloorRule()), function_words_match=function_words_match)
+    rule = MatchRule(
+        word_floors=word_floors(table, FloorRule()),
+        function_words_match=function_words_match,
+        unseen_floors=unseen_floors(table, FloorRule().unseen_quantile),
+    )
     verdicts = no_match.presence_verdicts(spec, answers, rule, {})
     found: collections.Counter = collections.Counter()
     example: dict = {}

@@ -152,17 +152,17 @@ def test_no_match_floors_measures_the_presence_test_and_runs_it_through_the_pipe
     args += ["--combine", "mid", "--min-weights", "0.5", "--common-shares", "0.6"]
     args += ["--numbers-match", "no", "--presence-quantiles", "none,0.65", "--presence-ratios", "1.5"]
     args += ["--present-floor-scales", "0.75", "--out-dir", str(tmp_path), "--name", "zebras"]
-    assert main([*args, "--plural-floors", "yes,no", "--related-shares", "none,0.5"]) == 0
+    more = ["--plural-floors", "yes,no", "--related-shares", "none,0.5", "--unseen-quantiles", "none,0.1"]
+    assert main([*args, *more]) == 0
     rows = json.loads((tmp_path / "zebras.json").read_text())["rows"]
     tested = [r for r in rows if r["presence_quantile"] is not None]
-    assert {(r["plural_floors"], r["related_share"]) for r in tested} == {
-        (True, None),
-        (True, 0.5),
-        (False, None),
-        (False, 0.5),
-    }
-    # "two zebras" takes zebra's floor and test with plural floors, the rule's 0.5 without
-    assert {r["plural_floors"]: r["out_no_match"] for r in tested} == {True: 100.0, False: 200 / 3}
+    options = {(r["plural_floors"], r["related_share"], r["unseen_quantile"]) for r in tested}
+    assert options == {(p, r, u) for p in (True, False) for r in (None, 0.5) for u in (None, 0.1)}
+    # "two zebras" takes zebra's floor and test with plural floors; without, the rule's 0.5, or the
+    # unseen floor of zebra: 5.0 on 7 of the 40 calibration images, so its 0.9 quantile is 5.0, which
+    # the look-alike cubes (5.0) reach
+    figures = {(r["plural_floors"], r["unseen_quantile"]): r["out_no_match"] for r in tested}
+    assert figures == {(True, None): 100.0, (True, 0.1): 100.0, (False, None): 200 / 3, (False, 0.1): 200 / 3}
     assert main(args) == 0
     result = json.loads((tmp_path / "zebras.json").read_text())
     best = result["best"]

@@ -64,6 +64,11 @@ def test_calibrate_encodes_the_images_itself_and_leaves_out_what_it_cannot_read(
     assert not any("strong" in w for w in untested["words"].values())
     assert main([*argv, "--related-share", "0.5"]) == 0
     assert json.loads((two_step / FILE).read_text())["rule"]["related_share"] == 0.5
+    assert written["rule"]["unseen_quantile"] == 0.001 and written["unseen"]  # what the model writes
+    assert all(v > 0 for v in written["unseen"].values())
+    assert main([*argv, "--unseen-quantile", "none"]) == 0
+    unseen_off = json.loads((two_step / FILE).read_text())
+    assert unseen_off["rule"]["unseen_quantile"] is None and unseen_off["unseen"] == {}
 
 
 def test_calibrate_refuses_an_index_holding_other_images_under_the_same_ids(

@@ -164,6 +164,28 @@ def test_a_plural_the_calibration_never_saw_takes_its_singulars_floor() -> None:
     assert is_match(hit("look-alike", peacock=1.0), counts_of("peacocks", off), off)
 
 
+def test_a_word_the_calibration_never_saw_needs_its_keys_unseen_floor() -> None:
+    """No calibration caption says "faucet" (key ``fa``, id 7) or "peacocks": their keys' unseen
+    floors (the weight look-alikes reach in the calibration images) replace the rule's 0.5 where
+    higher; a calibrated word and a plural taking its singular's floor keep theirs."""
+    unseen = {7: 3.0, 3: 0.2, 2: 9.0}
+    rule = MatchRule(0.5, 0.5, word_floors={"bird": WordFloor((2,), 2, 1.0)}, unseen_floors=unseen)
+    faucet = counts_of("faucet", rule)
+    assert [w.floor for w in faucet.words] == [3.0]
+    look_alike = hit("look-alike", fa=2.5, _uce=1.0, _t=1.0)
+    assert not is_match(look_alike, faucet, rule)
+    assert is_match(hit("faucet", fa=3.5, _uce=1.0, _t=1.0), faucet, rule)
+    assert [w.floor for w in counts_of("peacocks bird", rule).words] == [0.5, 1.0]  # 0.2 < 0.5; bird's own
+    said = describe([look_alike], [], [], faucet, rule, require_match=True, min_score=0)
+    assert said["no_match"]["words"] == ["faucet"]
+    assert said["no_match"]["reason"].startswith(
+        "The images that hold faucet hold it too weakly to count as a"
+    )
+    assert "(a weight of 3 or more among the 1 best-scored images)" in said["no_match"]["reason"]
+    plural = MatchRule(0.5, 0.5, word_floors={"peacock": WordFloor((3,), 3, 2.0)}, unseen_floors={3: 9.0})
+    assert [w.floor for w in counts_of("peacocks", plural).words] == [2.0]
+
+
 def test_a_singular_whose_pieces_the_plural_lacks_is_not_taken() -> None:
     """Only a singular whose calibrated pieces are among the plural's own: the index's statistics and
     a result's explanation cover the query's pieces only ("children" is one piece, "child" another)."""

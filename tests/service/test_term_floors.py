@@ -29,8 +29,10 @@ from vsparta.service.term_floors import (
     FloorRule,
     caption_words,
     load,
+    load_unseen,
     related_images,
     save,
+    unseen_floors,
     word_floors,
 )
 
@@ -76,6 +78,21 @@ def test_a_word_needs_the_pieces_its_model_writes_on_its_positives() -> None:
     assert word_floors(CALIBRATION, FloorRule(piece_share=1.0))["cupcake"].pieces == (11,)  # on each
     never = Calibration({"x": (10, 12)}, {"x": np.array([True] * 3 + [False] * 5)}, CALIBRATION.weights)
     assert word_floors(never, FloorRule())["x"].pieces == (10, 12)  # written on no positive: all kept
+
+
+def test_a_word_never_seen_takes_a_high_quantile_of_its_key_over_every_image() -> None:
+    """The unseen floor of an id: the (1 - p) quantile of its weight over all 8 images, zeros
+    included, as numpy computes it on the whole column (the table keeps only the weights above 0)."""
+    written = {i: np.sort(w[w > 0]) for i, w in CALIBRATION.weights.items()}
+    table = Calibration(CALIBRATION.pieces, CALIBRATION.positive, CALIBRATION.weights, written, 8)
+    for p in (0.0, 0.001, 0.1, 0.3):
+        got = unseen_floors(table, p)
+        for i, column in CALIBRATION.weights.items():
+            level = float(np.quantile(column, 1 - p))
+            assert got.get(i, 0.0) == pytest.approx(level) and (i in got) == (level > 0)
+    assert unseen_floors(table, 0.0) == {7: 4.0, 10: 2.0, 11: 5.0, 12: 5.0}
+    assert 10 not in unseen_floors(table, 0.3)  # written on one image of eight: its 0.7 quantile is 0
+    assert unseen_floors(table, None) == {} and unseen_floors(Calibration({}, {}, {}), 0.0) == {}
 
 
 def test_images_named_by_an_alias_or_a_kind_of_the_word_are_no_look_alikes() -> None:
@@ -144,6 +161,24 @@ def test_floors_are_saved_by_token_and_read_back_by_id(corpus: Corpus, tmp_path:
         load(tmp_path, tok)
 
 
+def test_unseen_floors_are_saved_by_token_and_read_back_by_id(corpus: Corpus, tmp_path: Path) -> None:
+    tok = corpus.tokenizer
+    red, cube = tok.token_to_id("red"), tok.token_to_id("cube")
+    assert load_unseen(tmp_path, tok) == {}  # no file
+    path = save(tmp_path, {}, tok, FloorRule(), 12, {cube: 4.0, red: 3.25})
+    assert json.loads(path.read_text())["unseen"] == {"cube": 4.0, "red": 3.25}
+    assert load_unseen(tmp_path, tok) == {cube: 4.0, red: 3.25}
+    body = json.loads(path.read_text())
+    path.write_text(json.dumps({k: v for k, v in body.items() if k != "unseen"}))  # calibrated before
+    assert load_unseen(tmp_path, tok) == {} and load(tmp_path, tok) == {}
+    path.write_text(json.dumps({**body, "unseen": {"notawordpiece123": 1.0}}))
+    with pytest.raises(ValueError, match="unseen floors to tokens the model's vocabulary lacks: 'notaword"):
+        load_unseen(tmp_path, tok)
+    path.write_text(json.dumps({**body, "unseen": {"red": "high"}}))
+    with pytest.raises(ValueError, match="is not a term-floors file this version reads"):
+        load_unseen(tmp_path, tok)
+
+
 def test_calibrate_writes_the_models_floors(calibrated: Path, corpus: Corpus) -> None:
     table = json.loads((calibrated / FILE).read_text())["words"]
     # "red": 3.0 on the 3 images captioned red, 0 on the 9 others: the mean of 3.0 and 0.0
@@ -153,6 +188,11 @@ def test_calibrate_writes_the_models_floors(calibrated: Path, corpus: Corpus) ->
     }  # fmt: skip
     assert table["blue"]["floor"] == pytest.approx(1.75)
     assert table["thing"]["floor"] == pytest.approx(0.0) and "cube" not in table  # no caption says "cube"
+    # every token the model writes on the 12 images, at its (1 - 0.001) quantile: all but the largest
+    # weight's 1 % of a step: "cube" 4.0 on 4 images, "red" 3.0 on 3, "object" 0.5 on all
+    unseen = json.loads((calibrated / FILE).read_text())["unseen"]
+    assert unseen["cube"] == pytest.approx(4.0) and unseen["red"] == pytest.approx(3.0)
+    assert unseen["object"] == pytest.approx(0.5) and "purple" not in unseen
 
 
 def test_the_service_holds_each_word_to_its_own_floor(
@@ -176,6 +216,30 @@ def test_the_service_holds_each_word_to_its_own_floor(
             assert "a weight of 3.2 or more" in r["no_match"]["reason"]
             both = c.post("/search", json={"query": "red blue", "k": 5}).json()
             assert {x["id"].split("-")[0] for x in both["results"]} == {"blue"}
+
+
+def test_a_word_the_calibration_never_saw_needs_its_unseen_floor(
+    calibrated: Path, embedded_spec: str, make_settings: Callable[..., ServiceSettings]
+) -> None:
+    """No calibration caption says "cube" (4.0 on the cubes): its unseen floor, raised here to 4.1,
+    leaves them out, says why, and adds up in the explanation; ``match_unseen_floors`` off keeps the
+    rule's one floor."""
+    path = calibrated / FILE
+    body = json.loads(path.read_text())
+    body["unseen"]["cube"] = 4.1
+    for entry in body["words"].values():  # red's presence test would fail on 3 images of 12
+        del entry["strong"], entry["null_rate"]
+    path.write_text(json.dumps(body))
+    for unseen_on, expect in ((True, []), (False, ["blue-cube", "green-cube", "red-cube"])):
+        settings = make_settings(embedded_spec, model_path=calibrated, match_unseen_floors=unseen_on)
+        with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+            r = c.post("/search", json={"query": "cube", "k": 3}).json()
+            assert sorted(x["id"] for x in r["results"]) == expect
+            if unseen_on:
+                assert r["no_match"]["words"] == ["cube"]
+                assert "a weight of 4.1 or more" in r["no_match"]["reason"]
+                red = c.post("/search", json={"query": "red cube", "k": 3}).json()  # red matches, cube ranks
+                assert [x["id"] for x in red["results"]] == ["red-cube", "red-cylinder", "red-sphere"]
 
 
 def test_calibrate_names_the_images_the_index_lacks(corpus: Corpus, embedded_spec: str, tmp_path: Path,
