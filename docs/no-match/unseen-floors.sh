@@ -5,8 +5,8 @@
 # - half of the whole catalog: plural-floors.sh's ranking model, 10,000-image index and 8,000
 #   calibration scenes (unseen-floors-half-10k.md), and which out queries still show results
 #   (still-matches-index-words-10k-unseen.md);
-# - the eight-subgroup test: half-catalog-presence.sh's two models (half-catalog-presence-eight-
-#   unseen.md, half-catalog-presence-eight-penalty-unseen.md).
+# - the eight-subgroup test: half-catalog-presence.sh's two models
+#   (half-catalog-presence-eight-unseen.md, half-catalog-presence-eight-penalty-unseen.md).
 # Run from the repository root after plural-floors.sh and half-catalog-presence.sh (SPLITS=eight) have
 # made their models and indexes (~30 min on 2 cores; they draw what is missing, 45 + 20 min more).
 set -euo pipefail
