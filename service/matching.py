@@ -42,8 +42,7 @@ The rule (its parameters chosen by measurement: ``bench/no_match.py``, docs/no-m
   the calibrated one (the test, not the floor, now guards against look-alikes).
 - By default (``require_match``) results that do not match are left out, and an answer with none
   says why, per word ("No image has *dog*", "*a* is in every image and does not rank";
-  ``service.results.describe``). A request's
-  ``min_score`` leaves out results scoring less.
+  ``service.results.describe``). A request's ``min_score`` leaves out results scoring less.
 """
 
 from __future__ import annotations
