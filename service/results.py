@@ -208,6 +208,12 @@ def _chance(word: WordCount, indexed: int) -> str:
     """Why a word held by some images matches none: no more hold it strongly than look-alikes would."""
     assert word.verdict is not None
     expected = word.verdict.expected
+    if word.verdict.needed > indexed:  # look-alikes alone would fill the index: no count can prove it
+        return (
+            f"The model writes {word.word} strongly on nearly every image (its look-alikes alone give "
+            f"{expected:.1f} of {indexed:,} images by chance), so it tells no image apart and none counts "
+            "as a match."
+        )
     return (
         f"The images that hold {word.word} are no more than the model's look-alikes give by chance "
         f"({expected:.1f} of {indexed:,} images expected; {word.verdict.needed} needed), so none counts "

@@ -75,6 +75,13 @@ def test_a_word_not_beyond_chance_is_held_by_no_image_and_says_why() -> None:
         "(10.0 of 100 images expected; 25 needed), so none counts as a match."
     )
     assert said["query_word_stats"][0]["beyond_chance"] is False
+    # a template word the model writes on nearly everything ("picture"): more needed than indexed
+    everywhere = with_verdicts(counts, {"mouse": Verdict(False, 101, 99.5)}, rule)
+    said = describe([strong], [], [], everywhere, rule, require_match=True, min_score=0.0)
+    assert said["no_match"]["reason"] == (
+        "The model writes mouse strongly on nearly every image (its look-alikes alone give 99.5 of 100 "
+        "images by chance), so it tells no image apart and none counts as a match."
+    )
     present = with_verdicts(counts, {"mouse": Verdict(True, 25, 10.0)}, rule).words[0]
     assert present.floor == 2.0 * rule.present_floor_scale and held(hit("mouse", 1.6), present)
     assert not held(hit("mouse", 1.4), present)
