@@ -125,16 +125,10 @@ def unseen_floors(table: Calibration, quantile: float | None) -> dict[int, float
     quantile is 0 are left out; none for ``quantile`` None."""
     if quantile is None or not table.images:
         return {}
-    n, out = table.images, {}
-    position = (1 - quantile) * (n - 1)
-    low, high = int(np.floor(position)), int(np.ceil(position))
+    out = {}
     for i, values in table.written.items():
-        zeros = n - len(values)  # the sorted column is [0] * zeros + values
-
-        def at(rank: int, values: np.ndarray = values, zeros: int = zeros) -> float:
-            return 0.0 if rank < zeros else float(values[rank - zeros])
-
-        level = at(low) + (position - low) * (at(high) - at(low))
+        column = np.concatenate([np.zeros(table.images - len(values)), values])  # every image's weight
+        level = float(np.quantile(column, 1 - quantile))
         if level > 0:
             out[i] = level
     return out
