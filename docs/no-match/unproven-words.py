@@ -16,21 +16,16 @@ Usage, from the repository root after plural-floors.sh: .venv/bin/python docs/no
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
+from half_catalog import SPEC, study
 
 from vsparta.bench import no_match
-from vsparta.bench.no_match_floors import calibration
-from vsparta.bench.search_runs import caption_queries, recall
-from vsparta.model.query_tokenizer import QueryTokenizer
+from vsparta.bench.search_runs import recall
 from vsparta.service.matching import MatchRule
 from vsparta.service.presence import SMOOTHING, Verdict, beyond_chance, needed_count
 from vsparta.service.term_floors import FloorRule, word_floors
 from vsparta.termindex import open_index
-
-S = Path(".cache/hc-whole")
-SPEC = f"embedded:{S / 'index-words-10k'}"
 
 
 def holders_verdicts(table, inside, outside, rule, tests, by_test) -> dict[str, Verdict]:  # noqa: ANN001
@@ -54,16 +49,8 @@ def holders_verdicts(table, inside, outside, rule, tests, by_test) -> dict[str, 
 
 
 def main() -> None:
-    tokenizer = QueryTokenizer.from_pretrained(S / "model-words/final")
-    table = calibration(
-        tokenizer, S / "calib2/test.jsonl", f"embedded:{S / 'calib-index-words-8k'}", "captions"
-    )
-    captions = caption_queries(S / "a/test.jsonl")
-    manifests = [S / "a/train.jsonl", S / "a/test.jsonl", S / "a2-more.jsonl"]
-    inside = no_match.collect(tokenizer, SPEC, captions)
-    outside = no_match.collect(
-        tokenizer, SPEC, no_match.absent_object_captions([S / "b/test.jsonl"], manifests)
-    )
+    loaded = study()
+    table, captions, inside, outside = loaded.table, loaded.captions, loaded.inside, loaded.outside
     floors = word_floors(table, FloorRule())
     by_test = {(f.key, f.presence): w for w, f in floors.items() if f.presence}
     base = recall([[h.id for h in a.hits[: no_match.K]] for a in inside], captions)["R@10"]
