@@ -49,6 +49,7 @@ from vsparta.service.term_floors import (
 from vsparta.termindex import open_index
 
 TEMPLATE_SHARE = 0.2  # a word the captions use on more images than this names no object: no rival
+RANK_WORDS = 3  # the "rank" rule: this many words that do not name w outweighing it explain it away
 
 
 @dataclass
@@ -136,7 +137,6 @@ def main() -> None:
         for m in MANIFESTS
         for r in read_manifest(m)
     }
-    rank_m = 0
 
     def judge(rivals: dict[str, list[str]], mode: str, beta: float, answers) -> tuple[list, list]:  # noqa: ANN001
         ranked, none = [], []
@@ -170,7 +170,7 @@ def main() -> None:
                             for v in by_key.get(key, ()):
                                 if not kin[v, k] and weight / strong_of[v] >= beta * mine:
                                     above += 1
-                        if above >= rank_m:
+                        if above >= RANK_WORDS:
                             continue
                     if mode == "oracle" and own in position and own not in said[hit.id]:
                         doc = docs[hit.id]
@@ -210,10 +210,8 @@ def main() -> None:
     row("presence (the defaults)", {}, "-", "-", "presence", 1.0)
     for beta in (1.0, 1.5):
         row("oracle: a word its own captions use outweighs it", {}, "-", f"{beta:g}", "oracle", beta)
-    for m in (3,):
-        rank_m = m
-        for beta in (1.0, 1.5, 2.0):
-            row(f"rank: fewer than {m} other words above it", {}, "-", f"{beta:g}", "rank", beta)
+    for beta in (1.0, 1.5, 2.0):
+        row(f"rank: fewer than {RANK_WORDS} other words above it", {}, "-", f"{beta:g}", "rank", beta)
     for share in (0.1, 0.2, 0.35):
         rivals = rival_table(table, floors, objects, share)
         for mode in ("rivals", "presence, else rivals", "presence and rivals"):
