@@ -163,8 +163,7 @@ def main() -> None:
                     )
                     if mode == "rank" and own in position:
                         doc = docs[hit.id]
-                        k = position[own]
-                        mine = doc.get(floors[own].key, 0.0) / strong_of[k]
+                        k, mine = position[own], relative(doc, own)
                         above = 0
                         for key, weight in doc.items():
                             for v in by_key.get(key, ()):
