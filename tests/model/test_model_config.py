@@ -19,7 +19,10 @@ from vsparta.model.query_tokenizer import QueryTokenizer
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"stem": "vit"}, "unknown vision stem .vit.: one of patch, hf, efficientnet_lite0, none"),
+        (
+            {"stem": "vit"},
+            "unknown vision stem .vit.: one of patch, hf, efficientnet_lite0, efficientnet_lite2, none",
+        ),
         ({"hidden_act": "swish"}, "hidden_act"),
         ({"hidden_size": 30, "num_attention_heads": 4}, "multiple of"),
         ({"top_n": 0}, "top_n"),

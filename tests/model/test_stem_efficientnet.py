@@ -3,6 +3,7 @@ regions and boxes, offline reload, the indexer's encoder, and the mistakes a use
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -124,7 +125,8 @@ def test_a_saved_model_reloads_and_indexes_without_the_package(tmp_path: Path, m
     torch.manual_seed(0)
     model = build_model(VisualSpartaConfig(**LITE)).eval()
     model.save_pretrained(tmp_path / "m")
-    monkeypatch.setattr(efficientnet, "MODULE", "no_such_package")  # as if it were not installed
+    missing = dataclasses.replace(efficientnet.LITE0, module="no_such_package")  # as if not installed
+    monkeypatch.setattr(efficientnet.EfficientNetLite0Stem, "variant", missing)
     again = VisualSpartaModel.from_pretrained(str(tmp_path / "m")).eval()
     pixels = torch.randn(2, 3, 64, 64)
     with torch.inference_mode():
@@ -180,7 +182,8 @@ def test_train_refuses_a_stem_it_cannot_build_in_one_sentence(
 def test_a_missing_weights_package_is_named(tmp_path: Path, caplog, monkeypatch) -> None:
     from vsparta.cli import main
 
-    monkeypatch.setattr(efficientnet, "MODULE", "no_such_package")
+    missing = dataclasses.replace(efficientnet.LITE0, module="no_such_package")
+    monkeypatch.setattr(efficientnet.EfficientNetLite0Stem, "variant", missing)
     manifest = make_toy_dataset(tmp_path / "toy")
     config = json.dumps({**LITE, "stem_weights": None})
     argv = ["train", "--manifest", str(manifest), "--out", str(tmp_path / "run"), "--config", config]
@@ -193,7 +196,7 @@ def test_a_missing_weights_package_is_named(tmp_path: Path, caplog, monkeypatch)
 def test_weights_of_another_network_are_refused(tmp_path: Path) -> None:
     torch.save({"_conv_stem.weight": torch.zeros(8, 3, 3, 3)}, tmp_path / "other.pth")
     config = VisualSpartaConfig(**{**LITE, "stem_weights": str(tmp_path / "other.pth")})
-    with pytest.raises(ValueError, match="these are not EfficientNet-Lite0's weights"):
+    with pytest.raises(ValueError, match="these are not the weights of stem 'efficientnet_lite0'"):
         build_model(config)
     (tmp_path / "broken.pth").write_bytes(b"not a state dict")
     with pytest.raises(ValueError, match="not a readable PyTorch state dict"):
