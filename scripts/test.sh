@@ -53,10 +53,15 @@ if [ "$(id -u)" = 0 ] && ! docker version >/dev/null 2>&1; then
   started_docker=1
 fi
 clusters_pid=
+rest_pid=
 stop_services() {
-  # The cluster tests' process, if this script stops before them (their nodes' leftovers: the
-  # next run's fault_cluster fixture removes stale netfilter chains; nodes are in /var/tmp).
-  [ -n "$clusters_pid" ] && kill "$clusters_pid" 2>/dev/null
+  # Stopped early (SIGTERM, Ctrl-C): stop the pytest processes still running and wait while they
+  # tear down (tests/signal_teardown.py: fault clusters' nodes and netfilter chains, compose
+  # stacks); what a SIGKILL leaves, the next run's fault_cluster fixture removes.
+  local p
+  for p in $rest_pid $clusters_pid; do kill "$p" 2>/dev/null || true; done
+  for p in $rest_pid $clusters_pid; do wait "$p" 2>/dev/null || true; done
+  [ -n "${work:-}" ] && rm -rf "$work"
   stop_nodes
   [ "$started_docker" = 1 ] && bash scripts/docker.sh stop || true
 }
@@ -79,7 +84,10 @@ work=$(mktemp -d)
   >"$work/clusters.log" 2>&1 &
 clusters_pid=$!
 rest=0
-nice -n 10 "${PYTEST[@]}" -m "not cluster_faults" --durations=20 || rest=$?
+nice -n 10 "${PYTEST[@]}" -m "not cluster_faults" --durations=20 &
+rest_pid=$!  # in the background, so that a SIGTERM to this script reaches the trap at once
+wait "$rest_pid" || rest=$?
+rest_pid=
 clusters=0
 wait "$clusters_pid" || clusters=$?
 clusters_pid=

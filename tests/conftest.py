@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+pytest_plugins = ["signal_teardown"]  # a SIGTERM'd run still runs every fixture's teardown
+
 ES_URL_ENV = "VSPARTA_TEST_ES_URL"
 DEFAULT_ES_URL = "http://127.0.0.1:9200"
 # The two OpenSearch lines scripts/test.sh starts: (URL variable, default URL, how to start one).
