@@ -4,6 +4,11 @@ ports, run as its own user (``fault_net`` cuts nodes apart by address), killed b
 
 What a fault run asks of it: which node is the master (each node's own view, ``local=true``, so
 a cut-off node answers for itself), which nodes hold primaries, how long until green.
+
+A run killed outright (SIGKILL; a SIGTERM tears down like Ctrl-C, ``tests/signal_teardown.py``)
+leaves its nodes running: each cluster's work dir says which address block it holds
+(``cluster.json``), and ``reap_stale`` stops the nodes of every work dir whose block's lock no
+live process holds, as ``fault_net.clean_stale`` removes such a run's netfilter chains.
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ import json
 import logging
 import os
 import random
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -37,6 +44,29 @@ LINES: dict[str, tuple[list[str], str]] = {
 # everybody's own nodes and services use). A lock file per block keeps two runs off one block.
 BLOCKS = [f"127.0.0.{d}" for d in range(21, 250, 3)]
 LOCKS = Path("/tmp")
+# Clusters' work dirs: /var/tmp, not a private /tmp, since the nodes' users must reach them.
+HOMES = Path("/var/tmp")
+HOME_PREFIX = "vsparta-es-cluster-"
+STATE = "cluster.json"  # in a work dir: the engine line, node count, ports and address block
+
+
+def new_home() -> Path:
+    """A fresh work dir for one cluster, readable by its nodes' users."""
+    home = Path(tempfile.mkdtemp(prefix=HOME_PREFIX, dir=HOMES))
+    home.chmod(0o755)
+    return home
+
+
+def _lock_file(first: str) -> TextIO:
+    return (LOCKS / f"vsparta-cluster-{first}.lock").open("w")
+
+
+def _try_lock(lock: TextIO) -> bool:
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
 
 
 def _listening_addresses() -> set[str]:
@@ -95,10 +125,8 @@ class LocalCluster:
             self.address = first
             if any(a in busy for a in self.addresses()):
                 continue
-            lock = (LOCKS / f"vsparta-cluster-{first}.lock").open("w")
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
+            lock = _lock_file(first)
+            if not _try_lock(lock):
                 lock.close()
                 continue
             self._lock = lock
@@ -132,7 +160,31 @@ class LocalCluster:
     def claim(self) -> LocalCluster:
         if not self.address:
             self._claim()
+            state = {"line": self.line, "nodes": self.nodes, "base": self.base, "address": self.address}
+            (self.home / STATE).write_text(json.dumps(state))
         return self
+
+    @classmethod
+    def reap_stale(cls, homes: Path = HOMES) -> list[str]:
+        """Stop the nodes of clusters whose run is gone (nobody holds their block's lock) and
+        remove their work dirs; returns the address blocks reaped. A live run keeps its lock
+        from ``claim`` to ``stop``, so its cluster is never touched."""
+        reaped = []
+        for home in sorted(homes.glob(f"{HOME_PREFIX}*")):
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                state = json.loads((home / STATE).read_text())
+                lock = _lock_file(state["address"])
+                if not _try_lock(lock):
+                    lock.close()
+                    continue
+                stale = cls(state["line"], home, nodes=state["nodes"], base=state["base"],
+                            address=state["address"], _lock=lock)  # fmt: skip
+                stale.stop()
+                shutil.rmtree(home, ignore_errors=True)
+                reaped.append(state["address"])
+        if reaped:
+            log.warning("stopped the nodes a killed run left, at %s", ", ".join(reaped))
+        return reaped
 
     def start(self) -> float:
         """Start the nodes that are down and wait for green with all of them; seconds taken."""

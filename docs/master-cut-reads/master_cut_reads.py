@@ -22,7 +22,6 @@ import asyncio
 import json
 import shutil
 import sys
-import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "termindex"))
 from elastic_testkit import SearchServer, open_on, random_docs  # noqa: E402
 
-from vsparta.bench.fault_cluster import LocalCluster  # noqa: E402
+from vsparta.bench.fault_cluster import LocalCluster, new_home  # noqa: E402
 from vsparta.bench.fault_net import NetFaults  # noqa: E402
 from vsparta.termindex.registry import open_reader  # noqa: E402
 
@@ -185,8 +184,7 @@ def _summary(rows: list[dict[str, Any]]) -> str:
 
 
 def main(line: str, out: Path, cuts: int, mode: str, hedge: str | None = None) -> None:
-    home = Path(tempfile.mkdtemp(prefix="vsparta-es-cluster-", dir="/var/tmp"))
-    home.chmod(0o755)
+    home = new_home()
     cluster = LocalCluster(line, home).claim()
     faults = NetFaults(cluster.addresses()).install()
     try:

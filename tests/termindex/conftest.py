@@ -6,15 +6,13 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from elastic_testkit import ENGINE_LINES, FaultCluster, SearchServer
 
-from vsparta.bench.fault_cluster import LocalCluster
+from vsparta.bench.fault_cluster import LocalCluster, new_home
 from vsparta.bench.fault_net import NetFaults
 
 
@@ -49,13 +47,14 @@ def fault_cluster(request: pytest.FixtureRequest, es_url: str, require: Any) -> 
     """Three nodes beside the shared ones, each on its own loopback address (127.0.0.2x-style,
     never 127.0.0.1) and run as its own user, so iptables rules of this session only (its own
     chains, removed at the end and by the next session if this one is killed) can cut them
-    apart; own ports, own work dir, small heaps. Started once per engine line per session."""
+    apart; own ports, own work dir, small heaps. Started once per engine line per session; a
+    killed session's nodes are stopped by the next one (``LocalCluster.reap_stale``)."""
     require(os.geteuid() == 0 and shutil.which("iptables") is not None, "root with iptables",
             "run the tests as root after `bash scripts/install-system-deps.sh`")  # fmt: skip
     for name in ("elasticsearch", "elasticsearch.trace"):  # every request (and body) otherwise
         logging.getLogger(name).setLevel(logging.WARNING)
-    home = Path(tempfile.mkdtemp(prefix="vsparta-es-cluster-", dir="/var/tmp"))
-    home.chmod(0o755)  # the nodes' users must reach it
+    LocalCluster.reap_stale()
+    home = new_home()
     cluster = LocalCluster(request.param, home).claim()
     faults = NetFaults(cluster.addresses()).install()
     try:
