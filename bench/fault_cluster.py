@@ -50,9 +50,9 @@ HOME_PREFIX = "vsparta-es-cluster-"
 STATE = "cluster.json"  # in a work dir: the engine line, node count, ports and address block
 
 
-def new_home() -> Path:
+def new_home(homes: Path = HOMES) -> Path:
     """A fresh work dir for one cluster, readable by its nodes' users."""
-    home = Path(tempfile.mkdtemp(prefix=HOME_PREFIX, dir=HOMES))
+    home = Path(tempfile.mkdtemp(prefix=HOME_PREFIX, dir=homes))
     home.chmod(0o755)
     return home
 

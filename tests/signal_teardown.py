@@ -6,7 +6,7 @@ netfilter chains, compose stacks, the nodes a test starts. SIGTERM is what a CI 
 ``timeout`` and ``scripts/test.sh`` (when it is stopped) send. The signal raises
 ``KeyboardInterrupt``, so pytest ends the session and runs every finalizer, and also sets the
 session's ``shouldstop``, so the run still stops after the current test where that test's code
-catches the exception (seen: a test's web client turned it into a failure, and the run went on).
+catches the exception (seen: a cluster test reported it as a failure, and the run went on).
 A second SIGTERM during the teardown is ignored (SIGKILL still ends it; ``LocalCluster.reap_stale``
 and ``fault_net.clean_stale`` then clean up in the next run). Loaded by ``tests/conftest.py``.
 """

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -19,10 +20,13 @@ from vsparta.bench.fault_cluster import HOME_PREFIX, LocalCluster
 
 pytestmark = pytest.mark.slow  # starts a node of its own (not the shared one)
 
+# The owner's work dir is in a folder of the test's own, so that another run's reaping (the cluster
+# tests beside this one) never races this test for its cluster.
 OWNER = """
-import time
+import sys, time
+from pathlib import Path
 from vsparta.bench.fault_cluster import LocalCluster, new_home
-cluster = LocalCluster("elasticsearch-7.17", new_home(), nodes=1).claim()
+cluster = LocalCluster("elasticsearch-7.17", new_home(Path(sys.argv[1])), nodes=1).claim()
 cluster.start()
 print(cluster.home, cluster.url(0), flush=True)
 time.sleep(3600)
@@ -40,21 +44,23 @@ def answers(url: str) -> bool:
 def test_the_nodes_of_a_killed_run_are_stopped_by_the_next_and_a_live_ones_kept(require) -> None:
     require(os.geteuid() == 0 and shutil.which("iptables") is not None, "root (nodes run as their own users)",
             "run as root after `bash scripts/install-system-deps.sh`")  # fmt: skip
-    owner = subprocess.Popen([sys.executable, "-c", OWNER], stdout=subprocess.PIPE, text=True)
+    homes = Path(tempfile.mkdtemp(prefix="vsparta-reap-test-", dir="/var/tmp"))
+    homes.chmod(0o755)  # the node's user must reach its work dir
+    owner = subprocess.Popen([sys.executable, "-c", OWNER, str(homes)], stdout=subprocess.PIPE, text=True)
     try:
         line = owner.stdout.readline() if owner.stdout else ""
         assert line, "the owner's cluster did not start"
         home, url = Path(line.split()[0]), line.split()[1]
         assert home.name.startswith(HOME_PREFIX) and answers(url)
 
-        LocalCluster.reap_stale()  # the owner lives and holds its block: nothing of it is touched
+        LocalCluster.reap_stale(homes)  # the owner lives and holds its block: nothing of it is touched
         assert home.is_dir() and answers(url)
 
         owner.send_signal(signal.SIGKILL)
         owner.wait(timeout=30)
         assert answers(url)  # a killed owner leaves its node running
 
-        reaped = LocalCluster.reap_stale()
+        reaped = LocalCluster.reap_stale(homes)
         assert url.split("//")[1].split(":")[0] in reaped
         assert not home.exists()
         deadline = time.monotonic() + 30
@@ -64,4 +70,5 @@ def test_the_nodes_of_a_killed_run_are_stopped_by_the_next_and_a_live_ones_kept(
     finally:
         if owner.poll() is None:
             owner.kill()
-        LocalCluster.reap_stale()
+        LocalCluster.reap_stale(homes)
+        shutil.rmtree(homes, ignore_errors=True)
