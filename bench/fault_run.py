@@ -47,6 +47,7 @@ class LoadOutcome:
     name: str
     documents: int
     exits: list[int] = field(default_factory=list)
+    ended: list[float] = field(default_factory=list)  # monotonic, each run's exit: answers' `sent` clock
     acknowledged: int = 0
     lost_acknowledged: list[str] = field(default_factory=list)
     stale_reads: int = 0  # acknowledged documents a first read missed and a read once whole found
@@ -185,6 +186,7 @@ class FaultRun:
                 on_start(job)
             code = job.wait()
             outcome.exits.append(code)
+            outcome.ended.append(round(time.monotonic(), 1))
             self._note_state(docs, outcome, job)
         outcome.seconds = time.monotonic() - t0
         self.current += docs
