@@ -48,6 +48,18 @@ def test_presets_and_json_specs(tmp_path: Path) -> None:
     assert cfg.top_n == DEFAULT_TOP_N and cfg.model_type == "visualsparta"
 
 
+@pytest.mark.parametrize(
+    ("preset", "measured"),
+    [("lite0-320-words", "lite0-320-words"), ("lite0-320-words-wide", "lite0-320-words-h128")],
+)
+def test_a_recommended_preset_is_its_measured_config(preset: str, measured: str) -> None:
+    """The README's figures for a preset come from a run with a config file: they must stay one."""
+    from vsparta.model.configuration import PRESETS
+
+    folder = Path(__file__).parents[2] / "docs" / "quality-objects-1161" / measured
+    assert PRESETS[preset] == json.loads((folder / "config.json").read_text())
+
+
 def test_save_load_round_trip_gives_identical_outputs(tmp_path: Path, tiny_config) -> None:
     torch.manual_seed(0)
     model = build_model(tiny_config).eval()
