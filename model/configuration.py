@@ -98,7 +98,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     # the same with the transformer 128 wide (4 heads): the best single reading on every pool
     # (docs/transformer-width.md: test R@1 60.5 against 56.4, shift 39.2 against 36.5, 76 terms
-    # per image against 113) for 1.2x the training time
+    # per image against 113) for ~1.45x the transformer's time per epoch
     "lite0-320-words-wide": {
         **_LITE0,
         "hidden_size": 128,
