@@ -107,8 +107,11 @@ def test_minilm_travels_as_float16_and_still_initialises_the_text_side(tmp_path:
     from vsparta.model.text_init import load_bert_state
 
     package = gpu_carry.half_minilm(tmp_path / "site")
+    assert not (package / "model" / "model.safetensors").exists()  # it travels compressed
+    assert (package / "model" / "model.safetensors.xz").stat().st_size < 41 * 2**20  # of 87 MB
+    gpu_carry.expand(package)  # what the run does to its staged copy
+    assert not list(package.rglob("*.xz"))
     weights = package / "model" / "model.safetensors"
-    assert weights.stat().st_size < 48 * 2**20  # about half of the 87 MB float32 file
     dtypes = {v.dtype for v in load_file(str(weights)).values() if v.is_floating_point()}
     assert dtypes == {torch.float16}  # (integer buffers such as position ids stay as they are)
     for name in ("tokenizer.json", "vocab.txt", "config.json", "tokenizer_config.json"):
