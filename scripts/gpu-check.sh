@@ -57,7 +57,7 @@ if [ "$step" != prepare ]; then
     if ! "$PY" -c "import $package" 2>/dev/null; then
       [ -d "$CARRY/site/$package" ] || { echo "gpu-check: no $package in $CARRY/site: run prepare first" >&2; exit 2; }
       cp -r "$CARRY/site/$package" "$site/"
-      PYTHONPATH="$site" "$PY" -c "$expand" "$site/$package"  # the weights travel xz-compressed
+      PYTHONPATH="$site" PYTHONSAFEPATH=1 "$PY" -c "$expand" "$site/$package"  # the weights travel xz-compressed
     fi
   done
 fi
