@@ -18,13 +18,8 @@
 # follows the frozen run).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
-export PYTHONUNBUFFERED=1 GPU_CHECK_CARRY=.gpurow
-export VSPARTA_EMOJI_FONT=.gpurow/NotoColorEmoji.ttf VSPARTA_EMOJI_TEST=.gpurow/emoji-test.txt
-out=${OUT:-gpu-row-out}
-res=$out/r
-mkdir -p "$res"
-limit=${LIMIT:-540}  # seconds for everything; the device command's timeout is a little more
-left() { echo $((limit - SECONDS)); }
+DEFAULT_LIMIT=540
+source docs/quality-objects-1161/gpu-row-env.sh  # $out, $res, $limit, left
 steps=" ${STEPS:-frozen tests} "
 cache=$(mktemp -d /tmp/s16-320.XXXXXX)
 config=$cache/lite0-320-s16-words.json

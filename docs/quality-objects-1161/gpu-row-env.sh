@@ -1,0 +1,11 @@
+# Sourced by the GPU rows' run.sh (gpu-*/run.sh beside this file) after `cd` to the repository root:
+# what runs there reads the carried .gpurow/ (gpu-check.sh's packages, the emoji font and list the
+# object scenes draw with), writes under $OUT/r (archived by the script at its end), and spends at
+# most LIMIT seconds (DEFAULT_LIMIT unless set), which `left` counts down.
+export PYTHONUNBUFFERED=1 GPU_CHECK_CARRY=.gpurow
+export VSPARTA_EMOJI_FONT=.gpurow/NotoColorEmoji.ttf VSPARTA_EMOJI_TEST=.gpurow/emoji-test.txt
+out=${OUT:-gpu-row-out}
+res=$out/r
+mkdir -p "$res"
+limit=${LIMIT:-$DEFAULT_LIMIT}  # seconds for everything; the device command's timeout is a little more
+left() { echo $((limit - SECONDS)); }
