@@ -11,8 +11,9 @@
 # 12 epochs 217 s (18 s each), then the frozen step's timeout ended it in the quality bench's pool
 # evaluation, and the steps after it had too little time left (gpu-*.log beside this file). The
 # best checkpoint (epoch 11) came back as model-best.tgz.*; measure.sh beside this file read it on
-# the CPU (the same scenes drawn again: same seed, same bytes). Budget the pools (~60 s) before
-# running it again, or give it 9 epochs.
+# the CPU (the same scenes drawn again: same seed, same bytes). Every step together needs ~660 s,
+# more than one command holds: run it again with STEPS="tests frozen scales" EPOCHS=8 (~510 s)
+# and the completion on the CPU (measure.sh; the command removes its scenes at its end).
 #
 # Here, first (with network), the git-ignored .gpurow/ (~45 MB), as ../gpu-lite0-320-s16-words/carry.sh
 # makes it. Then on the device tool: carry [".gpurow"], command `LIMIT=560 bash THIS_FILE` (timeout
@@ -41,7 +42,7 @@ if [ -n "${DRY:-}" ]; then
 JSON
   scales=(--scales 64 --scales 64,96)
 else
-  sizes=(--train 16000 --val 500 --test 1000 --heldout 1000) epochs=12 check=()
+  sizes=(--train 16000 --val 500 --test 1000 --heldout 1000) epochs=${EPOCHS:-12} check=()
   scales=(--scales 320 --scales 256,320,480)
 fi
 common=(bench quality --kind objects "${sizes[@]}" --size 224 --batch-size 32 --seed 0 --init none)
