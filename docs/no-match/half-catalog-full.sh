@@ -8,7 +8,9 @@
 # Each: 2,500 indexed scenes (2,000 + the 500 of its own test split), 500 out scenes, 2,000
 # calibration scenes of both halves (seed 3, in an index of their own; never the searched one).
 # Tables: half-catalog-full-eight-floors-captions.md and half-catalog-full-half-floors-captions.md.
-# Run from the repository root after the test command's install; MODEL=path/to/best.
+# Run from the repository root after the test command's install; MODEL=path/to/best. SPLITS: some of
+# "eight half" (default both); SUFFIX names another model's tables (half-catalog-full-half-...-wide).
+# Scenes and indexes go to HC (another model: another HC, the index holds one model's terms).
 set -euo pipefail
 V="env OMP_WAIT_POLICY=PASSIVE .venv/bin/vsparta"
 HC=${HC:-.cache/hc-full}
@@ -20,7 +22,7 @@ print(','.join(list(dict.fromkeys(o.subgroup for o in catalog()))[$1::2]))"
 }
 HALF_A=$(half 0); HALF_B=$(half 1)
 grid=(--min-weights 0.5,1,2 --common-shares 0.5,0.6 --quantiles 0.1,0.2,0.3,0.5 --negative-quantiles 0,0.01,0.05)
-for split in eight half; do
+for split in ${SPLITS:-eight half}; do
   if [ $split = eight ]; then
     A=food-fruit,food-sweet,plant-flower,animal-bird; B=animal-mammal,transport-ground,food-prepared,household
   else
@@ -37,6 +39,6 @@ for split in eight half; do
   $V bench no-match-floors --index embedded:$S/index --model "$MODEL" --calibration-index embedded:$S/calib-index \
     --in-split $S/a/test.jsonl --out-split $S/b/test.jsonl --index-manifest $S/a/train.jsonl --index-manifest $S/a/test.jsonl \
     --calibration-manifest $S/calib/test.jsonl --positives captions "${grid[@]}" --out-dir docs/no-match \
-    --name half-catalog-full-$split-floors-captions
+    --name half-catalog-full-$split-floors-captions${SUFFIX:-}
 done
 echo done
