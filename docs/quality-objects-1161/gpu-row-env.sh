@@ -9,3 +9,11 @@ res=$out/r
 mkdir -p "$res"
 limit=${LIMIT:-$DEFAULT_LIMIT}  # seconds for everything; the device command's timeout is a little more
 left() { echo $((limit - SECONDS)); }
+# The carried wheels installed once under $1 (gpu-check.sh then skips its own install on every call).
+stage_wheels() {
+  if ! "${PYTHON:-python3}" -c "import pydantic_settings" 2>/dev/null; then
+    "${PYTHON:-python3}" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+      --target "$1/site" .gpurow/wheels/*.whl
+    export PYTHONPATH="$1/site${PYTHONPATH:+:$PYTHONPATH}"
+  fi
+}

@@ -25,12 +25,7 @@ source docs/quality-objects-1161/gpu-row-env.sh  # $out, $res, $limit, left
 steps=" ${STEPS:-tests frozen scales complete} "
 cache=$(mktemp -d /tmp/wide-320.XXXXXX)
 config=lite0-320-words-wide
-# The carried wheels installed once (gpu-check.sh then skips its own install on every call).
-if ! "${PYTHON:-python3}" -c "import pydantic_settings" 2>/dev/null; then
-  "${PYTHON:-python3}" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
-    --target "$cache/site" .gpurow/wheels/*.whl
-  export PYTHONPATH="$cache/site${PYTHONPATH:+:$PYTHONPATH}"
-fi
+stage_wheels "$cache"
 if [ -n "${DRY:-}" ]; then
   sizes=(--train 64 --val 16 --test 16 --heldout 16) epochs=1 check=(--dry-run)
   config=$cache/tiny-words.json
