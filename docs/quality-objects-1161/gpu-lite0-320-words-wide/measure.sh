@@ -12,7 +12,7 @@
 # model-best.tgz.* | tar xzf -` from the device run's files. ~50 min on 2 cores.
 set -euo pipefail
 : "${D:?the object scenes folder}" "${RUN:?the trained model folder}"
-HERE=docs/quality-objects-1161/gpu-lite0-320-words-wide
+HERE=${HERE:-docs/quality-objects-1161/gpu-lite0-320-words-wide}  # HERE=FOLDER: another GPU row (../gpu-lite0-320-words-wide-tuned)
 .venv/bin/python -m bench.index_scales --model "$RUN" --data "$D" --scales 320 --scales 256,320,480 \
   --device cpu --out-dir "$HERE"
 cp "$RUN/config.json" "$HERE/model-config.json"
