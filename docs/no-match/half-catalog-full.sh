@@ -11,6 +11,9 @@
 # Run from the repository root after the test command's install; MODEL=path/to/best. SPLITS: some of
 # "eight half" (default both); SUFFIX names another model's tables (half-catalog-full-half-...-wide).
 # Scenes and indexes go to HC (another model: another HC, the index holds one model's terms).
+# DEFAULTS=1: then also the grid around the service's defaults (function-words.sh's: the presence
+# test, function words alone or not; table half-catalog-full-SPLIT-defaults SUFFIX) and which out
+# queries still show results under the defaults, through which word (still-matches-...SUFFIX.md).
 set -euo pipefail
 V="env OMP_WAIT_POLICY=PASSIVE .venv/bin/vsparta"
 HC=${HC:-.cache/hc-full}
@@ -40,5 +43,14 @@ for split in ${SPLITS:-eight half}; do
     --in-split $S/a/test.jsonl --out-split $S/b/test.jsonl --index-manifest $S/a/train.jsonl --index-manifest $S/a/test.jsonl \
     --calibration-manifest $S/calib/test.jsonl --positives captions "${grid[@]}" --out-dir docs/no-match \
     --name half-catalog-full-$split-floors-captions${SUFFIX:-}
+  [ -n "${DEFAULTS:-}" ] || continue
+  $V bench no-match-floors --index embedded:$S/index --model "$MODEL" --calibration-index embedded:$S/calib-index \
+    --in-split $S/a/test.jsonl --out-split $S/b/test.jsonl --index-manifest $S/a/train.jsonl --index-manifest $S/a/test.jsonl \
+    --calibration-manifest $S/calib/test.jsonl --positives captions --quantiles 0.5 --negative-quantiles 0.01 \
+    --combine mid --min-weights 0.5,2 --common-shares 0.6 --presence-quantiles none,0.5,0.65,0.75 --presence-alphas 0.05 \
+    --presence-ratios 1,1.5,2 --present-floor-scales 0,0.75 --function-words-match yes,no --out-dir docs/no-match \
+    --name half-catalog-full-$split-defaults${SUFFIX:-}
+  HC=$S CALIBRATION=calib .venv/bin/python docs/no-match/what-still-matches.py "$MODEL" calib-index index \
+    > docs/no-match/still-matches-half-catalog-full-$split${SUFFIX:-}.md
 done
 echo done

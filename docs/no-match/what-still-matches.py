@@ -8,12 +8,15 @@ Usage, from the repository root after function-words.sh's indexes exist:
   .venv/bin/python docs/no-match/what-still-matches.py [--function-words-match] MODEL CALIBRATION_INDEX
       INDEX [MORE_MANIFEST ...]
 (folders under .cache/hc-whole, as function-words.sh names them; --function-words-match: the rule
-before 2026-12-02, function words may match alone); prints a markdown table.
+before 2026-12-02, function words may match alone); prints a markdown table. For the folders of
+half-catalog-full.sh: HC=ITS_HC/half CALIBRATION=calib, and MODEL the trained model's folder:
+  HC=DIR/half CALIBRATION=calib .venv/bin/python docs/no-match/what-still-matches.py MODEL calib-index index
 """
 
 from __future__ import annotations
 
 import collections
+import os
 import sys
 from pathlib import Path
 
@@ -23,12 +26,15 @@ from vsparta.model.query_tokenizer import QueryTokenizer
 from vsparta.service.matching import MatchRule, count_words, held, with_verdicts, words_of
 from vsparta.service.term_floors import FloorRule, unseen_floors, word_floors
 
-S = Path(".cache/hc-whole")
+S = Path(os.environ.get("HC", ".cache/hc-whole"))
+CALIBRATION = os.environ.get("CALIBRATION", "calib2")  # the calibration scenes' folder under S
 
 
 def main(model: str, calibration_index: str, index: str, *more: str, function_words_match: bool) -> None:
-    tokenizer = QueryTokenizer.from_pretrained(S / model / "final")
-    table = calibration(tokenizer, S / "calib2/test.jsonl", f"embedded:{S / calibration_index}", "captions")
+    folder = Path(model) if Path(model, "config.json").exists() else S / model / "final"
+    tokenizer = QueryTokenizer.from_pretrained(folder)
+    calibration_spec = f"embedded:{S / calibration_index}"
+    table = calibration(tokenizer, S / CALIBRATION / "test.jsonl", calibration_spec, "captions")
     manifests = [S / "a/train.jsonl", S / "a/test.jsonl", *(S / m for m in more)]
     captions = no_match.absent_object_captions([S / "b/test.jsonl"], manifests)
     spec = f"embedded:{S / index}"
