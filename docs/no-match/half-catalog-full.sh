@@ -13,7 +13,8 @@
 # Scenes and indexes go to HC (another model: another HC, the index holds one model's terms).
 # DEFAULTS=1: then also the grid around the service's defaults (function-words.sh's: the presence
 # test, function words alone or not; table half-catalog-full-SPLIT-defaults SUFFIX) and which out
-# queries still show results under the defaults, through which word (still-matches-...SUFFIX.md).
+# queries still show results under the defaults, through which word (a table
+# still-matches-half-catalog-full-SPLIT SUFFIX).
 set -euo pipefail
 V="env OMP_WAIT_POLICY=PASSIVE .venv/bin/vsparta"
 HC=${HC:-.cache/hc-full}
