@@ -11,6 +11,12 @@
 # Then on the device tool: carry [".gpurow"], command `LIMIT=560 bash THIS_FILE` (timeout 590).
 # The training gets what the scenes and the sizes' reading leave (its timeout ends it; each better
 # epoch is kept as it comes). DRY=1: toy sizes, on the CPU.
+#
+# Ran once, 2026-12-04 (one H200, 16-core Xeon; 451 s): scenes ~50 s, 6 epochs 270 s, the sizes'
+# reading ~70 s. Read here from the model that came back (the scenes drawn again by seed):
+#   D=.../objects-16000-500-1000-224-0 RUN=.../best HERE=docs/quality-objects-1161/gpu-lite0-320-words-wide-tuned \
+#     bash docs/quality-objects-1161/gpu-lite0-320-words-wide/measure.sh
+# docs/transformer-width.md, "On one H200, the stem fine-tuned end to end".
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 DEFAULT_LIMIT=560
