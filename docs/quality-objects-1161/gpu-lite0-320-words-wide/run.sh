@@ -21,7 +21,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 DEFAULT_LIMIT=560
-source docs/quality-objects-1161/gpu-row-env.sh  # $out, $res, $limit, left
+source docs/quality-objects-1161/gpu-row-env.sh  # $out, $res, $limit, left, stage_wheels
 steps=" ${STEPS:-tests frozen scales complete} "
 cache=$(mktemp -d /tmp/wide-320.XXXXXX)
 config=lite0-320-words-wide
