@@ -19,7 +19,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 DEFAULT_LIMIT=540
-source docs/quality-objects-1161/gpu-row-env.sh  # $out, $res, $limit, left, stage_wheels
+source docs/quality-objects-1161/gpu-row-env.sh  # $out, $res, $limit, left
 steps=" ${STEPS:-frozen tests} "
 cache=$(mktemp -d /tmp/s16-320.XXXXXX)
 config=$cache/lite0-320-s16-words.json
