@@ -14,13 +14,7 @@ A=$(.venv/bin/python -c "from vsparta.scenes.emoji_catalog import catalog
 print(','.join(list(dict.fromkeys(o.subgroup for o in catalog()))[0::2]))")
 common=(--kind objects --size 224 --heldout-words 0 --heldout-objects 0 --held-word-share 0 --held-object-share 0 --no-vocabulary --no-progress)
 [ -f $S/a2/test.jsonl ] || $V scenes "${common[@]}" --seed 5 --out $S/a2 --train 0 --val 0 --test 7500 --groups "$A"
-.venv/bin/python - "$S" <<'PY'
-import json, sys
-root = sys.argv[1]
-rows = [json.loads(line) for line in open(f"{root}/a2/test.jsonl")]
-more = [dict(r, id="more-" + r["id"].split("-")[1], image="a2/" + r["image"]) for r in rows]
-open(f"{root}/a2-more.jsonl", "w").write("".join(json.dumps(r) + "\n" for r in more))
-PY
+.venv/bin/python docs/no-match/renamed-scenes.py "$S" a2 more a2-more.jsonl
 for part in a/train a/test a2-more; do  # the 2,500 again into a new index, then the 7,500
   $V index $S/$part.jsonl --backend embedded:$S/index-10k --model "$MODEL" --resume --failures $S/index-10k-failures.jsonl --no-progress
 done

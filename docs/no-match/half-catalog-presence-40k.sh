@@ -17,13 +17,7 @@ grid=(--positives captions --quantiles 0.5 --negative-quantiles 0.01 --combine m
 A=$(.venv/bin/python -c "from vsparta.scenes.emoji_catalog import catalog
 print(','.join(list(dict.fromkeys(o.subgroup for o in catalog()))[0::2]))")
 [ -f $S/a3/test.jsonl ] || $V scenes "${common[@]}" --seed 6 --out $S/a3 --train 0 --val 0 --test 30000 --groups "$A"
-.venv/bin/python - "$S" <<'PY'
-import json, sys
-root = sys.argv[1]
-rows = [json.loads(line) for line in open(f"{root}/a3/test.jsonl")]
-more = [dict(r, id="bulk-" + r["id"].split("-")[1], image="a3/" + r["image"]) for r in rows]
-open(f"{root}/a3-bulk.jsonl", "w").write("".join(json.dumps(r) + "\n" for r in more))
-PY
+.venv/bin/python docs/no-match/renamed-scenes.py "$S" a3 bulk a3-bulk.jsonl
 [ -d $S/index-words-40k ] || cp -r $S/index-words-10k $S/index-words-40k
 $V index $S/a3-bulk.jsonl --backend embedded:$S/index-words-40k --model $M/final --resume --failures $S/index-words-40k-failures.jsonl --no-progress
 $V bench no-match-floors --index "embedded:$S/index-words-40k" --model $M/final --calibration-index "embedded:$S/calib-index-words-8k" \

@@ -40,13 +40,7 @@ run $S/index-words $S/calib-index-words-8k $S/calib2/test.jsonl half-catalog-pre
 A=$(.venv/bin/python -c "from vsparta.scenes.emoji_catalog import catalog
 print(','.join(list(dict.fromkeys(o.subgroup for o in catalog()))[0::2]))")
 [ -f $S/a2/test.jsonl ] || $V scenes "${common[@]}" --seed 5 --out $S/a2 --train 0 --val 0 --test 7500 --groups "$A"
-.venv/bin/python - "$S" <<'PY'
-import json, sys
-root = sys.argv[1]
-rows = [json.loads(line) for line in open(f"{root}/a2/test.jsonl")]
-more = [dict(r, id="more-" + r["id"].split("-")[1], image="a2/" + r["image"]) for r in rows]
-open(f"{root}/a2-more.jsonl", "w").write("".join(json.dumps(r) + "\n" for r in more))
-PY
+.venv/bin/python docs/no-match/renamed-scenes.py "$S" a2 more a2-more.jsonl
 for part in a/train.jsonl a/test.jsonl a2-more.jsonl; do
   $V index $S/$part --backend embedded:$S/index-words-10k --model $M/final --resume --failures $S/index-words-10k-failures.jsonl --no-progress
 done
