@@ -17,3 +17,12 @@ stage_wheels() {
     export PYTHONPATH="$1/site${PYTHONPATH:+:$PYTHONPATH}"
   fi
 }
+# At the end: each step's table beside one archive of $res (named after its step), and the listing.
+pack_results() {
+  local f
+  for f in "$res"/*/*.md; do
+    [ -f "$f" ] && cp "$f" "$out/$(basename "$(dirname "$f")")-$(basename "$f")"
+  done
+  tar czf "$out/results.tgz" -C "$res" . && rm -rf "$res"
+  ls -la "$out"
+}

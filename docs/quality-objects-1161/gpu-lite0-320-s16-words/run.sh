@@ -19,7 +19,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 DEFAULT_LIMIT=540
-source docs/quality-objects-1161/gpu-row-env.sh  # $out, $res, $limit, left
+source docs/quality-objects-1161/gpu-row-env.sh  # $out, $res, $limit, left, pack_results
 steps=" ${STEPS:-frozen tests} "
 cache=$(mktemp -d /tmp/s16-320.XXXXXX)
 config=$cache/lite0-320-s16-words.json
@@ -74,10 +74,6 @@ if [[ $steps == *" fine-tuned "* ]] && [ "$(left)" -ge 150 ]; then  # scenes alr
 fi
 
 rm -rf "$cache"
-for f in "$res"/*/*.md; do  # each step's table beside the archive, named after its step
-  [ -f "$f" ] && cp "$f" "$out/$(basename "$(dirname "$f")")-$(basename "$f")"
-done
-tar czf "$out/results.tgz" -C "$res" . && rm -rf "$res"
-ls -la "$out"
+pack_results
 grep -h "R@1 in %" -A8 "$out"/*quality.md 2>/dev/null | grep "^|"
 grep -h "^| " "$out"/frozen-scales-index-scales.md 2>/dev/null

@@ -20,7 +20,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 DEFAULT_LIMIT=560
-source docs/quality-objects-1161/gpu-row-env.sh  # $out, $res, $limit, left, stage_wheels
+source docs/quality-objects-1161/gpu-row-env.sh  # $out, $res, $limit, left, stage_wheels, pack_results
 cache=$(mktemp -d /tmp/wide-tuned.XXXXXX)
 stage_wheels "$cache"
 config=lite0-320-words-wide
@@ -51,9 +51,5 @@ if [ -n "$best" ]; then
   tar czf - -C "$(dirname "$best")" best | split -b 15M -d - "$out/model-best.tgz."
 fi
 rm -rf "$cache"
-for f in "$res"/*/*.md; do  # each step's table beside the archive, named after its step
-  [ -f "$f" ] && cp "$f" "$out/$(basename "$(dirname "$f")")-$(basename "$f")"
-done
-tar czf "$out/results.tgz" -C "$res" . && rm -rf "$res"
-ls -la "$out"
+pack_results
 grep -h "^| " "$out"/tuned-scales-index-scales.md 2>/dev/null
