@@ -14,8 +14,7 @@ common=(--kind objects --size 224 --heldout-words 0 --heldout-objects 0 --held-w
 grid=(--positives captions --quantiles 0.5 --negative-quantiles 0.01 --combine mid --min-weights 0.5,2
   --common-shares 0.6 --presence-quantiles none,0.5,0.65,0.75 --presence-alphas 0.05
   --presence-ratios 1,1.5,2 --present-floor-scales 0.75 --out-dir docs/no-match)
-A=$(.venv/bin/python -c "from vsparta.scenes.emoji_catalog import catalog
-print(','.join(list(dict.fromkeys(o.subgroup for o in catalog()))[0::2]))")
+A=$(.venv/bin/python docs/no-match/subgroups.py 0)
 [ -f $S/a3/test.jsonl ] || $V scenes "${common[@]}" --seed 6 --out $S/a3 --train 0 --val 0 --test 30000 --groups "$A"
 .venv/bin/python docs/no-match/renamed-scenes.py "$S" a3 bulk a3-bulk.jsonl
 [ -d $S/index-words-40k ] || cp -r $S/index-words-10k $S/index-words-40k

@@ -17,12 +17,10 @@ grid=(--positives captions --quantiles 0.5 --negative-quantiles 0.01 --combine m
   --common-shares 0.6 --presence-quantiles none,0.5,0.65,0.75 --presence-alphas 0.05
   --presence-ratios 1,1.5,2 --present-floor-scales 0.75 --out-dir docs/no-match)
 half() {  # every other subgroup (some names have spaces: "sky & weather"), from the first or the second
-  .venv/bin/python -c "from vsparta.scenes.emoji_catalog import catalog
-print(','.join(list(dict.fromkeys(o.subgroup for o in catalog()))[$1::2]))"
+  .venv/bin/python docs/no-match/subgroups.py $1
 }
 A=$(half 0) B=$(half 1)
-groups=$(.venv/bin/python -c "from vsparta.scenes.emoji_catalog import catalog
-print(','.join(dict.fromkeys(o.subgroup for o in catalog())))")  # all 82, in the catalog's order
+groups=$(.venv/bin/python docs/no-match/subgroups.py)  # all 82, in the catalog's order
 [ -f $S/all16k/train.jsonl ] || $V scenes "${common[@]}" --seed 20 --out $S/all16k --train 16000 --val 0 --test 0 --groups "$groups"
 [ -f $S/a/test.jsonl ] || $V scenes "${common[@]}" --seed 1 --out $S/a --train 2000 --val 0 --test 500 --groups "$A"
 [ -f $S/b/test.jsonl ] || $V scenes "${common[@]}" --seed 2 --out $S/b --train 0 --val 0 --test 500 --groups "$B"

@@ -15,8 +15,7 @@ common=(--kind objects --size 224 --heldout-words 0 --heldout-objects 0 --held-w
 grid=(--positives captions --quantiles 0.5 --negative-quantiles 0.01 --combine mid --min-weights 0.5,2
   --common-shares 0.6 --presence-quantiles none,0.5,0.65,0.75 --presence-alphas 0.05
   --presence-ratios 1,1.5,2 --present-floor-scales 0.75 --out-dir docs/no-match)
-groups=$(.venv/bin/python -c "from vsparta.scenes.emoji_catalog import catalog
-print(','.join(dict.fromkeys(o.subgroup for o in catalog())))")
+groups=$(.venv/bin/python docs/no-match/subgroups.py)
 [ -f $S/all16k/train.jsonl ] || $V scenes "${common[@]}" --seed 20 --out $S/all16k --train 16000 --val 0 --test 0 --groups "$groups"
 M=$S/model-words
 [ -d $M/final ] || $V train --manifest $S/all16k/train.jsonl --out $M --config docs/quality-objects-1161/lite0-224-words/config.json \
@@ -37,8 +36,7 @@ run $S/index-words $S/calib-index-words-8k $S/calib2/test.jsonl half-catalog-pre
 # A larger index: 7,500 more scenes of the same 41 subgroups (seed 5; ids renamed more-NNNNN, as an
 # index keeps one image per id) beside the 2,500: 10,000 images, the same out captions and 8,000
 # calibration scenes: half-catalog-presence-half-words-10k.md.
-A=$(.venv/bin/python -c "from vsparta.scenes.emoji_catalog import catalog
-print(','.join(list(dict.fromkeys(o.subgroup for o in catalog()))[0::2]))")
+A=$(.venv/bin/python docs/no-match/subgroups.py 0)
 [ -f $S/a2/test.jsonl ] || $V scenes "${common[@]}" --seed 5 --out $S/a2 --train 0 --val 0 --test 7500 --groups "$A"
 .venv/bin/python docs/no-match/renamed-scenes.py "$S" a2 more a2-more.jsonl
 for part in a/train.jsonl a/test.jsonl a2-more.jsonl; do

@@ -25,8 +25,7 @@ grid=(--positives captions --quantiles 0.5 --negative-quantiles 0.01 --combine m
   --common-shares 0.5,0.6 --presence-quantiles none,0.5,0.65,0.75 --presence-alphas 0.05
   --presence-ratios 1,1.5,2 --present-floor-scales ${SCALES:-0.75} --out-dir docs/no-match ${MORE:-})
 half() {  # every other subgroup (some names have spaces: "sky & weather"), from the first or the second
-  .venv/bin/python -c "from vsparta.scenes.emoji_catalog import catalog
-print(','.join(list(dict.fromkeys(o.subgroup for o in catalog()))[$1::2]))"
+  .venv/bin/python docs/no-match/subgroups.py $1
 }
 index_all() {  # $1: scenes folder, $2: model, $3: index, $4: calibration index
   for part in a/train a/test calib/test; do

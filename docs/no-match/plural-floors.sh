@@ -16,8 +16,7 @@ V="env OMP_WAIT_POLICY=PASSIVE .venv/bin/vsparta"
 S=${HC:-.cache/hc-whole}
 common=(--kind objects --size 224 --heldout-words 0 --heldout-objects 0 --held-word-share 0 --held-object-share 0 --no-vocabulary --no-progress)
 half() {  # every other subgroup of the catalog's 82, from the first ($1 = 0) or the second
-  .venv/bin/python -c "from vsparta.scenes.emoji_catalog import catalog
-print(','.join(list(dict.fromkeys(o.subgroup for o in catalog()))[$1::2]))"
+  .venv/bin/python docs/no-match/subgroups.py $1
 }
 A=$(half 0) B=$(half 1)
 draw() {  # $1: folder, $2: seed, $3: groups, then --train/--test counts
