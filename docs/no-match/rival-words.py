@@ -32,19 +32,17 @@ import sys
 from dataclasses import dataclass
 
 import numpy as np
-from half_catalog import MANIFESTS, SPEC, study
+from half_catalog import MANIFESTS, SPEC, calibrated_word, study
 
 from vsparta.bench import no_match
 from vsparta.bench.search_runs import recall
 from vsparta.core.manifest import read_manifest
 from vsparta.service.english import FUNCTION_WORDS, is_number
-from vsparta.service.matching import MatchRule, count_words, with_verdicts, words_of
+from vsparta.service.matching import count_words, with_verdicts, words_of
 from vsparta.service.term_floors import (
     FloorRule,
     caption_words,
     related_images,
-    unseen_floors,
-    word_floors,
 )
 from vsparta.termindex import open_index
 
@@ -114,12 +112,11 @@ def main() -> None:
     inside, outside = loaded.inside, loaded.outside
     with open_index(SPEC) as index:
         docs = {d.id: dict(d.weights) for d in index.iter_documents()}
-    floors = word_floors(table, FloorRule())
+    rule, base = loaded.defaults, loaded.base
+    floors = rule.word_floors
     related = related_images(table, 0.3, FloorRule().min_positives)
-    rule = MatchRule(word_floors=floors, unseen_floors=unseen_floors(table, FloorRule().unseen_quantile))
     verdicts = no_match.presence_verdicts(SPEC, [*inside, *outside], rule, {})
-    by_test = {(f.key, f.presence): w for w, f in floors.items() if f.presence}
-    base = recall([[h.id for h in a.hits[: no_match.K]] for a in inside], captions)["R@10"]
+    by_test = calibrated_word(floors)
     print(f"R@10 without a rule: {base:.2f}; {len(inside)} in, {len(outside)} out queries.\n")
     print("| rule | rival share | beta | words with rivals | R@10 | d R@10 | out: no match % |")
     print("|---|---|---|---|---|---|---|")

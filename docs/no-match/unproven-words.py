@@ -18,13 +18,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-from half_catalog import SPEC, study
+from half_catalog import SPEC, calibrated_word, study
 
 from vsparta.bench import no_match
 from vsparta.bench.search_runs import recall
 from vsparta.service.matching import MatchRule
 from vsparta.service.presence import SMOOTHING, Verdict, beyond_chance, needed_count
-from vsparta.service.term_floors import FloorRule, word_floors
 from vsparta.termindex import open_index
 
 
@@ -51,9 +50,8 @@ def holders_verdicts(table, inside, outside, rule, tests, by_test) -> dict[str, 
 def main() -> None:
     loaded = study()
     table, captions, inside, outside = loaded.table, loaded.captions, loaded.inside, loaded.outside
-    floors = word_floors(table, FloorRule())
-    by_test = {(f.key, f.presence): w for w, f in floors.items() if f.presence}
-    base = recall([[h.id for h in a.hits[: no_match.K]] for a in inside], captions)["R@10"]
+    floors, base = loaded.floors, loaded.base  # no unseen floors: measured before they were made
+    by_test = calibrated_word(floors)
 
     def row(name: str, rule: MatchRule, verdicts: dict[str, Verdict]) -> None:
         ranked, _, _ = no_match.judge(inside, rule, verdicts)

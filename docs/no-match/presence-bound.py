@@ -1,0 +1,108 @@
+"""How far the presence test is from the best a test over the index could do (docs/no-match.md,
+"What a perfect presence test would leave"), on half of the whole catalog, beside the service's
+defaults:
+
+- **perfect**: a word is beyond chance exactly when it names an object of the index's images (a
+  name, alias or category, or its plural; never a caption template's word). No test of the index's
+  weights can do better; what it still costs in recall is the floors' (an image's weight of a word
+  the index holds), and what still matches out queries is the words no calibration saw.
+- **scans**: the test at several strong weights (quantiles of the key's weights on the calibration's
+  positives), beyond chance at any of them, alpha divided by their number (Bonferroni): a word the
+  model writes on its own images far above its look-alikes is proven by a few of them.
+
+Each with a proven word's floor at the service's 0.75 of its calibrated one, and at 0. Not in the
+product. Usage, from the repository root (half_catalog.py's environment names the folders):
+  .venv/bin/python docs/no-match/presence-bound.py
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+import numpy as np
+from half_catalog import MANIFESTS, SPEC, calibrated_word, lost, study
+
+from vsparta.bench import no_match
+from vsparta.bench.no_match_floors import linking_words, object_words
+from vsparta.bench.search_runs import recall
+from vsparta.core.manifest import read_manifest
+from vsparta.service.matching import MatchRule
+from vsparta.service.presence import MAX_DEPTH, Verdict, beyond_chance, needed_count, null_rate
+from vsparta.termindex import open_index
+
+SCANS = {  # the strong weights' quantiles a scan tries
+    "scan of five strong weights": (0.35, 0.5, 0.65, 0.8, 0.9),
+    "scan of seven strong weights": (0.2, 0.35, 0.5, 0.65, 0.8, 0.9, 0.95),
+    "scan of three high strong weights": (0.65, 0.8, 0.9),
+}
+
+
+def perfect_verdicts(tests: dict, tokenizer, manifests: list) -> dict[str, Verdict]:  # noqa: ANN001
+    """Beyond chance exactly when the word names an object of the index's images."""
+    drawn = {o["name"] for m in manifests for r in read_manifest(m) for o in r.metadata["objects"]}
+    every = SimpleNamespace(metadata={"objects": [{"name": n} for n in sorted(drawn)]})
+    held = {w.text for w in object_words(tokenizer, every, linking_words())}
+    return {w: Verdict(w in held, 0, 0.0) for w in tests}
+
+
+def scan_verdicts(table, rule: MatchRule, tests: dict, by_test: dict, indexed: int, scan: tuple) -> dict:  # noqa: ANN001
+    """The presence test at each of ``scan``'s strong weights, alpha / len(scan) each; proven at any."""
+    out = {}
+    alpha = rule.presence_alpha / len(scan)
+    with open_index(SPEC) as index:
+        for word, (key, presence) in tests.items():
+            positive = table.positive[by_test[(key, presence)]]
+            weights = table.weights[key]
+            levels = []
+            for q in scan:
+                strong = float(np.quantile(weights[positive], q))
+                negatives = weights[~positive]
+                expected = null_rate(int((negatives >= strong).sum()), len(negatives)) * indexed
+                levels.append((strong, needed_count(expected, alpha, rule.presence_ratio), expected))
+            depth = min(max(c for _, c, _ in levels), indexed, MAX_DEPTH)
+            hits = index.search({key: 1.0}, k=depth, explain=True)
+            proven = [lv for lv in levels if lv[1] <= depth and beyond_chance(hits, key, lv[0], lv[1])]
+            best = proven[0] if proven else levels[len(scan) // 2]
+            out[word] = Verdict(bool(proven), best[1], best[2])
+    return out
+
+
+def main() -> None:
+    loaded = study()
+    table, captions, inside, outside = loaded.table, loaded.captions, loaded.inside, loaded.outside
+    rule, base = loaded.defaults, loaded.base
+    by_test = calibrated_word(rule.word_floors)
+    tests = no_match.tests_of([*inside, *outside], rule)
+    in_words = set(no_match.tests_of(inside, rule))
+    indexed = inside[0].stats.n_docs
+    kinds = {
+        "the test as it is (the defaults)": no_match.presence_verdicts(SPEC, [*inside, *outside], rule, {}),
+        **{name: scan_verdicts(table, rule, tests, by_test, indexed, scan) for name, scan in SCANS.items()},
+        "perfect": perfect_verdicts(tests, loaded.tokenizer, MANIFESTS),
+    }
+    print(f"{indexed:,} images; R@10 without a rule: {base:.2f}; {len(outside)} out queries.\n")
+    print("| test | proven: in words | out words | floor scale | R@10 | d R@10 | out: no match % |")
+    print("|---|---|---|---|---|---|---|")
+    for name, verdicts in kinds.items():
+        ins = [verdicts[w].present for w in tests if w in in_words]
+        outs = [verdicts[w].present for w in tests if w not in in_words]
+        for scale in (rule.present_floor_scale, 0.0):
+            scaled = replace(rule, present_floor_scale=scale)
+            ranked, _, _ = no_match.judge(inside, scaled, verdicts)
+            _, none, _ = no_match.judge(outside, scaled, verdicts)
+            r10 = recall(ranked, captions)["R@10"]
+            print(
+                f"| {name} | {no_match._pct(ins):.1f} % of {len(ins)} | {no_match._pct(outs):.1f} % of "
+                f"{len(outs)} | {scale:g} | {r10:.2f} | {r10 - base:+.2f} | {no_match._pct(none):.1f} |"
+            )
+    for name in ("the test as it is (the defaults)", "scan of seven strong weights", "perfect"):
+        found = lost(captions, inside, replace(rule, present_floor_scale=0.0), kinds[name])
+        print(
+            f"\n{name}, a proven word's floor 0: {found.lost} of the {found.found} in queries whose image is"
+        )
+        print(f"among the first ten without a rule lose it.\n\n{found.table()}")
+
+
+if __name__ == "__main__":
+    main()
