@@ -20,11 +20,8 @@ V="env OMP_WAIT_POLICY=PASSIVE .venv/bin/vsparta"
 HC=${HC:-.cache/hc-full}
 MODEL=${MODEL:?the lite0-320-words model folder}
 common=(--kind objects --size 224 --heldout-words 0 --heldout-objects 0 --held-word-share 0 --held-object-share 0 --no-vocabulary --no-progress)
-half() {  # every other subgroup (some names have spaces: "sky & weather"), from the first or the second
-  .venv/bin/python -c "from vsparta.scenes.emoji_catalog import catalog
-print(','.join(list(dict.fromkeys(o.subgroup for o in catalog()))[$1::2]))"
-}
-HALF_A=$(half 0); HALF_B=$(half 1)
+# every other subgroup (some names have spaces: "sky & weather"), from the first or the second
+HALF_A=$(.venv/bin/python docs/no-match/subgroups.py 0); HALF_B=$(.venv/bin/python docs/no-match/subgroups.py 1)
 grid=(--min-weights 0.5,1,2 --common-shares 0.5,0.6 --quantiles 0.1,0.2,0.3,0.5 --negative-quantiles 0,0.01,0.05)
 for split in ${SPLITS:-eight half}; do
   if [ $split = eight ]; then
