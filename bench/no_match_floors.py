@@ -11,7 +11,8 @@ the ``--quantiles`` q-quantile of the key piece's weight there, and on the other
 (``mid``) by ``service.term_floors.word_floors``; a word with fewer than ``--min-positives``
 positive images keeps the rule's ``min_weight`` and every piece. With the default floors, the
 presence test (``service.presence``) too: ``--presence-quantiles`` x ``--presence-alphas`` x
-``--presence-ratios`` x ``--present-floor-scales`` x ``--related-shares`` (``FloorRule.related_share``);
+``--presence-ratios`` x ``--present-floor-scales`` x ``--related-shares`` (``FloorRule.related_share``)
+x ``--presence-scans`` (``FloorRule.presence_scan``, or one strong weight);
 the best such rule is then run once more through the service's pipeline, with and without the test
 (its figures again, and its cost per query). ``--plural-floors yes,no`` gives each rule with a floor
 per word with and without plurals taking their singulars' floors (``MatchRule.plural_floors``),
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from vsparta.bench import no_match
+from vsparta.bench.no_match_floors_report import WORD_COUNT_DEPTH, markdown
 from vsparta.bench.search_runs import caption_queries, meta, recall
 from vsparta.bench.written import write_report
 
@@ -87,6 +89,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--present-floor-scales", type=no_match._floats, default=[0.75],
         help="comma list of MatchRule.present_floor_scale",
+    )  # fmt: skip
+    parser.add_argument(
+        "--presence-scans", type=lambda t: [x.strip() == "yes" for x in t.split(",")], default=[True],
+        help="comma list of yes/no: whether the presence test also tries FloorRule.presence_scan's "
+        "other strong weights (the calibration's default) or its one",
     )  # fmt: skip
     parser.add_argument(
         "--related-shares", type=no_match._optional_floats, default=[None],
@@ -146,9 +153,6 @@ def calibration(tokenizer: Any, manifest: Path, spec: str, positives: str) -> An
     return calibration_table(tokenizer, shows, docs)
 
 
-WORD_COUNT_DEPTH = 1000  # how deep the word-by-word table counts an index's strong images
-
-
 def category_words() -> set[str]:
     """Words of the catalog's categories and their plurals ("mammal", "transports")."""
     from vsparta.scenes.emoji_catalog import catalog
@@ -167,18 +171,18 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
     base = recall([[h.id for h in a.hits[: no_match.K]] for a in inside], captions)
     categories = category_words()
     by_category = [bool({w.text for w in words_of(a.tokens)} & categories) for a in outside]
-    per_word = [(None, None, "-", None, None, 0.05, 1.0, 1.0, None)] + [
-        (q, p, c, piece, None, 0.05, 1.0, 1.0, None)
+    per_word = [(None, None, "-", None, None, 0.05, 1.0, 1.0, None, False)] + [
+        (q, p, c, piece, None, 0.05, 1.0, 1.0, None, False)
         for q in args.quantiles for p in (None, *args.negative_quantiles)
         for c in (["-"] if p is None else args.combine) for piece in args.piece_shares
     ]  # fmt: skip
     default = FloorRule()
     per_word += [  # the presence test, with the default floors
         (default.quantile, default.negative_quantile, default.combine, default.piece_share, pq, alpha, scale,
-         ratio, related)
+         ratio, related, scan)
         for pq in args.presence_quantiles if pq is not None
         for alpha in args.presence_alphas for scale in args.present_floor_scales
-        for ratio in args.presence_ratios for related in args.related_shares
+        for ratio in args.presence_ratios for related in args.related_shares for scan in args.presence_scans
     ]  # fmt: skip
     rows, known = [], {}
     choices = itertools.product(
@@ -191,13 +195,14 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
     )
     unseen_of = {u: unseen_floors(table, u) for u in args.unseen_quantiles}
     for per, share, floor, numbers, function, (plural, unseen) in choices:
-        q, p, combine, piece, pq, alpha, scale, ratio, related = per
+        q, p, combine, piece, pq, alpha, scale, ratio, related, scan = per
         if q is None and (plural, unseen) != (args.plural_floors[0], args.unseen_quantiles[0]):
             continue  # no floors per word: no singular's to take, no calibration to say what is unseen
         if q is None:
             words = {}
         else:
-            how = FloorRule(q, p, combine, args.min_positives, piece, pq, related)  # type: ignore[arg-type]
+            how = FloorRule(q, p, combine, args.min_positives, piece, pq, related,  # type: ignore[arg-type]
+                            presence_scan=default.presence_scan if scan else ())  # fmt: skip
             words = word_floors(table, how)
         more = unseen_of[unseen] if q is not None else {}
         rule = MatchRule(share, floor, 0.0, numbers, words, alpha, scale, ratio, function, plural, more)
@@ -209,7 +214,7 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
         rows.append({
             "presence_quantile": pq, "presence_alpha": alpha if pq else None,
             "present_floor_scale": scale if pq else None, "presence_ratio": ratio if pq else None,
-            "related_share": related,
+            "related_share": related, "presence_scan": scan if pq else None,
             "q": q, "p": p, "combine": combine, "piece_share": piece, "common_share": share,
             "min_weight": floor, "numbers_match": numbers, "function_words_match": function,
             "plural_floors": plural, "unseen_quantile": unseen if q is not None else None,
@@ -288,7 +293,8 @@ def pipeline_check(args: argparse.Namespace, tokenizer: Any, table: Any, row: di
     from vsparta.service.term_floors import FloorRule, unseen_floors, word_floors
 
     how = FloorRule(row["q"], row["p"], row["combine"], args.min_positives, row["piece_share"],
-                    row["presence_quantile"], row.get("related_share"))  # fmt: skip
+                    row["presence_quantile"], row.get("related_share"),
+                    presence_scan=FloorRule().presence_scan if row.get("presence_scan") else ())  # fmt: skip
     floors = word_floors(table, how)
     rule = no_match.rule_of(row, word_floors=floors, presence_alpha=row["presence_alpha"],
                             present_floor_scale=row["present_floor_scale"],
@@ -298,79 +304,6 @@ def pipeline_check(args: argparse.Namespace, tokenizer: Any, table: Any, row: di
         name: no_match.check(args, tokenizer, r, inside, outside)
         for name, r in (("with the test", rule), ("without it", replace(rule, presence_alpha=0.0)))
     }
-
-
-def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
-    info, base = result["meta"], result["baseline"]
-    lines = [
-        f"# The match rule with a floor per word: {args.name}",
-        "",
-        f"Command: `{info['command']}`  ",
-        f"Machine: {info['hardware']['cpu']}, {info['hardware']['cores']} cores; "
-        f"total {info['seconds']:.0f} s.",
-        "",
-        f"Index `{args.index}`; **in**: {result['in_queries']} captions of `{args.in_split}` (R@10 "
-        f"{base['R@10']:.1f} without the rule); **out**: {result['out_queries']} captions naming only "
-        f"objects the index lacks, {result['out_with_category_words']} of them with a category word. "
-        f"Floors from `{args.calibration_index}` ({result['calibration_images']} images).",
-        "",
-        f"Best rules within {args.max_drop:g} points of R@10 (every row: the JSON; a rule in italics: "
-        "none is within, the one that costs least):",
-        "",
-        "| rule | q | p | combine | piece share | presence q / alpha / ratio / floor scale | common share "
-        "| min weight | numbers alone | function words alone | R@10 | d R@10 | out: no match % "
-        "| with a category word | object words only |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for kind, r in result["best"].items():
-        name = kind if r["within"] else f"*{kind}*"
-        piece = "-" if r.get("piece_share") is None else f"{r['piece_share']:g}"
-        test = "-"
-        if r.get("presence_quantile") is not None:
-            test = f"{r['presence_quantile']:g} / {r['presence_alpha']:g} / {r['presence_ratio']:g} / "
-            test += f"{r['present_floor_scale']:g}"
-            if r.get("related_share") is not None:
-                test += f", related share {r['related_share']:g}"
-        lines.append(
-            f"| {name} | {r['q'] if r['q'] is not None else '-'} | {r['p'] if r['p'] is not None else '-'} | "
-            f"{r['combine']} | {piece} | {test} | {r['common_share']:g} | {r['min_weight']:g} | "
-            f"{'yes' if r['numbers_match'] else 'no'} | {'yes' if r['function_words_match'] else 'no'} | "
-            f"{r['R@10']:.1f} | {r['d_R@10']:+.1f} | "
-            f"{r['out_no_match']:.1f} | {r['out_no_match_category_words']:.1f} | "
-            f"{r['out_no_match_object_words']:.1f} |"
-        )
-    for name, got in result.get("pipeline", {}).items():
-        rec = got["recall"]
-        lines.append(
-            f"\nThe presence rule above through the service's pipeline, {name}: R@1/5/10 = "
-            f"{rec['R@1']:.1f} / {rec['R@5']:.1f} / {rec['R@10']:.1f}; **out**: {got['out_no_match']:.1f} % "
-            f"no match, {got['out_named']:.1f} % naming the words that found nothing; "
-            f"{got['ms_per_query']:.2f} ms per query."
-        )
-    words = result.get("word_verdicts", {})
-    if words:
-        lines += [
-            "",
-            "The presence test with the service's defaults, word by word (strong images: the index's "
-            f"images holding the word's key at its strong weight, among the first {WORD_COUNT_DEPTH}):",
-            "",
-            "| words | calibrated | proven beyond chance | median strong images | median expected by "
-            "chance | median needed |",
-            "|---|---|---|---|---|---|",
-        ]
-        for side, name in (
-            ("in", "the in queries' (the index holds them)"),
-            ("out", "the out queries' only"),
-        ):
-            w = words[side]
-            if not w["words"]:
-                lines.append(f"| {name} | 0 | - | - | - | - |")
-                continue
-            lines.append(
-                f"| {name} | {w['words']} | {w['proven_pct']:.1f} % | {w['median_strong_images']:g} | "
-                f"{w['median_expected']:.2f} | {w['median_needed']:g} |"
-            )
-    return "\n".join(lines) + "\n"
 
 
 def run(args: argparse.Namespace) -> int:

@@ -45,6 +45,10 @@ def _share_or_none(text: str) -> float | None:
     return None if text == "none" else _share(text)
 
 
+def _shares(text: str) -> tuple[float, ...]:
+    return () if text == "none" else tuple(_share(t) for t in text.split(","))
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("manifest", type=Path, help="JSONL of captioned images outside the searched index")
     parser.add_argument("--model", required=True, help="the saved model folder the floors are for")
@@ -69,6 +73,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--presence-quantile", type=_share_or_none, default=DEFAULT.presence_quantile,
         help="a word's strong weight for the presence test (service/presence.py): this quantile of its "
         "weights where captions use it; none: no presence test (default: %(default)s)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--presence-scan", type=_shares, default=DEFAULT.presence_scan,
+        help="comma list of other quantiles the presence test also tries, each at alpha / their count "
+        "(docs/no-match.md); none: the one strong weight (default: %(default)s)",
     )  # fmt: skip
     parser.add_argument(
         "--related-share", type=_share_or_none, default=DEFAULT.related_share,
@@ -114,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--min-positives must be 1 or more, not {args.min_positives}")
     rule = FloorRule(
         args.quantile, args.negative_quantile, args.combine, args.min_positives, args.piece_share,
-        args.presence_quantile, args.related_share, args.unseen_quantile,
+        args.presence_quantile, args.related_share, args.unseen_quantile, args.presence_scan,
     )  # fmt: skip
     tokenizer = QueryTokenizer.from_pretrained(model)
     records = read_manifest(args.manifest)

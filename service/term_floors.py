@@ -17,7 +17,8 @@ negatives), a ``WordFloor`` says:
   (1 - ``negative_quantile``) quantile on the negatives, combined as their larger (``max``) or
   their mean (``mid``);
 - its presence test (``service.presence.Presence``): the ``presence_quantile`` of the key's
-  weights on the positives as a strong weight, and the share of negatives reaching it.
+  weights on the positives as a strong weight, and the share of negatives reaching it; the same
+  at each of the ``presence_scan`` quantiles (the test's scan).
 
 A word the calibration never saw (its captions use neither it nor its singular on ``min_positives``
 images) keeps every piece, and its key the larger of the rule's ``min_weight`` and its **unseen
@@ -51,6 +52,7 @@ from vsparta.termindex.base import TermIndex
 FILE = "term-floors.json"
 FORMAT = 2  # 1: a floor per first word-piece (before 2026-11-27); read no more
 UNSEEN_QUANTILE = 0.001  # chosen in docs/no-match.md ("A word the calibration never saw")
+SCAN = (0.2, 0.35, 0.5, 0.8, 0.9, 0.95)  # the presence test's other quantiles (docs/no-match.md, "A scan")
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,7 @@ class FloorRule:
     presence_quantile: float | None = 0.65  # None: no presence test (docs/no-match.md chose 0.65)
     related_share: float | None = None  # None: every image whose captions lack the word is a negative
     unseen_quantile: float | None = UNSEEN_QUANTILE  # None: a word never seen keeps the rule's floor
+    presence_scan: tuple[float, ...] = SCAN  # (): the presence test at its one strong weight
 
 
 @dataclass(frozen=True)
@@ -155,11 +158,17 @@ def word_floors(table: Calibration, rule: FloorRule) -> dict[str, WordFloor]:
             floor = max(low, high) if rule.combine == "max" else 0.5 * (low + high)
         presence = None
         if rule.presence_quantile is not None:
-            strong = float(np.quantile(table.weights[key][pos], rule.presence_quantile))
-            negatives = table.weights[key][other]
-            presence = Presence(strong, null_rate(int((negatives >= strong).sum()), len(negatives)))
+            weights, negatives = table.weights[key][pos], table.weights[key][other]
+            levels = [_level(weights, negatives, q) for q in (rule.presence_quantile, *rule.presence_scan)]
+            presence = Presence(*levels[0], more=tuple(levels[1:]))
         out[word] = WordFloor(written, key, floor, presence)
     return out
+
+
+def _level(positives: np.ndarray, negatives: np.ndarray, quantile: float) -> tuple[float, float]:
+    """A strong weight (the ``quantile`` of the positives' weights) and its null rate."""
+    strong = float(np.quantile(positives, quantile))
+    return strong, null_rate(int((negatives >= strong).sum()), len(negatives))
 
 
 def related_images(table: Calibration, share: float, min_positives: int) -> dict[str, np.ndarray]:
@@ -293,17 +302,20 @@ def _body(path: Path) -> dict[str, Any]:
     return body
 
 
-def _presence_entry(f: WordFloor) -> dict[str, float]:
+def _presence_entry(f: WordFloor) -> dict[str, Any]:
     if f.presence is None:
         return {}
-    return {"strong": round(f.presence.weight, 6), "null_rate": f.presence.null_rate}
+    more = {"scan": [[round(w, 6), rate] for w, rate in f.presence.more]} if f.presence.more else {}
+    return {"strong": round(f.presence.weight, 6), "null_rate": f.presence.null_rate} | more
 
 
 def _presence(entry: Mapping[str, Any]) -> Presence | None:
     """A word's presence test; none in a file calibrated before there was one (it reads as before)."""
     if "strong" not in entry:
         return None
-    rate = float(entry["null_rate"])
-    if not 0 < rate <= 1:
-        raise ValueError(f"null_rate {rate} is not a share in (0, 1]")
-    return Presence(float(entry["strong"]), rate)
+    levels = [(float(entry["strong"]), float(entry["null_rate"]))]
+    levels += [(float(w), float(rate)) for w, rate in entry.get("scan", [])]  # none before 2026-12-04
+    for _, rate in levels:
+        if not 0 < rate <= 1:
+            raise ValueError(f"null_rate {rate} is not a share in (0, 1]")
+    return Presence(*levels[0], more=tuple(levels[1:]))

@@ -15,6 +15,8 @@ import pytest
 
 from vsparta.cli import main
 from vsparta.model.query_tokenizer import QueryTokenizer
+from vsparta.service.presence import needed_count
+from vsparta.service.term_floors import FloorRule
 from vsparta.termindex import TermDocument, open_index
 
 COLOURS = ("red", "blue", "green")
@@ -153,11 +155,20 @@ def test_no_match_floors_measures_the_presence_test_and_runs_it_through_the_pipe
     args += ["--numbers-match", "no", "--presence-quantiles", "none,0.65", "--presence-ratios", "1.5"]
     args += ["--present-floor-scales", "0.75", "--out-dir", str(tmp_path), "--name", "zebras"]
     more = ["--plural-floors", "yes,no", "--related-shares", "none,0.5", "--unseen-quantiles", "none,0.1"]
-    assert main([*args, *more]) == 0
+    assert main([*args, *more, "--presence-scans", "yes,no"]) == 0
     rows = json.loads((tmp_path / "zebras.json").read_text())["rows"]
     tested = [r for r in rows if r["presence_quantile"] is not None]
-    options = {(r["plural_floors"], r["related_share"], r["unseen_quantile"]) for r in tested}
-    assert options == {(p, r, u) for p in (True, False) for r in (None, 0.5) for u in (None, 0.1)}
+    options = {
+        (r["plural_floors"], r["related_share"], r["unseen_quantile"], r["presence_scan"]) for r in tested
+    }
+    every = (True, False)
+    assert options == {(p, r, u, s) for p in every for r in (None, 0.5) for u in (None, 0.1) for s in every}
+    # every zebra weighs 5.0, so each of the scan's strong weights is 5.0 too: the same figures both ways
+    by_scan = {
+        s: sorted((r["out_no_match"], r["R@10"]) for r in tested if r["presence_scan"] is s) for s in every
+    }
+    assert by_scan[True] == by_scan[False]
+    tested = [r for r in tested if r["presence_scan"]]
     # "two zebras" takes zebra's floor and test with plural floors; without, the rule's 0.5, or the
     # unseen floor of zebra: 5.0 on 7 of the 40 calibration images, so its 0.9 quantile is 5.0, which
     # the look-alike cubes (5.0) reach
@@ -177,8 +188,10 @@ def test_no_match_floors_measures_the_presence_test_and_runs_it_through_the_pipe
     assert reason.startswith("The images that hold zebra are no more than the model's look-alikes give")
     assert "a floor per word and the presence test" in (tmp_path / "zebras.md").read_text()
     words = result["word_verdicts"]  # zebra and zebras (one test): 2 look-alikes, 12 x 3.5 / 37 expected
+    each = 0.05 / (1 + len(FloorRule().presence_scan))  # the default test's scan: alpha / its weights
     assert words["out"] == {
         "words": 2, "proven_pct": 0.0, "median_strong_images": 2,
-        "median_expected": pytest.approx(12 * 3.5 / 37), "median_needed": 4,
+        "median_expected": pytest.approx(12 * 3.5 / 37), "median_needed": needed_count(12 * 3.5 / 37, each),
     }  # fmt: skip
+    assert needed_count(12 * 3.5 / 37, each) == 5  # 4 with the one strong weight
     assert words["in"] == {"words": 0}  # the shapes' words were not calibrated

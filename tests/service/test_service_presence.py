@@ -95,12 +95,13 @@ def test_the_service_asks_each_engine_whether_a_word_is_beyond_chance(
     red = body["words"]["red"]
     # 3.0 on each of the 3 red images, on none of the 9 others: strong 3.0, null rate 0.5 / 10
     assert red["strong"] == pytest.approx(3.0) and red["null_rate"] == pytest.approx(0.05)
+    alpha = 0.05 / (1 + len(red["scan"]))  # each strong weight of the scan at alpha / their count
     settings = make_settings(every_engine_spec, model_path=calibrated)
     with TestClient(create_app(settings), raise_server_exceptions=False) as c:
         r = c.post("/search", json={"query": "red", "k": 5}).json()
         indexed = r["indexed_images"]
         expected = 0.05 * indexed
-        needed = needed_count(expected, 0.05)
+        needed = needed_count(expected, alpha)
         assert needed > 3  # 3 strong images of 19 prove nothing when 5 % of the others may hold it so
         assert r["results"] == [] and r["no_match"]["words"] == ["red"]
         assert r["query_word_stats"][0]["beyond_chance"] is False
@@ -112,6 +113,14 @@ def test_the_service_asks_each_engine_whether_a_word_is_beyond_chance(
         r = c.post("/search", json={"query": "red", "k": 5}).json()
         assert sorted(x["id"] for x in r["results"]) == ["red-cube", "red-cylinder", "red-sphere"]
         assert r["query_word_stats"][0]["beyond_chance"] is None
+    red["scan"] = [[3.0, 0.001]]  # a scan's weight the look-alikes reach far less often proves it there
+    path.write_text(json.dumps(body))
+    assert needed_count(0.05 * indexed, 0.025) > 3 and needed_count(0.001 * indexed, 0.025) == 1
+    with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+        r = c.post("/search", json={"query": "red", "k": 5}).json()
+        assert sorted(x["id"] for x in r["results"]) == ["red-cube", "red-cylinder", "red-sphere"]
+        assert r["query_word_stats"][0]["beyond_chance"] is True
+    del red["scan"]  # one strong weight, as calibrated before the scan
     red["null_rate"] = 0.01  # as if calibrated on far more images: now 2 strong ones are beyond chance
     path.write_text(json.dumps(body))
     assert needed_count(0.01 * indexed, 0.05) == 2

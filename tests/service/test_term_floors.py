@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -73,8 +74,14 @@ def test_a_word_needs_the_pieces_its_model_writes_on_its_positives() -> None:
     cupcake = word_floors(CALIBRATION, FloorRule(0.0, 0.0, "max", 3))["cupcake"]
     # never "cup"; ##cake's least positive 3.0 > 1.0; strong: its positives' 0.65 quantile (3, 4, 5),
     # reached by none of its 5 negatives (null rate smoothed: 0.5 / 6)
-    assert cupcake == WordFloor((11,), 11, 3.0, Presence(4.3, 0.5 / 6))
+    main = replace(cupcake, presence=replace(cupcake.presence, more=()))  # the scan's weights: below
+    assert main == WordFloor((11,), 11, 3.0, Presence(4.3, 0.5 / 6))
     assert word_floors(CALIBRATION, FloorRule(presence_quantile=None))["cupcake"].presence is None
+    # the scan: every other quantile of (3, 4, 5) by numpy, none reached by a negative
+    scan = [float(np.quantile([3.0, 4.0, 5.0], q)) for q in FloorRule().presence_scan]
+    assert [w for w, _ in cupcake.presence.more] == pytest.approx(scan)
+    assert {rate for _, rate in cupcake.presence.more} == {0.5 / 6}
+    assert word_floors(CALIBRATION, FloorRule(presence_scan=()))["cupcake"].presence == Presence(4.3, 0.5 / 6)
     assert word_floors(CALIBRATION, FloorRule(piece_share=1.0))["cupcake"].pieces == (11,)  # on each
     never = Calibration({"x": (10, 12)}, {"x": np.array([True] * 3 + [False] * 5)}, CALIBRATION.weights)
     assert word_floors(never, FloorRule())["x"].pieces == (10, 12)  # written on no positive: all kept
@@ -111,12 +118,11 @@ def test_images_named_by_an_alias_or_a_kind_of_the_word_are_no_look_alikes() -> 
     named = related_images(table, 0.5, 2)
     assert named["clothing"].tolist() == lipstick.tolist() and "photo" not in named
     assert not (named["lipstick"] & ~lipstick).any()  # every image said "clothing" is a lipstick here
-    before = word_floors(table, FloorRule(min_positives=2))["clothing"].presence
-    after = word_floors(table, FloorRule(min_positives=2, related_share=0.5))["clothing"].presence
+    one = FloorRule(min_positives=2, presence_scan=())  # one strong weight: the rates compared
+    before = word_floors(table, one)["clothing"].presence
+    after = word_floors(table, replace(one, related_share=0.5))["clothing"].presence
     assert before == Presence(3.0, 2.5 / 9) and after == Presence(3.0, 0.5 / 7)
-    assert word_floors(table, FloorRule(min_positives=2, related_share=0.5))["photo"].presence == Presence(
-        1.0, 1.5 / 2
-    )
+    assert word_floors(table, replace(one, related_share=0.5))["photo"].presence == Presence(1.0, 1.5 / 2)
 
 
 def test_a_captions_words_are_its_merged_pieces(corpus: Corpus) -> None:
@@ -144,6 +150,10 @@ def test_floors_are_saved_by_token_and_read_back_by_id(corpus: Corpus, tmp_path:
         "pieces": ["red"], "key": "red", "floor": 1.5, "strong": 2.5, "null_rate": 0.125
     }  # fmt: skip
     assert load(tmp_path, tok) == tested
+    scanned = {"red": WordFloor((red,), red, 1.5, Presence(2.5, 0.125, ((3.5, 0.0625), (1.5, 0.25))))}
+    save(tmp_path, scanned, tok, FloorRule(), 12)
+    assert json.loads(path.read_text())["words"]["red"]["scan"] == [[3.5, 0.0625], [1.5, 0.25]]
+    assert load(tmp_path, tok) == scanned  # and a file written before the scan reads as one weight
     body["words"] = {"red": {"pieces": ["red"], "key": "red", "floor": 1, "strong": 2, "null_rate": 0}}
     path.write_text(json.dumps(body))
     with pytest.raises(ValueError, match=r"null_rate 0.0 is not a share in \(0, 1\]"):
@@ -185,6 +195,7 @@ def test_calibrate_writes_the_models_floors(calibrated: Path, corpus: Corpus) ->
     assert table["red"] == {
         "pieces": ["red"], "key": "red", "floor": pytest.approx(1.5),
         "strong": pytest.approx(3.0), "null_rate": pytest.approx(0.05),  # its presence test: 0.5 / 10
+        "scan": [[pytest.approx(3.0), pytest.approx(0.05)]] * len(FloorRule().presence_scan),  # each 3.0
     }  # fmt: skip
     assert table["blue"]["floor"] == pytest.approx(1.75)
     assert table["thing"]["floor"] == pytest.approx(0.0) and "cube" not in table  # no caption says "cube"
