@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -156,6 +157,12 @@ class ServiceSettings(BaseSettings):
         description="How many times the chance count a calibrated word's strong images must also be "
         "(service/presence.py; docs/no-match.md).",
     )
+    match_presence_scan: bool = Field(
+        True,
+        description="Whether the presence test also tries the other strong weights term-floors.json "
+        "keeps for a word (its scan, each at match_presence_alpha over their count) or its one "
+        "(service/presence.py; docs/no-match.md).",
+    )
     match_present_floor_scale: float = Field(
         PRESENT_FLOOR_SCALE,
         gt=0,
@@ -176,6 +183,11 @@ class ServiceSettings(BaseSettings):
         """Which results are matches (``service.matching``), with these settings' parameters and the
         model's floors per word (``service.term_floors``; ``UsageError`` for a file it cannot use)."""
         floors = load_term_floors(self.model_path, tokenizer) if self.match_term_floors else {}
+        if not self.match_presence_scan:  # the test at each word's one strong weight
+            floors = {
+                w: replace(f, presence=replace(f.presence, more=())) if f.presence else f
+                for w, f in floors.items()
+            }
         unseen = self.match_term_floors and self.match_unseen_floors
         return MatchRule(
             self.match_common_share,

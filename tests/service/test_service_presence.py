@@ -120,6 +120,10 @@ def test_the_service_asks_each_engine_whether_a_word_is_beyond_chance(
         r = c.post("/search", json={"query": "red", "k": 5}).json()
         assert sorted(x["id"] for x in r["results"]) == ["red-cube", "red-cylinder", "red-sphere"]
         assert r["query_word_stats"][0]["beyond_chance"] is True
+    one = make_settings(every_engine_spec, model_path=calibrated, match_presence_scan=False)
+    with TestClient(create_app(one), raise_server_exceptions=False) as c:  # the scan off: its one weight
+        r = c.post("/search", json={"query": "red", "k": 5}).json()
+        assert r["results"] == [] and r["query_word_stats"][0]["beyond_chance"] is False
     del red["scan"]  # one strong weight, as calibrated before the scan
     red["null_rate"] = 0.01  # as if calibrated on far more images: now 2 strong ones are beyond chance
     path.write_text(json.dumps(body))
