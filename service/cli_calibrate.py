@@ -45,6 +45,10 @@ def _share_or_none(text: str) -> float | None:
     return None if text == "none" else _share(text)
 
 
+def _listed(values: tuple[float, ...]) -> str:
+    return ",".join(f"{v:g}" for v in values)
+
+
 def _shares(text: str) -> tuple[float, ...]:
     return () if text == "none" else tuple(_share(t) for t in text.split(","))
 
@@ -77,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--presence-scan", type=_shares, default=DEFAULT.presence_scan,
         help="comma list of other quantiles the presence test also tries, each at alpha / their count "
-        "(docs/no-match.md); none: the one strong weight (default: %(default)s)",
+        f"(docs/no-match.md); none: the one strong weight (default: {_listed(DEFAULT.presence_scan)})",
     )  # fmt: skip
     parser.add_argument(
         "--related-share", type=_share_or_none, default=DEFAULT.related_share,
