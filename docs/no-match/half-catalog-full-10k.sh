@@ -10,8 +10,7 @@ set -euo pipefail
 V="env OMP_WAIT_POLICY=PASSIVE .venv/bin/vsparta"
 S=${HC:-.cache/hc-full}/half
 MODEL=${MODEL:?the model half-catalog-full.sh used}
-A=$(.venv/bin/python -c "from vsparta.scenes.emoji_catalog import catalog
-print(','.join(list(dict.fromkeys(o.subgroup for o in catalog()))[0::2]))")
+A=$(.venv/bin/python docs/no-match/subgroups.py 0)
 common=(--kind objects --size 224 --heldout-words 0 --heldout-objects 0 --held-word-share 0 --held-object-share 0 --no-vocabulary --no-progress)
 [ -f $S/a2/test.jsonl ] || $V scenes "${common[@]}" --seed 5 --out $S/a2 --train 0 --val 0 --test 7500 --groups "$A"
 .venv/bin/python docs/no-match/renamed-scenes.py "$S" a2 more a2-more.jsonl
