@@ -44,6 +44,10 @@ def _floats(text: str) -> list[float]:
     return [float(x) for x in text.split(",") if x.strip()]
 
 
+def _yes_no(text: str) -> list[bool]:
+    return [x.strip() == "yes" for x in text.split(",")]
+
+
 def _optional_floats(text: str) -> list[float | None]:
     return [None if x.strip() == "none" else float(x) for x in text.split(",") if x.strip()]
 
@@ -75,25 +79,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--min-evidence", type=_floats, default=[0.0, 2.0], help="comma list of MatchRule.min_evidence"
     )
-    parser.add_argument(
-        "--numbers-match",
-        type=lambda t: [x.strip() == "yes" for x in t.split(",")],
-        default=[True, False],
-        help="comma list of yes/no: whether a number word alone can make a match",
-    )
-    parser.add_argument(
-        "--function-words-match",
-        type=lambda t: [x.strip() == "yes" for x in t.split(",")],
-        default=[True, False],
-        help="comma list of yes/no: whether a function word ('is', 'there') alone can make a match",
-    )
-    parser.add_argument(
-        "--plural-floors",
-        type=lambda t: [x.strip() == "yes" for x in t.split(",")],
-        default=[True],
-        help="comma list of yes/no: whether a plural the calibration never saw takes its singular's "
-        "floor (no-match-floors only; default yes)",
-    )
+    yes_no = (  # flag, default, what "yes" lets
+        ("--numbers-match", [True, False], "a number word alone can make a match"),
+        ("--function-words-match", [True, False], "a function word ('is', 'there') alone can make a match"),
+        ("--relation-words-match", [False], "a relation word ('left', 'next') alone can make a match "
+         "(no-match-floors only; default no)"),
+        ("--plural-floors", [True], "a plural the calibration never saw takes its singular's floor "
+         "(no-match-floors only; default yes)"),
+    )  # fmt: skip
+    for flag, default, text in yes_no:
+        parser.add_argument(flag, type=_yes_no, default=default, help=f"comma list of yes/no: whether {text}")
     parser.add_argument("--max-drop", type=float, default=0.5, help="R@10 points the rule may cost")
     parser.add_argument("--name", default="no-match", help="file name (default: no-match)")
     parser.add_argument("--out-dir", type=Path, default=Path("docs/no-match"), help="where they go")
@@ -302,6 +297,7 @@ def rule_of(row: dict[str, Any], **more: Any) -> Any:
     return MatchRule(
         row["common_share"], row["min_weight"], row.get("min_evidence", 0.0), row["numbers_match"],
         function_words_match=row["function_words_match"], plural_floors=row.get("plural_floors", True),
+        relation_words_match=row.get("relation_words_match", False),
         **more,
     )  # fmt: skip
 

@@ -91,7 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma list of MatchRule.present_floor_scale",
     )  # fmt: skip
     parser.add_argument(
-        "--presence-scans", type=lambda t: [x.strip() == "yes" for x in t.split(",")], default=[True],
+        "--presence-scans", type=no_match._yes_no, default=[True],
         help="comma list of yes/no: whether the presence test also tries FloorRule.presence_scan's "
         "other strong weights (the calibration's default) or its one",
     )  # fmt: skip
@@ -191,10 +191,11 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
         args.min_weights,
         args.numbers_match,
         args.function_words_match,
+        args.relation_words_match,
         itertools.product(args.plural_floors, args.unseen_quantiles),
     )
     unseen_of = {u: unseen_floors(table, u) for u in args.unseen_quantiles}
-    for per, share, floor, numbers, function, (plural, unseen) in choices:
+    for per, share, floor, numbers, function, relation, (plural, unseen) in choices:
         q, p, combine, piece, pq, alpha, scale, ratio, related, scan = per
         if q is None and (plural, unseen) != (args.plural_floors[0], args.unseen_quantiles[0]):
             continue  # no floors per word: no singular's to take, no calibration to say what is unseen
@@ -205,7 +206,9 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
                             presence_scan=default.presence_scan if scan else ())  # fmt: skip
             words = word_floors(table, how)
         more = unseen_of[unseen] if q is not None else {}
-        rule = MatchRule(share, floor, 0.0, numbers, words, alpha, scale, ratio, function, plural, more)
+        rule = MatchRule(
+            share, floor, 0.0, numbers, words, alpha, scale, ratio, function, plural, more, relation
+        )
         tested = no_match.presence_verdicts(args.index, [*inside, *outside], rule, known) if pq else None
         ranked, _, _ = no_match.judge(inside, rule, tested)
         _, out_none, _ = no_match.judge(outside, rule, tested)
@@ -217,6 +220,7 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
             "related_share": related, "presence_scan": scan if pq else None,
             "q": q, "p": p, "combine": combine, "piece_share": piece, "common_share": share,
             "min_weight": floor, "numbers_match": numbers, "function_words_match": function,
+            "relation_words_match": relation,
             "plural_floors": plural, "unseen_quantile": unseen if q is not None else None,
             "words_with_floors": len(words),
             "R@10": rec["R@10"],

@@ -28,7 +28,7 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
         "none is within, the one that costs least):",
         "",
         "| rule | q | p | combine | piece share | presence q / alpha / ratio / floor scale | common share "
-        "| min weight | numbers alone | function words alone | R@10 | d R@10 | out: no match % "
+        "| min weight | numbers alone | function / relation words alone | R@10 | d R@10 | out: no match % "
         "| with a category word | object words only |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -46,7 +46,8 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
         lines.append(
             f"| {name} | {r['q'] if r['q'] is not None else '-'} | {r['p'] if r['p'] is not None else '-'} | "
             f"{r['combine']} | {piece} | {test} | {r['common_share']:g} | {r['min_weight']:g} | "
-            f"{'yes' if r['numbers_match'] else 'no'} | {'yes' if r['function_words_match'] else 'no'} | "
+            f"{'yes' if r['numbers_match'] else 'no'} | {'yes' if r['function_words_match'] else 'no'} / "
+            f"{'yes' if r.get('relation_words_match') else 'no'} | "
             f"{r['R@10']:.1f} | {r['d_R@10']:+.1f} | "
             f"{r['out_no_match']:.1f} | {r['out_no_match_category_words']:.1f} | "
             f"{r['out_no_match_object_words']:.1f} |"

@@ -13,6 +13,9 @@ FUNCTION_WORDS = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then there "
     "these they this to was will with".split()
 )
+# The words that place one thing beside another ("left of", "next to", "in the right"): they say
+# where, not what. Words that also name a thing ("top", "front", "back") are left out.
+RELATION_WORDS = frozenset("left right above below next beside behind near".split())
 NUMBER_WORDS = frozenset(
     "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred "

@@ -36,6 +36,10 @@ The rule (its parameters chosen by measurement: ``bench/no_match.py``, docs/no-m
   captions writes them onto images too, and an index may hold "is" beyond chance (the caption
   templates differ between two sets of pictures), which made "there is a worm" match images
   without worms (docs/no-match.md).
+- A **relation word** ("left", "right", "next", "above": ``english.RELATION_WORDS``) says where,
+  not what: unless ``relation_words_match``, it makes no match on its own. The caption templates
+  place objects ("a clock left of a synagogue"), so an index holds "left" beyond chance, and such
+  a query matched pictures with anything on the left (docs/no-match.md).
 - A calibrated word may also bring a ``Presence`` test (``service.presence``): when the index holds
   it strongly in no more images than the model's look-alikes would give by chance, no image holds
   it (``with_verdicts``); when it holds it beyond chance, its floor is ``present_floor_scale`` of
@@ -50,7 +54,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from vsparta.service.english import FUNCTION_WORDS, is_number, singular_forms
+from vsparta.service.english import FUNCTION_WORDS, RELATION_WORDS, is_number, singular_forms
 from vsparta.service.presence import Presence, Verdict
 from vsparta.termindex import Hit
 from vsparta.termindex.base import TermStatistics
@@ -99,6 +103,7 @@ PRESENT_FLOOR_SCALE = 0.75
 PRESENCE_RATIO = 1.5
 PLURAL_ENDINGS = frozenset({"##s", "##es"})  # a word's last piece that changes number, not meaning
 FUNCTION_WORDS_MATCH = False
+RELATION_WORDS_MATCH = False
 PLURAL_FLOORS = True
 
 
@@ -134,7 +139,8 @@ class MatchRule:
     word held beyond chance needs; ``function_words_match``: whether a function word alone can make
     a match; ``plural_floors``: whether a word the calibration never saw takes its singular's floor
     (``calibration_of``); ``unseen_floors``: per vocabulary id, the least weight of that key for a
-    word the calibration never saw (``term_floors.unseen_floors``), where above ``min_weight``."""
+    word the calibration never saw (``term_floors.unseen_floors``), where above ``min_weight``;
+    ``relation_words_match``: whether a relation word ("left", "next") alone can make a match."""
 
     common_share: float = COMMON_SHARE
     min_weight: float = MIN_WEIGHT
@@ -147,6 +153,7 @@ class MatchRule:
     function_words_match: bool = FUNCTION_WORDS_MATCH
     plural_floors: bool = PLURAL_FLOORS
     unseen_floors: Mapping[int, float] = field(default_factory=dict, hash=False)
+    relation_words_match: bool = RELATION_WORDS_MATCH
 
     def common(self, images: int, indexed: int) -> bool:
         return indexed > 0 and images >= self.common_share * indexed
@@ -190,10 +197,12 @@ class QueryCounts:
 
     numbers: frozenset[str] = frozenset()  # number words that make no match on their own
     function: frozenset[str] = frozenset()  # function words that make no match on their own
+    relation: frozenset[str] = frozenset()  # relation words that make no match on their own
 
     @property
     def informative(self) -> list[WordCount]:
-        return [w for w in self.words if not w.common and w.word not in self.numbers | self.function]
+        alone = self.numbers | self.function | self.relation  # words that name nothing
+        return [w for w in self.words if not w.common and w.word not in alone]
 
 
 def count_words(
@@ -226,7 +235,10 @@ def count_words(
     function = frozenset()
     if not rule.function_words_match:
         function = frozenset(w.word for w in out if w.word.lower() in FUNCTION_WORDS)
-    return QueryCounts(int(stats.n_docs), out, numbers, function)
+    relation = frozenset()
+    if not rule.relation_words_match:
+        relation = frozenset(w.word for w in out if w.word.lower() in RELATION_WORDS)
+    return QueryCounts(int(stats.n_docs), out, numbers, function, relation)
 
 
 def calibration_of(word: str, ids: Sequence[int], rule: MatchRule) -> WordFloor | None:

@@ -266,6 +266,7 @@ def describe(
     common, rare = [w for w in counts.words if w.common], counts.informative
     numbers = [w for w in counts.words if w.word in counts.numbers and not w.common]
     function = [w for w in counts.words if w.word in counts.function and not w.common]
+    relation = [w for w in counts.words if w.word in counts.relation and not w.common]
     found = [w for w in rare if any(held(h, w) for h in ranked)]
     reasons = [_absent(w) for w in rare if w.images == 0]
     chance = [w for w in rare if w.images > 0 and w.by_chance]
@@ -285,6 +286,7 @@ def describe(
     reasons += [f"{w.word} is in {_share(w.images, counts.indexed)} and does not rank." for w in common]
     reasons += [f"{w.word} says how many, not what." for w in numbers if require_match]
     reasons += [f"{w.word} joins words and names nothing." for w in function if require_match]
+    reasons += [f"{w.word} says where, not what." for w in relation if require_match]
     if not counts.words:
         reasons.append("No word of the query is in the model's vocabulary.")
     elif not rare and require_match:

@@ -26,6 +26,7 @@ from vsparta.service.matching import (
     PRESENCE_ALPHA,
     PRESENCE_RATIO,
     PRESENT_FLOOR_SCALE,
+    RELATION_WORDS_MATCH,
     MatchRule,
 )
 from vsparta.service.rerankers.registry import NONE as NO_RERANKER
@@ -131,6 +132,11 @@ class ServiceSettings(BaseSettings):
         description="Whether a function word ('is', 'there', 'with': Lucene's English stop words) alone "
         "can make a result a match (docs/no-match.md).",
     )
+    match_relation_words: bool = Field(
+        RELATION_WORDS_MATCH,
+        description="Whether a relation word ('left', 'next', 'above') alone can make a result a match; "
+        "it says where, not what (docs/no-match.md).",
+    )
     match_plural_floors: bool = Field(
         PLURAL_FLOORS,
         description="Whether a plural the calibration never saw ('banjos') takes the floor of its "
@@ -199,6 +205,7 @@ class ServiceSettings(BaseSettings):
             self.match_present_floor_scale,
             self.match_presence_ratio,
             function_words_match=self.match_function_words,
+            relation_words_match=self.match_relation_words,
             plural_floors=self.match_plural_floors,
             unseen_floors=load_unseen(self.model_path, tokenizer) if unseen else {},
         )

@@ -24,9 +24,9 @@ from vsparta.termindex import Hit
 from vsparta.termindex.base import TermStatistics
 
 IDS = {"a": 1, "bird": 2, "peacock": 3, "##s": 4, "five": 5, "clock": 6, "fa": 7, "##uce": 8, "##t": 9}
-IDS |= {"lo": 10, "##lli": 11, "##pop": 12, "is": 13}
+IDS |= {"lo": 10, "##lli": 11, "##pop": 12, "is": 13, "left": 14}
 STATS = TermStatistics(
-    100, {1: 90, 2: 30, 3: 5, 4: 60, 5: 28, 6: 0, 7: 12, 8: 3, 9: 50, 10: 40, 11: 40, 13: 40}
+    100, {1: 90, 2: 30, 3: 5, 4: 60, 5: 28, 6: 0, 7: 12, 8: 3, 9: 50, 10: 40, 11: 40, 13: 40, 14: 35}
 )
 PIECES = {
     "peacocks": ["peacock", "##s"],
@@ -98,6 +98,24 @@ def test_a_function_word_names_nothing() -> None:
     said = describe([said_is], [], [], counts_of("is clock", strict), strict, require_match=True, min_score=0)
     assert said["no_match"] == {
         "reason": "No image has clock. is joins words and names nothing.",
+        "words": ["clock"],
+        "common": [],
+    }
+
+
+def test_a_relation_word_says_where_not_what() -> None:
+    """ "a clock left of a synagogue" on an index without clocks: the caption templates place objects,
+    so an index holds "left" (35 of 100 here) on pictures with anything on the left."""
+    strict, lax = MatchRule(0.5, 0.5), MatchRule(0.5, 0.5, relation_words_match=True)
+    on_the_left = hit("bird-on-the-left", left=3.0, bird=2.0)
+    assert not is_match(on_the_left, counts_of("clock left", strict), strict)
+    assert is_match(on_the_left, counts_of("clock left", lax), lax)
+    assert is_match(on_the_left, counts_of("bird left", strict), strict)
+    said = describe(
+        [on_the_left], [], [], counts_of("clock left", strict), strict, require_match=True, min_score=0
+    )
+    assert said["no_match"] == {
+        "reason": "No image has clock. left says where, not what.",
         "words": ["clock"],
         "common": [],
     }

@@ -189,12 +189,14 @@ def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     monkeypatch.setenv("VSPARTA_MATCH_PLURAL_FLOORS", "false")
     monkeypatch.setenv("VSPARTA_MATCH_UNSEEN_FLOORS", "false")
     monkeypatch.setenv("VSPARTA_MATCH_PRESENCE_SCAN", "false")
+    monkeypatch.setenv("VSPARTA_MATCH_RELATION_WORDS", "true")
     s = ServiceSettings()
     rule = s.model_copy(update={"match_term_floors": False}).match_rule(None)  # type: ignore[arg-type]
     assert rule.function_words_match and not ServiceSettings(match_function_words=False).match_function_words
     assert not rule.plural_floors and ServiceSettings(match_plural_floors=True).match_plural_floors
     assert not s.match_unseen_floors and ServiceSettings(match_unseen_floors=True).match_unseen_floors
     assert not s.match_presence_scan and ServiceSettings(match_presence_scan=True).match_presence_scan
+    assert rule.relation_words_match and not ServiceSettings(match_relation_words=False).match_relation_words
     assert s.backend == "http://127.0.0.1:9200/vsparta"
     assert s.image_roots == [a.resolve(), b.resolve()]
     assert (s.max_k, s.engine_timeout_s) == (50, 1.5)
