@@ -52,7 +52,7 @@ from vsparta.termindex.base import TermIndex
 FILE = "term-floors.json"
 FORMAT = 2  # 1: a floor per first word-piece (before 2026-11-27); read no more
 UNSEEN_QUANTILE = 0.001  # chosen in docs/no-match.md ("A word the calibration never saw")
-SCAN = (0.2, 0.35, 0.5, 0.8, 0.9, 0.95)  # the presence test's other quantiles (docs/no-match.md, "A scan")
+SCAN = (0.2, 0.35, 0.5, 0.8, 0.9, 0.95)  # the presence test's other quantiles (docs/no-match.md)
 
 
 @dataclass(frozen=True)
