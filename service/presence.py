@@ -18,13 +18,12 @@ weight, one it writes weakly everywhere by many at a low one; each of the k weig
 Measured on half of the whole catalog (docs/no-match.md, "A scan of strong weights, and relation
 words"): 55 % -> 68 % of the index's own words proven on 2,500 images, none more of the absent
 ones. For an index of ``n`` images the chance count is ``null_rate x n``; the word is **beyond
-chance** when so many
-images hold it strongly that a Poisson count with that mean reaches it with probability under
-``alpha``, and at least ``ratio`` times that mean: with hundreds expected (a caption template's
-"photo", written as weakly on every image), a few more than the calibration predicts is a
-difference between two sets of pictures, not evidence that the index shows the word. The least
-such count ``c`` (``needed_count``) is all a search needs to ask: the word's key alone as the
-query, ``c`` results; beyond chance when the ``c``-th still holds the strong weight.
+chance** when so many images hold it strongly that a Poisson count with that mean reaches it with
+probability under ``alpha``, and at least ``ratio`` times that mean: with hundreds expected (a
+caption template's "photo", written as weakly on every image), a few more than the calibration
+predicts is a difference between two sets of pictures, not evidence that the index shows the word.
+The least such count ``c`` (``needed_count``) is all a search needs to ask: the word's key alone
+as the query, ``c`` results; beyond chance when the ``c``-th still holds the strong weight.
 One search of a few results per calibrated query word (the most any of its weights needs), on any
 engine (no new statistics).
 """
