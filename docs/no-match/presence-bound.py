@@ -1,6 +1,6 @@
 """How far the presence test is from the best a test over the index could do (docs/no-match.md,
-"What a perfect presence test would leave"), on half of the whole catalog, beside the service's
-defaults:
+"What a perfect presence test would leave, and a larger calibration"), on half of the whole
+catalog, beside the service's defaults:
 
 - **perfect**: a word is beyond chance exactly when it names an object of the index's images (a
   name, alias or category, or its plural; never a caption template's word). No test of the index's
