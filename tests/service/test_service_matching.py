@@ -2,11 +2,13 @@
 
 Index of 100 images; "a" in 90 (common), "bird" in 30, "peacock" + "##s" in 5 / 60, "five" in 28,
 "clock" in none, "fa" + "##uce" + "##t" (faucet) in 12 / 3 / 50, "lo" + "##lli" + "##pop" (lollipop)
-in 40 / 40 / 0 (a model that never writes ``##pop``), "is" in 40 (not common). Engine answers are
-written out here; the engines' own answers are in ``test_service_no_match.py``.
+in 40 / 40 / 0 (a model that never writes ``##pop``), "is" in 40 and "left" in 35 (not common).
+Engine answers are written out here; the engines' own answers are in ``test_service_no_match.py``.
 """
 
 from __future__ import annotations
+
+import pytest
 
 from vsparta.service.english import is_number, singular_forms
 from vsparta.service.matching import (
@@ -87,38 +89,27 @@ def test_a_number_says_how_many_not_what() -> None:
     }
 
 
-def test_a_function_word_names_nothing() -> None:
-    """ "there is a worm" on an index without worms: a model writes "is" on images too, held by 40 of
-    100 (not common), but it joins words; only the object word can make a match."""
-    strict, lax = MatchRule(0.5, 0.5), MatchRule(0.5, 0.5, function_words_match=True)
-    said_is = hit("bird-said-is", **{"is": 3.0, "bird": 2.0})
-    assert not is_match(said_is, counts_of("is clock", strict), strict)
-    assert is_match(said_is, counts_of("is clock", lax), lax)
-    assert is_match(said_is, counts_of("is bird", strict), strict)
-    said = describe([said_is], [], [], counts_of("is clock", strict), strict, require_match=True, min_score=0)
-    assert said["no_match"] == {
-        "reason": "No image has clock. is joins words and names nothing.",
-        "words": ["clock"],
-        "common": [],
-    }
-
-
-def test_a_relation_word_says_where_not_what() -> None:
-    """ "a clock left of a synagogue" on an index without clocks: the caption templates place objects,
-    so an index holds "left" (35 of 100 here) on pictures with anything on the left."""
-    strict, lax = MatchRule(0.5, 0.5), MatchRule(0.5, 0.5, relation_words_match=True)
-    on_the_left = hit("bird-on-the-left", left=3.0, bird=2.0)
-    assert not is_match(on_the_left, counts_of("clock left", strict), strict)
-    assert is_match(on_the_left, counts_of("clock left", lax), lax)
-    assert is_match(on_the_left, counts_of("bird left", strict), strict)
+@pytest.mark.parametrize(
+    ("word", "allowed", "reason"),
+    [
+        # "there is a worm" on an index without worms: a model writes "is" on images too, held by 40
+        # of 100 (not common), but it joins words; only the object word can make a match
+        ("is", "function_words_match", "is joins words and names nothing."),
+        # "a clock left of a synagogue": the caption templates place objects, so an index holds
+        # "left" (35 of 100 here) on pictures with anything on the left
+        ("left", "relation_words_match", "left says where, not what."),
+    ],
+)
+def test_a_word_that_names_nothing_makes_no_match_alone(word: str, allowed: str, reason: str) -> None:
+    strict, lax = MatchRule(0.5, 0.5), MatchRule(0.5, 0.5, **{allowed: True})
+    holds_it = hit(f"bird-{word}", **{word: 3.0, "bird": 2.0})
+    assert not is_match(holds_it, counts_of(f"{word} clock", strict), strict)
+    assert is_match(holds_it, counts_of(f"{word} clock", lax), lax)
+    assert is_match(holds_it, counts_of(f"{word} bird", strict), strict)
     said = describe(
-        [on_the_left], [], [], counts_of("clock left", strict), strict, require_match=True, min_score=0
+        [holds_it], [], [], counts_of(f"{word} clock", strict), strict, require_match=True, min_score=0
     )
-    assert said["no_match"] == {
-        "reason": "No image has clock. left says where, not what.",
-        "words": ["clock"],
-        "common": [],
-    }
+    assert said["no_match"] == {"reason": f"No image has clock. {reason}", "words": ["clock"], "common": []}
 
 
 def test_evidence_asks_more_of_a_word_many_images_hold() -> None:
