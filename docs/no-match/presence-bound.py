@@ -25,21 +25,19 @@ from __future__ import annotations
 from dataclasses import replace
 from types import SimpleNamespace
 
-import numpy as np
-from half_catalog import MANIFESTS, SPEC, calibrated_word, lost, study
+from half_catalog import MANIFESTS, SPEC, lost, study
 
 from vsparta.bench import no_match
 from vsparta.bench.no_match_floors import linking_words, object_words
 from vsparta.bench.search_runs import recall
 from vsparta.core.manifest import read_manifest
 from vsparta.service.matching import MatchRule, count_words, words_of
-from vsparta.service.presence import MAX_DEPTH, Verdict, beyond_chance, needed_count, null_rate
+from vsparta.service.presence import Verdict
 from vsparta.service.term_floors import FloorRule, word_floors
-from vsparta.termindex import open_index
 
-SCANS = {  # the strong weights' quantiles other scans try (the service's: 0.65 and FloorRule.presence_scan)
-    "scan of five strong weights": (0.35, 0.5, 0.65, 0.8, 0.9),
-    "scan of three high strong weights": (0.65, 0.8, 0.9),
+SCANS = {  # other scans' quantiles beside the main 0.65 (the service's: FloorRule.presence_scan)
+    "scan of five strong weights": (0.35, 0.5, 0.8, 0.9),
+    "scan of three high strong weights": (0.8, 0.9),
 }
 
 
@@ -49,28 +47,6 @@ def perfect_verdicts(tests: dict, tokenizer, manifests: list) -> dict[str, Verdi
     every = SimpleNamespace(metadata={"objects": [{"name": n} for n in sorted(drawn)]})
     held = {w.text for w in object_words(tokenizer, every, linking_words())}
     return {w: Verdict(w in held, 0, 0.0) for w in tests}
-
-
-def scan_verdicts(table, rule: MatchRule, tests: dict, by_test: dict, indexed: int, scan: tuple) -> dict:  # noqa: ANN001
-    """The presence test at each of ``scan``'s strong weights, alpha / len(scan) each; proven at any."""
-    out = {}
-    alpha = rule.presence_alpha / len(scan)
-    with open_index(SPEC) as index:
-        for word, (key, presence) in tests.items():
-            positive = table.positive[by_test[(key, presence)]]
-            weights = table.weights[key]
-            levels = []
-            for q in scan:
-                strong = float(np.quantile(weights[positive], q))
-                negatives = weights[~positive]
-                expected = null_rate(int((negatives >= strong).sum()), len(negatives)) * indexed
-                levels.append((strong, needed_count(expected, alpha, rule.presence_ratio), expected))
-            depth = min(max(c for _, c, _ in levels), indexed, MAX_DEPTH)
-            hits = index.search({key: 1.0}, k=depth, explain=True)
-            proven = [lv for lv in levels if lv[1] <= depth and beyond_chance(hits, key, lv[0], lv[1])]
-            best = proven[0] if proven else levels[len(scan) // 2]
-            out[word] = Verdict(bool(proven), best[1], best[2])
-    return out
 
 
 def without_object(loaded, rule: MatchRule) -> str:  # noqa: ANN001
@@ -97,17 +73,19 @@ def main() -> None:
     loaded = study()
     table, captions, inside, outside = loaded.table, loaded.captions, loaded.inside, loaded.outside
     rule, base = loaded.defaults, loaded.base
-    by_test = calibrated_word(rule.word_floors)
     tests = no_match.tests_of([*inside, *outside], rule)
     in_words = set(no_match.tests_of(inside, rule))
     indexed = inside[0].stats.n_docs
-    one = replace(rule, word_floors=word_floors(table, FloorRule(presence_scan=())))  # the same floors
+
+    def scanning(scan: tuple[float, ...]) -> dict[str, Verdict]:
+        """The service's test with the floors' presence calibrated at ``scan`` (the same floors)."""
+        floors = word_floors(table, FloorRule(presence_scan=scan))
+        return no_match.presence_verdicts(SPEC, [*inside, *outside], replace(rule, word_floors=floors), {})
+
     kinds = {
-        "one strong weight (before 2026-12-04)": no_match.presence_verdicts(
-            SPEC, [*inside, *outside], one, {}
-        ),
-        "the service's scan (the defaults)": no_match.presence_verdicts(SPEC, [*inside, *outside], rule, {}),
-        **{name: scan_verdicts(table, rule, tests, by_test, indexed, scan) for name, scan in SCANS.items()},
+        "one strong weight (before 2026-12-04)": scanning(()),
+        "the service's scan (the defaults)": scanning(FloorRule().presence_scan),
+        **{name: scanning(scan) for name, scan in SCANS.items()},
         "perfect": perfect_verdicts(tests, loaded.tokenizer, MANIFESTS),
     }
     print(f"{indexed:,} images; R@10 without a rule: {base:.2f}; {len(outside)} out queries.\n")
