@@ -12,7 +12,8 @@ the ``--quantiles`` q-quantile of the key piece's weight there, and on the other
 positive images keeps the rule's ``min_weight`` and every piece. With the default floors, the
 presence test (``service.presence``) too: ``--presence-quantiles`` x ``--presence-alphas`` x
 ``--presence-ratios`` x ``--present-floor-scales`` x ``--related-shares`` (``FloorRule.related_share``)
-x ``--presence-scans`` (``FloorRule.presence_scan``, or one strong weight);
+x ``--presence-scans`` (``FloorRule.presence_scan``, or one strong weight) x ``--presence-joints``
+(``MatchRule.presence_joint``);
 the best such rule is then run once more through the service's pipeline, with and without the test
 (its figures again, and its cost per query). ``--plural-floors yes,no`` gives each rule with a floor
 per word with and without plurals taking their singulars' floors (``MatchRule.plural_floors``),
@@ -96,6 +97,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "other strong weights (the calibration's default) or its one",
     )  # fmt: skip
     parser.add_argument(
+        "--presence-joints", type=no_match._yes_no, default=[False],
+        help="comma list of yes/no: whether the scan shares alpha by its weights' exact joint chance "
+        "(MatchRule.presence_joint) or by Bonferroni",
+    )  # fmt: skip
+    parser.add_argument(
         "--related-shares", type=no_match._optional_floats, default=[None],
         help="comma list of FloorRule.related_share (none: every image whose captions lack a word is "
         "its negative), each with the presence test",
@@ -171,18 +177,19 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
     base = recall([[h.id for h in a.hits[: no_match.K]] for a in inside], captions)
     categories = category_words()
     by_category = [bool({w.text for w in words_of(a.tokens)} & categories) for a in outside]
-    per_word = [(None, None, "-", None, None, 0.05, 1.0, 1.0, None, False)] + [
-        (q, p, c, piece, None, 0.05, 1.0, 1.0, None, False)
+    per_word = [(None, None, "-", None, None, 0.05, 1.0, 1.0, None, False, False)] + [
+        (q, p, c, piece, None, 0.05, 1.0, 1.0, None, False, False)
         for q in args.quantiles for p in (None, *args.negative_quantiles)
         for c in (["-"] if p is None else args.combine) for piece in args.piece_shares
     ]  # fmt: skip
     default = FloorRule()
     per_word += [  # the presence test, with the default floors
         (default.quantile, default.negative_quantile, default.combine, default.piece_share, pq, alpha, scale,
-         ratio, related, scan)
+         ratio, related, scan, joint)
         for pq in args.presence_quantiles if pq is not None
         for alpha in args.presence_alphas for scale in args.present_floor_scales
         for ratio in args.presence_ratios for related in args.related_shares for scan in args.presence_scans
+        for joint in args.presence_joints if scan or not joint  # one weight: no scan to share alpha
     ]  # fmt: skip
     rows, known = [], {}
     choices = itertools.product(
@@ -196,7 +203,7 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
     )
     unseen_of = {u: unseen_floors(table, u) for u in args.unseen_quantiles}
     for per, share, floor, numbers, function, relation, (plural, unseen) in choices:
-        q, p, combine, piece, pq, alpha, scale, ratio, related, scan = per
+        q, p, combine, piece, pq, alpha, scale, ratio, related, scan, joint = per
         if q is None and (plural, unseen) != (args.plural_floors[0], args.unseen_quantiles[0]):
             continue  # no floors per word: no singular's to take, no calibration to say what is unseen
         if q is None:
@@ -207,7 +214,7 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
             words = word_floors(table, how)
         more = unseen_of[unseen] if q is not None else {}
         rule = MatchRule(
-            share, floor, 0.0, numbers, words, alpha, scale, ratio, function, plural, more, relation
+            share, floor, 0.0, numbers, words, alpha, scale, ratio, function, plural, more, relation, joint
         )
         tested = no_match.presence_verdicts(args.index, [*inside, *outside], rule, known) if pq else None
         ranked, _, _ = no_match.judge(inside, rule, tested)
@@ -218,6 +225,7 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
             "presence_quantile": pq, "presence_alpha": alpha if pq else None,
             "present_floor_scale": scale if pq else None, "presence_ratio": ratio if pq else None,
             "related_share": related, "presence_scan": scan if pq else None,
+            "presence_joint": joint if pq else None,
             "q": q, "p": p, "combine": combine, "piece_share": piece, "common_share": share,
             "min_weight": floor, "numbers_match": numbers, "function_words_match": function,
             "relation_words_match": relation,

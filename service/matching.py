@@ -105,6 +105,7 @@ PLURAL_ENDINGS = frozenset({"##s", "##es"})  # a word's last piece that changes 
 FUNCTION_WORDS_MATCH = False
 RELATION_WORDS_MATCH = False
 PLURAL_FLOORS = True
+PRESENCE_JOINT = False
 
 
 def needed_pieces(tokens: Sequence[str]) -> tuple[str, ...]:
@@ -140,7 +141,9 @@ class MatchRule:
     a match; ``plural_floors``: whether a word the calibration never saw takes its singular's floor
     (``calibration_of``); ``unseen_floors``: per vocabulary id, the least weight of that key for a
     word the calibration never saw (``term_floors.unseen_floors``), where above ``min_weight``;
-    ``relation_words_match``: whether a relation word ("left", "next") alone can make a match."""
+    ``relation_words_match``: whether a relation word ("left", "next") alone can make a match;
+    ``presence_joint``: whether the test's scan shares ``presence_alpha`` by the exact joint chance
+    of its weights' counts or by Bonferroni (``service.presence.scan_counts``)."""
 
     common_share: float = COMMON_SHARE
     min_weight: float = MIN_WEIGHT
@@ -154,6 +157,7 @@ class MatchRule:
     plural_floors: bool = PLURAL_FLOORS
     unseen_floors: Mapping[int, float] = field(default_factory=dict, hash=False)
     relation_words_match: bool = RELATION_WORDS_MATCH
+    presence_joint: bool = PRESENCE_JOINT
 
     def common(self, images: int, indexed: int) -> bool:
         return indexed > 0 and images >= self.common_share * indexed

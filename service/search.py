@@ -216,7 +216,9 @@ class SearchPipeline:
         with self.stage("presence"):
             rule = self.match
             found = (
-                await verdicts(engine, ask, stats.n_docs, rule.presence_alpha, rule.presence_ratio)
+                await verdicts(
+                    engine, ask, stats.n_docs, rule.presence_alpha, rule.presence_ratio, rule.presence_joint
+                )
                 if ask
                 else {}
             )

@@ -24,6 +24,7 @@ from vsparta.service.matching import (
     NUMBERS_MATCH,
     PLURAL_FLOORS,
     PRESENCE_ALPHA,
+    PRESENCE_JOINT,
     PRESENCE_RATIO,
     PRESENT_FLOOR_SCALE,
     RELATION_WORDS_MATCH,
@@ -169,6 +170,12 @@ class ServiceSettings(BaseSettings):
         "keeps for a word (its scan, each at match_presence_alpha over their count) or its one "
         "(service/presence.py; docs/no-match.md).",
     )
+    match_presence_joint: bool = Field(
+        PRESENCE_JOINT,
+        description="Whether the presence test's scan shares match_presence_alpha among its strong "
+        "weights by their exact joint chance (each may ask for fewer images) or by Bonferroni "
+        "(service/presence.py; docs/no-match.md).",
+    )
     match_present_floor_scale: float = Field(
         PRESENT_FLOOR_SCALE,
         gt=0,
@@ -206,6 +213,7 @@ class ServiceSettings(BaseSettings):
             self.match_presence_ratio,
             function_words_match=self.match_function_words,
             relation_words_match=self.match_relation_words,
+            presence_joint=self.match_presence_joint,
             plural_floors=self.match_plural_floors,
             unseen_floors=load_unseen(self.model_path, tokenizer) if unseen else {},
         )

@@ -10,7 +10,8 @@ catalog, beside the service's defaults:
   (its default since), and at other sets of strong weights (quantiles of the key's weights on the
   calibration's positives), beyond chance at any of them, alpha divided by their number
   (Bonferroni): a word the model writes on its own images far above its look-alikes is proven by a
-  few of them.
+  few of them; or, **joint**, alpha shared by the weights' exact joint chance
+  (``MatchRule.presence_joint``), which lets a finer scan (seventeen weights) cost no more.
 
 Each with a proven word's floor at the service's 0.75 of its calibrated one, and at 0. Last, a
 bound on **any** rule that asks a result to hold a word naming what the query asks for: the in
@@ -39,6 +40,7 @@ SCANS = {  # other scans' quantiles beside the main 0.65 (the service's: FloorRu
     "scan of five strong weights": (0.35, 0.5, 0.8, 0.9),
     "scan of three high strong weights": (0.8, 0.9),
 }
+FINE = tuple(q / 100 for q in range(10, 100, 5) if q != 65)  # seventeen weights beside 0.65
 
 
 def perfect_verdicts(tests: dict, tokenizer, manifests: list) -> dict[str, Verdict]:  # noqa: ANN001
@@ -77,15 +79,20 @@ def main() -> None:
     in_words = set(no_match.tests_of(inside, rule))
     indexed = inside[0].stats.n_docs
 
-    def scanning(scan: tuple[float, ...]) -> dict[str, Verdict]:
-        """The service's test with the floors' presence calibrated at ``scan`` (the same floors)."""
+    def scanning(scan: tuple[float, ...], joint: bool = False) -> dict[str, Verdict]:
+        """The service's test with the floors' presence calibrated at ``scan`` (the same floors),
+        alpha shared by Bonferroni or ``joint``."""
         floors = word_floors(table, FloorRule(presence_scan=scan))
-        return no_match.presence_verdicts(SPEC, [*inside, *outside], replace(rule, word_floors=floors), {})
+        tested = replace(rule, word_floors=floors, presence_joint=joint)
+        return no_match.presence_verdicts(SPEC, [*inside, *outside], tested, {})
 
     kinds = {
         "one strong weight (before 2026-12-04)": scanning(()),
-        "the service's scan (the defaults)": scanning(FloorRule().presence_scan),
+        "the service's scan, Bonferroni": scanning(FloorRule().presence_scan),
+        "the service's scan, joint": scanning(FloorRule().presence_scan, joint=True),
         **{name: scanning(scan) for name, scan in SCANS.items()},
+        "a finer scan (seventeen weights), Bonferroni": scanning(FINE),
+        "a finer scan (seventeen weights), joint": scanning(FINE, joint=True),
         "perfect": perfect_verdicts(tests, loaded.tokenizer, MANIFESTS),
     }
     print(f"{indexed:,} images; R@10 without a rule: {base:.2f}; {len(outside)} out queries.\n")
@@ -104,7 +111,7 @@ def main() -> None:
                 f"{len(outs)} | {scale:g} | {r10:.2f} | {r10 - base:+.2f} | {no_match._pct(none):.1f} |"
             )
     print(f"\nAny rule asking for an object word: {without_object(loaded, rule)}")
-    for name in ("one strong weight (before 2026-12-04)", "the service's scan (the defaults)", "perfect"):
+    for name in ("one strong weight (before 2026-12-04)", "the service's scan, joint", "perfect"):
         found = lost(captions, inside, replace(rule, present_floor_scale=0.0), kinds[name])
         print(
             f"\n{name}, a proven word's floor 0: {found.lost} of the {found.found} in queries whose image is"

@@ -155,20 +155,21 @@ def test_no_match_floors_measures_the_presence_test_and_runs_it_through_the_pipe
     args += ["--numbers-match", "no", "--presence-quantiles", "none,0.65", "--presence-ratios", "1.5"]
     args += ["--present-floor-scales", "0.75", "--out-dir", str(tmp_path), "--name", "zebras"]
     more = ["--plural-floors", "yes,no", "--related-shares", "none,0.5", "--unseen-quantiles", "none,0.1"]
-    assert main([*args, *more, "--presence-scans", "yes,no"]) == 0
+    assert main([*args, *more, "--presence-scans", "yes,no", "--presence-joints", "yes,no"]) == 0
     rows = json.loads((tmp_path / "zebras.json").read_text())["rows"]
     tested = [r for r in rows if r["presence_quantile"] is not None]
-    options = {
-        (r["plural_floors"], r["related_share"], r["unseen_quantile"], r["presence_scan"]) for r in tested
-    }
+
+    def test(r: dict) -> tuple:  # the scan, and how it shares alpha
+        return r["presence_scan"], r["presence_joint"]
+
+    options = {(r["plural_floors"], r["related_share"], r["unseen_quantile"], *test(r)) for r in tested}
     every = (True, False)
-    assert options == {(p, r, u, s) for p in every for r in (None, 0.5) for u in (None, 0.1) for s in every}
-    # every zebra weighs 5.0, so each of the scan's strong weights is 5.0 too: the same figures both ways
-    by_scan = {
-        s: sorted((r["out_no_match"], r["R@10"]) for r in tested if r["presence_scan"] is s) for s in every
-    }
-    assert by_scan[True] == by_scan[False]
-    tested = [r for r in tested if r["presence_scan"]]
+    tests = [(True, True), (True, False), (False, False)]  # one strong weight: no scan to share alpha
+    assert options == {(p, r, u, *t) for p in every for r in (None, 0.5) for u in (None, 0.1) for t in tests}
+    # every zebra weighs 5.0, so each of the scan's strong weights is 5.0 too: the same figures each way
+    by_test = [sorted((r["out_no_match"], r["R@10"]) for r in tested if test(r) == t) for t in tests]
+    assert by_test[0] == by_test[1] == by_test[2]
+    tested = [r for r in tested if r["presence_scan"] and not r["presence_joint"]]
     # "two zebras" takes zebra's floor and test with plural floors; without, the rule's 0.5, or the
     # unseen floor of zebra: 5.0 on 7 of the 40 calibration images, so its 0.9 quantile is 5.0, which
     # the look-alike cubes (5.0) reach

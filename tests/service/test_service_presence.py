@@ -16,7 +16,17 @@ from fastapi.testclient import TestClient
 
 from vsparta.service.app import create_app
 from vsparta.service.matching import MatchRule, QueryCounts, WordCount, held, to_test, with_verdicts
-from vsparta.service.presence import MAX_DEPTH, Presence, Verdict, beyond_chance, needed_count, null_rate
+from vsparta.service.presence import (
+    JOINT_DEPTH,
+    MAX_DEPTH,
+    Presence,
+    Verdict,
+    beyond_chance,
+    family_chance,
+    needed_count,
+    null_rate,
+    scan_counts,
+)
 from vsparta.service.results import describe
 from vsparta.service.settings import ServiceSettings
 from vsparta.service.term_floors import FILE
@@ -43,6 +53,57 @@ def test_the_count_needed_in_edge_cases() -> None:
     assert needed_count(0.6, 0.05, ratio=2.0) == needed_count(0.6, 0.05) == 3  # the tail asks more
     assert needed_count(6_000.0, 0.05, ratio=2.0) == MAX_DEPTH + 1
     assert null_rate(0, 9) == 0.05 and null_rate(3, 99) == 0.035  # smoothed: never proven absent
+
+
+def brute_family_chance(expected: list[float], counts: list[int]) -> float:
+    """The chance some nested count reaches its own, by summing over every increment (small cases):
+    expected in the scan's order, highest weight last."""
+    pairs = zip(expected[:-1], expected[1:], strict=True)  # each weight's and the next higher one's
+    increments = [*(a - b for a, b in pairs), expected[-1]]
+    steps = [[math.exp(-m) * m**i / math.factorial(i) for i in range(40)] for m in increments]
+    none = 0.0
+
+    def walk(level: int, below: int, chance: float) -> None:  # from the highest weight down
+        nonlocal none
+        if level < 0:
+            none += chance
+            return
+        for d, p in enumerate(steps[level]):
+            if below + d >= counts[level]:
+                break
+            walk(level - 1, below + d, chance * p)
+
+    walk(len(expected) - 1, 0, 1.0)
+    return 1.0 - none
+
+
+@pytest.mark.parametrize(
+    "expected", [[4.0, 1.5, 0.3], [0.9, 0.9, 0.2], [12.0, 3.0, 2.5, 0.05], [2.0, 0.0, 0.0]]
+)
+def test_the_joint_chance_of_a_scan_is_exact(expected: list[float]) -> None:
+    bonferroni = scan_counts(expected, 0.05)
+    joint = scan_counts(expected, 0.05, joint=True)
+    for counts in (bonferroni, joint):
+        assert family_chance(expected, counts) == pytest.approx(brute_family_chance(expected, list(counts)))
+    # nested weights' counts move together: Bonferroni's true chance is well under alpha, the joint
+    # test spends it all and never asks for more images at any weight
+    assert family_chance(expected, bonferroni) <= family_chance(expected, joint) <= 0.05
+    assert all(j <= b for j, b in zip(joint, bonferroni, strict=True))
+    shuffled = [expected[i] for i in (1, 0, *range(2, len(expected)))]  # the scan's order: main first
+    again = scan_counts(shuffled, 0.05, joint=True)
+    assert [again[i] for i in (1, 0, *range(2, len(expected)))] == list(joint)
+
+
+def test_the_joint_test_asks_for_fewer_images_and_bounds_what_it_cannot_afford() -> None:
+    scan = [12.0, 40.0, 25.0, 18.0, 6.0, 2.5, 1.0]  # the main weight first, as Presence.levels
+    bonferroni, joint = scan_counts(scan, 0.05, 1.5), scan_counts(scan, 0.05, 1.5, joint=True)
+    assert sum(bonferroni) - sum(joint) >= 3 and family_chance(scan, joint) > 0.04
+    assert scan_counts([2.0, 2.0], 0.05, joint=True) == (needed_count(2.0, 0.05),) * 2  # one weight twice
+    assert scan_counts([0.7], 0.05, joint=True) == (needed_count(0.7, 0.05),)
+    big = [900.0, 2_000.0, 30.0]  # counts above JOINT_DEPTH join by the union bound
+    counts = scan_counts(big, 0.05, 1.5, joint=True)
+    assert counts[1] > JOINT_DEPTH and family_chance(big, counts) <= 0.05
+    assert scan_counts([50_000.0, 3.0], 0.05, joint=True)[0] == MAX_DEPTH + 1  # never asked
 
 
 def hit(doc_id: str, weight: float) -> Hit:
@@ -124,6 +185,14 @@ def test_the_service_asks_each_engine_whether_a_word_is_beyond_chance(
     with TestClient(create_app(one), raise_server_exceptions=False) as c:  # the scan off: its one weight
         r = c.post("/search", json={"query": "red", "k": 5}).json()
         assert r["results"] == [] and r["query_word_stats"][0]["beyond_chance"] is False
+    red["null_rate"], red["scan"] = 0.7 / indexed, [[3.0, 0.7 / indexed]]  # one weight twice over
+    path.write_text(json.dumps(body))  # Bonferroni asks 4 strong images; their joint chance is one's: 3
+    assert scan_counts([0.7, 0.7], 0.05) == (4, 4) and scan_counts([0.7, 0.7], 0.05, joint=True) == (3, 3)
+    for joint, found in ((False, []), (True, ["red-cube", "red-cylinder", "red-sphere"])):
+        shared = make_settings(every_engine_spec, model_path=calibrated, match_presence_joint=joint)
+        with TestClient(create_app(shared), raise_server_exceptions=False) as c:
+            results = c.post("/search", json={"query": "red"}).json()["results"]
+            assert sorted(x["id"] for x in results) == found
     del red["scan"]  # one strong weight, as calibrated before the scan
     red["null_rate"] = 0.01  # as if calibrated on far more images: now 2 strong ones are beyond chance
     path.write_text(json.dumps(body))
