@@ -4,8 +4,8 @@ of the index's own test captions (in) and of the captions naming only the other 
 
 Another study's folders by environment: HC (the scenes' folder), INDEX and MORE (the index's folder
 under HC and the manifests of its images beyond a/train and a/test, space-separated), MODEL (the
-model's folder), CALIBRATION and CALIBRATION_INDEX (the calibration scenes' folder and their index
-under HC). For half-catalog-full.sh's half split: HC=ITS_HC/half INDEX=index MORE= MODEL=...
+model's folder), CALIBRATION and CALIBRATION_INDEX (the calibration scenes' folder, or a manifest
+ending in .jsonl, and their index under HC). For half-catalog-full.sh's half split: HC=ITS_HC/half INDEX=index MORE= MODEL=...
 CALIBRATION=calib CALIBRATION_INDEX=calib-index."""
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ SPEC = f"embedded:{S / os.environ.get('INDEX', 'index-words-10k')}"
 MORE = os.environ.get("MORE", "a2-more.jsonl").split()
 MANIFESTS = [S / "a/train.jsonl", S / "a/test.jsonl", *(S / m for m in MORE)]  # the index's images
 MODEL = Path(os.environ.get("MODEL", S / "model-words/final"))
-CALIBRATION = S / os.environ.get("CALIBRATION", "calib2") / "test.jsonl"
+_CALIBRATION = os.environ.get("CALIBRATION", "calib2")
+CALIBRATION = S / _CALIBRATION if _CALIBRATION.endswith(".jsonl") else S / _CALIBRATION / "test.jsonl"
 CALIBRATION_SPEC = f"embedded:{S / os.environ.get('CALIBRATION_INDEX', 'calib-index-words-8k')}"
 
 
