@@ -97,7 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "other strong weights (the calibration's default) or its one",
     )  # fmt: skip
     parser.add_argument(
-        "--presence-joints", type=no_match._yes_no, default=[False],
+        "--presence-joints", type=no_match._yes_no, default=[True],
         help="comma list of yes/no: whether the scan shares alpha by its weights' exact joint chance "
         "(MatchRule.presence_joint) or by Bonferroni",
     )  # fmt: skip

@@ -105,7 +105,7 @@ PLURAL_ENDINGS = frozenset({"##s", "##es"})  # a word's last piece that changes 
 FUNCTION_WORDS_MATCH = False
 RELATION_WORDS_MATCH = False
 PLURAL_FLOORS = True
-PRESENCE_JOINT = False
+PRESENCE_JOINT = True
 
 
 def needed_pieces(tokens: Sequence[str]) -> tuple[str, ...]:

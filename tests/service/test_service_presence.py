@@ -156,13 +156,14 @@ def test_the_service_asks_each_engine_whether_a_word_is_beyond_chance(
     red = body["words"]["red"]
     # 3.0 on each of the 3 red images, on none of the 9 others: strong 3.0, null rate 0.5 / 10
     assert red["strong"] == pytest.approx(3.0) and red["null_rate"] == pytest.approx(0.05)
-    alpha = 0.05 / (1 + len(red["scan"]))  # each strong weight of the scan at alpha / their count
+    same = 1 + len(red["scan"])  # the scan's strong weights: each 3.0, so their joint chance is one's
     settings = make_settings(every_engine_spec, model_path=calibrated)
     with TestClient(create_app(settings), raise_server_exceptions=False) as c:
         r = c.post("/search", json={"query": "red", "k": 5}).json()
         indexed = r["indexed_images"]
         expected = 0.05 * indexed
-        needed = needed_count(expected, alpha)
+        needed = scan_counts([expected] * same, 0.05, 1.5, joint=True)[0]
+        assert needed == needed_count(expected, 0.05) < scan_counts([expected] * same, 0.05, 1.5)[0]
         assert needed > 3  # 3 strong images of 19 prove nothing when 5 % of the others may hold it so
         assert r["results"] == [] and r["no_match"]["words"] == ["red"]
         assert r["query_word_stats"][0]["beyond_chance"] is False
