@@ -14,7 +14,8 @@
 # DEFAULTS=1: then also the grid around the service's defaults (function-words.sh's: the presence
 # test, function words alone or not; table half-catalog-full-SPLIT-defaults SUFFIX) and which out
 # queries still show results under the defaults, through which word (a table
-# still-matches-half-catalog-full-SPLIT SUFFIX).
+# still-matches-half-catalog-full-SPLIT SUFFIX). INDEX_ONLY=1: the scenes and indexes, no table
+# (presence-joint-eight.sh's).
 set -euo pipefail
 V="env OMP_WAIT_POLICY=PASSIVE .venv/bin/vsparta"
 HC=${HC:-.cache/hc-full}
@@ -37,6 +38,7 @@ for split in ${SPLITS:-eight half}; do
     index=$S/index; [ $part = calib/test ] && index=$S/calib-index
     $V index $S/$part.jsonl --backend embedded:$index --model "$MODEL" --resume --failures $index-failures.jsonl --no-progress
   done
+  [ -z "${INDEX_ONLY:-}" ] || continue
   $V bench no-match-floors --index embedded:$S/index --model "$MODEL" --calibration-index embedded:$S/calib-index \
     --in-split $S/a/test.jsonl --out-split $S/b/test.jsonl --index-manifest $S/a/train.jsonl --index-manifest $S/a/test.jsonl \
     --calibration-manifest $S/calib/test.jsonl --positives captions "${grid[@]}" --out-dir docs/no-match \
