@@ -167,7 +167,7 @@ class ServiceSettings(BaseSettings):
     match_presence_scan: bool = Field(
         True,
         description="Whether the presence test also tries the other strong weights term-floors.json "
-        "keeps for a word (its scan, each at match_presence_alpha over their count) or its one "
+        "keeps for a word (its scan, alpha shared as match_presence_joint says) or its one "
         "(service/presence.py; docs/no-match.md).",
     )
     match_presence_joint: bool = Field(

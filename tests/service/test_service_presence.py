@@ -57,7 +57,7 @@ def test_the_count_needed_in_edge_cases() -> None:
 
 def brute_family_chance(expected: list[float], counts: list[int]) -> float:
     """The chance some nested count reaches its own, by summing over every increment (small cases):
-    expected in the scan's order, highest weight last."""
+    expected from the lowest weight to the highest (largest chance count first)."""
     pairs = zip(expected[:-1], expected[1:], strict=True)  # each weight's and the next higher one's
     increments = [*(a - b for a, b in pairs), expected[-1]]
     steps = [[math.exp(-m) * m**i / math.factorial(i) for i in range(40)] for m in increments]
