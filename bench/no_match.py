@@ -193,7 +193,7 @@ def presence_verdicts(spec: str, answers_: Sequence[Answer], rule: Any, known: d
 
     wanted = tests_of(answers_, rule)
     indexed = answers_[0].stats.n_docs if answers_ else 0
-    test = (rule.presence_alpha, rule.presence_ratio, rule.presence_joint)
+    test = (rule.presence_alpha, rule.presence_ratio, rule.presence_joint, rule.presence_predictive)
     ask = {w: t for w, t in wanted.items() if (t, test) not in known}
 
     async def run() -> dict[str, Any]:
@@ -299,6 +299,7 @@ def rule_of(row: dict[str, Any], **more: Any) -> Any:
         function_words_match=row["function_words_match"], plural_floors=row.get("plural_floors", True),
         relation_words_match=row.get("relation_words_match", False),
         presence_joint=bool(row.get("presence_joint")),
+        presence_predictive=bool(row.get("presence_predictive")),
         **more,
     )  # fmt: skip
 

@@ -13,7 +13,7 @@ positive images keeps the rule's ``min_weight`` and every piece. With the defaul
 presence test (``service.presence``) too: ``--presence-quantiles`` x ``--presence-alphas`` x
 ``--presence-ratios`` x ``--present-floor-scales`` x ``--related-shares`` (``FloorRule.related_share``)
 x ``--presence-scans`` (``FloorRule.presence_scan``, or one strong weight) x ``--presence-joints``
-(``MatchRule.presence_joint``);
+(``MatchRule.presence_joint``) x ``--presence-predictives`` (``MatchRule.presence_predictive``);
 the best such rule is then run once more through the service's pipeline, with and without the test
 (its figures again, and its cost per query). ``--plural-floors yes,no`` gives each rule with a floor
 per word with and without plurals taking their singulars' floors (``MatchRule.plural_floors``),
@@ -80,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "default floors",
     )  # fmt: skip
     parser.add_argument(
-        "--presence-alphas", type=no_match._floats, default=[0.05],
+        "--presence-alphas", type=no_match._floats, default=[0.18],
         help="comma list of MatchRule.presence_alpha",
     )  # fmt: skip
     parser.add_argument(
@@ -100,6 +100,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--presence-joints", type=no_match._yes_no, default=[True],
         help="comma list of yes/no: whether the scan shares alpha by its weights' exact joint chance "
         "(MatchRule.presence_joint) or by Bonferroni",
+    )  # fmt: skip
+    parser.add_argument(
+        "--presence-predictives", type=no_match._yes_no, default=[True],
+        help="comma list of yes/no: whether the chance count is as uncertain as the calibration's size "
+        "says (MatchRule.presence_predictive: negative binomial) or exact (Poisson)",
     )  # fmt: skip
     parser.add_argument(
         "--related-shares", type=no_match._optional_floats, default=[None],
@@ -177,19 +182,20 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
     base = recall([[h.id for h in a.hits[: no_match.K]] for a in inside], captions)
     categories = category_words()
     by_category = [bool({w.text for w in words_of(a.tokens)} & categories) for a in outside]
-    per_word = [(None, None, "-", None, None, 0.05, 1.0, 1.0, None, False, False)] + [
-        (q, p, c, piece, None, 0.05, 1.0, 1.0, None, False, False)
+    per_word = [(None, None, "-", None, None, 0.05, 1.0, 1.0, None, False, False, False)] + [
+        (q, p, c, piece, None, 0.05, 1.0, 1.0, None, False, False, False)
         for q in args.quantiles for p in (None, *args.negative_quantiles)
         for c in (["-"] if p is None else args.combine) for piece in args.piece_shares
     ]  # fmt: skip
     default = FloorRule()
     per_word += [  # the presence test, with the default floors
         (default.quantile, default.negative_quantile, default.combine, default.piece_share, pq, alpha, scale,
-         ratio, related, scan, joint)
+         ratio, related, scan, joint, predictive)
         for pq in args.presence_quantiles if pq is not None
         for alpha in args.presence_alphas for scale in args.present_floor_scales
         for ratio in args.presence_ratios for related in args.related_shares for scan in args.presence_scans
         for joint in args.presence_joints if scan or not joint  # one weight: no scan to share alpha
+        for predictive in args.presence_predictives
     ]  # fmt: skip
     rows, known = [], {}
     choices = itertools.product(
@@ -203,7 +209,7 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
     )
     unseen_of = {u: unseen_floors(table, u) for u in args.unseen_quantiles}
     for per, share, floor, numbers, function, relation, (plural, unseen) in choices:
-        q, p, combine, piece, pq, alpha, scale, ratio, related, scan, joint = per
+        q, p, combine, piece, pq, alpha, scale, ratio, related, scan, joint, predictive = per
         if q is None and (plural, unseen) != (args.plural_floors[0], args.unseen_quantiles[0]):
             continue  # no floors per word: no singular's to take, no calibration to say what is unseen
         if q is None:
@@ -214,7 +220,20 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
             words = word_floors(table, how)
         more = unseen_of[unseen] if q is not None else {}
         rule = MatchRule(
-            share, floor, 0.0, numbers, words, alpha, scale, ratio, function, plural, more, relation, joint
+            share,
+            floor,
+            0.0,
+            numbers,
+            words,
+            alpha,
+            scale,
+            ratio,
+            function,
+            plural,
+            more,
+            relation,
+            joint,
+            predictive,
         )
         tested = no_match.presence_verdicts(args.index, [*inside, *outside], rule, known) if pq else None
         ranked, _, _ = no_match.judge(inside, rule, tested)
@@ -225,7 +244,7 @@ def grid(args: argparse.Namespace, inside: list[Any], outside: list[Any], captio
             "presence_quantile": pq, "presence_alpha": alpha if pq else None,
             "present_floor_scale": scale if pq else None, "presence_ratio": ratio if pq else None,
             "related_share": related, "presence_scan": scan if pq else None,
-            "presence_joint": joint if pq else None,
+            "presence_joint": joint if pq else None, "presence_predictive": predictive if pq else None,
             "q": q, "p": p, "combine": combine, "piece_share": piece, "common_share": share,
             "min_weight": floor, "numbers_match": numbers, "function_words_match": function,
             "relation_words_match": relation,

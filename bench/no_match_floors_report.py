@@ -41,6 +41,8 @@ def markdown(result: dict[str, Any], args: argparse.Namespace) -> str:
             test += f"{r['present_floor_scale']:g}"
             if r.get("presence_scan"):
                 test += ", joint scan" if r.get("presence_joint") else ", scan"
+            if r.get("presence_predictive"):
+                test += ", predictive"
             if r.get("related_share") is not None:
                 test += f", related share {r['related_share']:g}"
         lines.append(

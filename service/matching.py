@@ -98,7 +98,7 @@ COMMON_SHARE = 0.6
 MIN_WEIGHT = 0.5
 MIN_EVIDENCE = 0.0
 NUMBERS_MATCH = False
-PRESENCE_ALPHA = 0.05
+PRESENCE_ALPHA = 0.18
 PRESENT_FLOOR_SCALE = 0.75
 PRESENCE_RATIO = 1.5
 PLURAL_ENDINGS = frozenset({"##s", "##es"})  # a word's last piece that changes number, not meaning
@@ -106,6 +106,7 @@ FUNCTION_WORDS_MATCH = False
 RELATION_WORDS_MATCH = False
 PLURAL_FLOORS = True
 PRESENCE_JOINT = True
+PRESENCE_PREDICTIVE = True
 
 
 def needed_pieces(tokens: Sequence[str]) -> tuple[str, ...]:
@@ -143,7 +144,9 @@ class MatchRule:
     word the calibration never saw (``term_floors.unseen_floors``), where above ``min_weight``;
     ``relation_words_match``: whether a relation word ("left", "next") alone can make a match;
     ``presence_joint``: whether the test's scan shares ``presence_alpha`` by the exact joint chance
-    of its weights' counts or by Bonferroni (``service.presence.scan_counts``)."""
+    of its weights' counts or by Bonferroni (``service.presence.scan_counts``);
+    ``presence_predictive``: whether the chance count is as uncertain as the calibration's size says
+    (negative binomial, ``service.presence.Presence.spread``) or taken as exact (Poisson)."""
 
     common_share: float = COMMON_SHARE
     min_weight: float = MIN_WEIGHT
@@ -158,6 +161,7 @@ class MatchRule:
     unseen_floors: Mapping[int, float] = field(default_factory=dict, hash=False)
     relation_words_match: bool = RELATION_WORDS_MATCH
     presence_joint: bool = PRESENCE_JOINT
+    presence_predictive: bool = PRESENCE_PREDICTIVE
 
     def common(self, images: int, indexed: int) -> bool:
         return indexed > 0 and images >= self.common_share * indexed

@@ -217,7 +217,13 @@ class SearchPipeline:
             rule = self.match
             found = (
                 await verdicts(
-                    engine, ask, stats.n_docs, rule.presence_alpha, rule.presence_ratio, rule.presence_joint
+                    engine,
+                    ask,
+                    stats.n_docs,
+                    rule.presence_alpha,
+                    rule.presence_ratio,
+                    rule.presence_joint,
+                    rule.presence_predictive,
                 )
                 if ask
                 else {}

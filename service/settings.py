@@ -25,6 +25,7 @@ from vsparta.service.matching import (
     PLURAL_FLOORS,
     PRESENCE_ALPHA,
     PRESENCE_JOINT,
+    PRESENCE_PREDICTIVE,
     PRESENCE_RATIO,
     PRESENT_FLOOR_SCALE,
     RELATION_WORDS_MATCH,
@@ -176,6 +177,13 @@ class ServiceSettings(BaseSettings):
         "weights by their exact joint chance (each may ask for fewer images) or by Bonferroni "
         "(service/presence.py; docs/no-match.md).",
     )
+    match_presence_predictive: bool = Field(
+        PRESENCE_PREDICTIVE,
+        description="Whether the presence test's chance count is as uncertain as the number of "
+        "calibration images its null rates were counted on says (negative binomial; files calibrated "
+        "before 2026-12-05 do not say it: Poisson) or taken as exact "
+        "(service/presence.py; docs/no-match.md).",
+    )
     match_present_floor_scale: float = Field(
         PRESENT_FLOOR_SCALE,
         gt=0,
@@ -214,6 +222,7 @@ class ServiceSettings(BaseSettings):
             function_words_match=self.match_function_words,
             relation_words_match=self.match_relation_words,
             presence_joint=self.match_presence_joint,
+            presence_predictive=self.match_presence_predictive,
             plural_floors=self.match_plural_floors,
             unseen_floors=load_unseen(self.model_path, tokenizer) if unseen else {},
         )

@@ -18,7 +18,8 @@ negatives), a ``WordFloor`` says:
   their mean (``mid``);
 - its presence test (``service.presence.Presence``): the ``presence_quantile`` of the key's
   weights on the positives as a strong weight, and the share of negatives reaching it; the same
-  at each of the ``presence_scan`` quantiles (the test's scan).
+  at each of the ``presence_scan`` quantiles (the test's scan); and how many negatives those shares
+  were counted on (how sure they are).
 
 A word the calibration never saw (its captions use neither it nor its singular on ``min_positives``
 images) keeps every piece, and its key the larger of the rule's ``min_weight`` and its **unseen
@@ -160,7 +161,7 @@ def word_floors(table: Calibration, rule: FloorRule) -> dict[str, WordFloor]:
         if rule.presence_quantile is not None:
             weights, negatives = table.weights[key][pos], table.weights[key][other]
             levels = [_level(weights, negatives, q) for q in (rule.presence_quantile, *rule.presence_scan)]
-            presence = Presence(*levels[0], more=tuple(levels[1:]))
+            presence = Presence(*levels[0], more=tuple(levels[1:]), negatives=len(negatives))
         out[word] = WordFloor(written, key, floor, presence)
     return out
 
@@ -306,7 +307,8 @@ def _presence_entry(f: WordFloor) -> dict[str, Any]:
     if f.presence is None:
         return {}
     more = {"scan": [[round(w, 6), rate] for w, rate in f.presence.more]} if f.presence.more else {}
-    return {"strong": round(f.presence.weight, 6), "null_rate": f.presence.null_rate} | more
+    counted = {"negatives": f.presence.negatives} if f.presence.negatives else {}
+    return {"strong": round(f.presence.weight, 6), "null_rate": f.presence.null_rate} | more | counted
 
 
 def _presence(entry: Mapping[str, Any]) -> Presence | None:
@@ -318,4 +320,7 @@ def _presence(entry: Mapping[str, Any]) -> Presence | None:
     for _, rate in levels:
         if not 0 < rate <= 1:
             raise ValueError(f"null_rate {rate} is not a share in (0, 1]")
-    return Presence(*levels[0], more=tuple(levels[1:]))
+    negatives = entry.get("negatives", 0)  # none before 2026-12-05: the rates are taken as exact
+    if not isinstance(negatives, int) or isinstance(negatives, bool) or negatives < 0:
+        raise ValueError(f"negatives {negatives!r} is not a count of images")
+    return Presence(*levels[0], more=tuple(levels[1:]), negatives=negatives)

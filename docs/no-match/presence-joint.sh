@@ -8,6 +8,10 @@
 # scenes likewise before the other 8,000. Tables presence-joint-SIZE-calib-CAL SUFFIX (the grid) and
 # presence-bound-joint-SIZE-calib-CAL SUFFIX (presence-bound.py: scans, a perfect test), SIZE half or
 # 10k, CAL 8k or 16k. MODEL: any model trained on the whole catalog; HC: where scenes and indexes go.
+# GRID=predictive (docs/no-match.md, "A calibration's own chance"): in place of that grid, the joint
+# scan at ratio 1.5 with alphas 0.05 to 0.2, the chance count exact and predictive
+# (MatchRule.presence_predictive), tables presence-predictive-... SUFFIX, and no presence-bound.py;
+# GRID=defaults: the service's defaults alone (the bench's grid defaults), presence-defaults-... SUFFIX.
 set -euo pipefail
 V="env OMP_WAIT_POLICY=PASSIVE .venv/bin/vsparta"
 S=${HC:-.cache/hc-full}/half
@@ -22,6 +26,11 @@ scenes calib8k 4 0 8000 "$A,$B"; scenes calib8kb 6 0 8000 "$A,$B"
 .venv/bin/python -c "import json, sys; print(''.join(json.dumps(dict(r, image='calib8k/' + r['image'])) + '\n'
   for r in map(json.loads, open(sys.argv[1]))), end='')" $S/calib8k/test.jsonl > $S/calib16k.jsonl
 cat $S/calib8kb-renamed.jsonl >> $S/calib16k.jsonl
+grid=(--presence-quantiles none,0.65 --presence-alphas 0.05,0.1 --presence-ratios 1,1.5 --presence-joints yes,no)
+name=presence-joint
+[ "${GRID:-}" = predictive ] && name=presence-predictive && grid=(--presence-quantiles 0.65 --presence-ratios 1.5
+  --presence-alphas 0.05,0.06,0.07,0.08,0.1,0.16,0.18,0.2 --presence-joints yes --presence-predictives no,yes)
+[ "${GRID:-}" = defaults ] && name=presence-defaults && grid=(--presence-quantiles 0.65 --presence-ratios 1.5)
 index() { $V index $1 --backend embedded:$S/$2 --model "$MODEL" --resume --failures $S/$2-failures.jsonl --no-progress; }
 grow() { [ -d $S/$2 ] || cp -r $S/$1 $S/$2; index $3 $2; }  # a copy of index $1, then manifest $3 into it
 index $S/a/train.jsonl index; index $S/a/test.jsonl index; grow index index-10k $S/a2-more.jsonl
@@ -36,9 +45,9 @@ for cal in 8k 16k; do
       --in-split $S/a/test.jsonl --out-split $S/b/test.jsonl --index-manifest $S/a/train.jsonl --index-manifest $S/a/test.jsonl \
       "${manifests[@]}" --calibration-manifest $manifest --positives captions --quantiles 0.5 \
       --negative-quantiles 0.01 --combine mid --min-weights 0.5 --common-shares 0.6 --numbers-match no \
-      --function-words-match no --presence-quantiles none,0.65 --presence-alphas 0.05,0.1 --presence-ratios 1,1.5 \
-      --present-floor-scales 0.75 --presence-joints yes,no --out-dir docs/no-match \
-      --name presence-joint-$size-calib-$cal${SUFFIX:-}
+      --function-words-match no "${grid[@]}" \
+      --present-floor-scales 0.75 --out-dir docs/no-match --name $name-$size-calib-$cal${SUFFIX:-}
+    [ -n "${GRID:-}" ] && continue
     HC=$S INDEX=$idx MORE="${more[*]}" MODEL=$MODEL CALIBRATION=$calibration CALIBRATION_INDEX=calib-index-$cal \
       .venv/bin/python docs/no-match/presence-bound.py > docs/no-match/presence-bound-joint-$size-calib-$cal${SUFFIX:-}.md
   done

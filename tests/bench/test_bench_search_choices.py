@@ -15,6 +15,7 @@ import pytest
 
 from vsparta.cli import main
 from vsparta.model.query_tokenizer import QueryTokenizer
+from vsparta.service.matching import PRESENCE_ALPHA, PRESENCE_RATIO
 from vsparta.service.presence import needed_count, scan_counts
 from vsparta.service.term_floors import FloorRule
 from vsparta.termindex import TermDocument, open_index
@@ -190,11 +191,15 @@ def test_no_match_floors_measures_the_presence_test_and_runs_it_through_the_pipe
     assert "a floor per word and the presence test" in (tmp_path / "zebras.md").read_text()
     words = result["word_verdicts"]  # zebra and zebras (one test): 2 look-alikes, 12 x 3.5 / 37 expected
     levels = [12 * 3.5 / 37] * (1 + len(FloorRule().presence_scan))  # every zebra weighs 5.0: one weight
-    needed = scan_counts(levels, 0.05, 1.5, joint=True)[0]  # the defaults' joint test
+    spread = 12 / 37  # the index's 12 images against the 36 negatives the rate was counted on
+    needed = scan_counts(levels, PRESENCE_ALPHA, PRESENCE_RATIO, joint=True, spread=spread)[0]  # the defaults
     assert words["out"] == {
         "words": 2, "proven_pct": 0.0, "median_strong_images": 2,
         "median_expected": pytest.approx(12 * 3.5 / 37), "median_needed": needed,
     }  # fmt: skip
-    # eight weights that are one have one weight's chance: 4, where Bonferroni asked 5
-    assert needed == needed_count(12 * 3.5 / 37, 0.05) == 4 and scan_counts(levels, 0.05, 1.5)[0] == 5
+    assert needed == 3  # the 2 look-alikes prove nothing
+    # at alpha 0.05, the rate exact: eight weights that are one have one weight's chance: 4, where
+    # Bonferroni asked 5
+    assert scan_counts(levels, 0.05, 1.5, joint=True)[0] == needed_count(12 * 3.5 / 37, 0.05) == 4
+    assert scan_counts(levels, 0.05, 1.5)[0] == 5
     assert words["in"] == {"words": 0}  # the shapes' words were not calibrated

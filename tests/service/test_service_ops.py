@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from vsparta.service.app import create_app
 from vsparta.service.docs import swagger_ui_version
-from vsparta.service.matching import PRESENCE_JOINT
+from vsparta.service.matching import PRESENCE_JOINT, PRESENCE_PREDICTIVE
 from vsparta.service.settings import ServiceSettings
 from vsparta.termindex import MAX_QUERY_WEIGHT
 
@@ -192,6 +192,7 @@ def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     monkeypatch.setenv("VSPARTA_MATCH_PRESENCE_SCAN", "false")
     monkeypatch.setenv("VSPARTA_MATCH_RELATION_WORDS", "true")
     monkeypatch.setenv("VSPARTA_MATCH_PRESENCE_JOINT", str(not PRESENCE_JOINT).lower())
+    monkeypatch.setenv("VSPARTA_MATCH_PRESENCE_PREDICTIVE", str(not PRESENCE_PREDICTIVE).lower())
     s = ServiceSettings()
     rule = s.model_copy(update={"match_term_floors": False}).match_rule(None)  # type: ignore[arg-type]
     assert rule.function_words_match and not ServiceSettings(match_function_words=False).match_function_words
@@ -200,6 +201,7 @@ def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert not s.match_presence_scan and ServiceSettings(match_presence_scan=True).match_presence_scan
     assert rule.relation_words_match and not ServiceSettings(match_relation_words=False).match_relation_words
     assert rule.presence_joint is not PRESENCE_JOINT
+    assert rule.presence_predictive is not PRESENCE_PREDICTIVE
     assert s.backend == "http://127.0.0.1:9200/vsparta"
     assert s.image_roots == [a.resolve(), b.resolve()]
     assert (s.max_k, s.engine_timeout_s) == (50, 1.5)

@@ -55,12 +55,31 @@ def test_the_count_needed_in_edge_cases() -> None:
     assert null_rate(0, 9) == 0.05 and null_rate(3, 99) == 0.035  # smoothed: never proven absent
 
 
-def brute_family_chance(expected: list[float], counts: list[int]) -> float:
+def negative_binomial(k: int, mean: float, spread: float) -> float:
+    """P(X = k), X negative binomial with ``mean`` and variance mean x (1 + spread), by its formula."""
+    if mean == 0:
+        return float(k == 0)
+    shape = mean / spread
+    log = math.lgamma(shape + k) - math.lgamma(shape) - math.lgamma(k + 1)
+    return math.exp(log - shape * math.log1p(spread) + k * math.log(spread / (1 + spread)))
+
+
+def poisson(k: int, mean: float) -> float:
+    return math.exp(-mean) * mean**k / math.factorial(k)
+
+
+def tail(c: int, mean: float, spread: float) -> float:
+    """P(X >= c) for the negative binomial, summed directly (far enough for these means)."""
+    return 1.0 - sum(negative_binomial(i, mean, spread) for i in range(c))
+
+
+def brute_family_chance(expected: list[float], counts: list[int], spread: float = 0.0) -> float:
     """The chance some nested count reaches its own, by summing over every increment (small cases):
     expected from the lowest weight to the highest (largest chance count first)."""
     pairs = zip(expected[:-1], expected[1:], strict=True)  # each weight's and the next higher one's
     increments = [*(a - b for a, b in pairs), expected[-1]]
-    steps = [[math.exp(-m) * m**i / math.factorial(i) for i in range(40)] for m in increments]
+    pmf = (lambda i, m: negative_binomial(i, m, spread)) if spread else poisson
+    steps = [[pmf(i, m) for i in range(60)] for m in increments]
     none = 0.0
 
     def walk(level: int, below: int, chance: float) -> None:  # from the highest weight down
@@ -92,6 +111,44 @@ def test_the_joint_chance_of_a_scan_is_exact(expected: list[float]) -> None:
     shuffled = [expected[i] for i in (1, 0, *range(2, len(expected)))]  # the scan's order: main first
     again = scan_counts(shuffled, 0.05, joint=True)
     assert [again[i] for i in (1, 0, *range(2, len(expected)))] == list(joint)
+
+
+@pytest.mark.parametrize("spread", [0.25, 1.25, 4.0])
+@pytest.mark.parametrize("mean", [0.05, 0.6, 5.9, 40.0])
+def test_a_calibrations_own_chance_makes_the_count_negative_binomial(mean: float, spread: float) -> None:
+    """A null rate counted on m calibration images is uncertain: the index's chance count is then
+    negative binomial (``Presence.spread``: n / (m + 1)), its tail the formula's."""
+    c = needed_count(mean, 0.05, spread=spread)
+    assert tail(c, mean, spread) < 0.05 <= tail(c - 1, mean, spread)
+    assert needed_count(mean, 0.05, spread=1e-9) == needed_count(mean, 0.05)  # no spread: Poisson
+
+
+def test_the_spread_is_the_index_against_its_calibration() -> None:
+    assert Presence(3.0, 0.1, negatives=1999).spread(2500) == 1.25  # 2,500 images, 2,000 negatives
+    assert Presence(3.0, 0.1, negatives=15_999).spread(10_000) == 0.625
+    assert Presence(3.0, 0.1).spread(2500) == 0.0  # calibrated before it was counted: the rate exact
+    # a rate from fewer images asks more, but where one image is the question it can ask fewer:
+    # the rate of a smoothed half of a strong negative may well be lower still
+    assert needed_count(5.9, 0.05, spread=1.25) == 14 > needed_count(5.9, 0.05) == 11
+    assert needed_count(0.6, 0.05, spread=1.25) == 4 > needed_count(0.6, 0.05) == 3
+    assert needed_count(0.06, 0.05, spread=1.25) == 1 < needed_count(0.06, 0.05) == 2
+
+
+@pytest.mark.parametrize("spread", [0.6, 1.25])
+def test_the_joint_chance_with_a_spread_is_exact(spread: float) -> None:
+    expected = [4.0, 1.5, 0.3]
+    joint = scan_counts(expected, 0.05, joint=True, spread=spread)
+    chance = family_chance(expected, joint, spread)
+    assert chance == pytest.approx(brute_family_chance(expected, list(joint), spread)) and chance <= 0.05
+    assert all(n >= p for n, p in zip(joint[:1], scan_counts(expected, 0.05, joint=True), strict=False))
+
+
+def test_a_large_chance_count_asks_its_own_quantile() -> None:
+    """Until 2026-12-05 exp(-mean) underflowed above a mean of 745 and such a word was never proven."""
+    c = needed_count(1000.0, 0.05)
+    assert 1045 < c < 1060 and c <= MAX_DEPTH
+    log_tail = [k * math.log(1000.0) - 1000.0 - math.lgamma(k + 1) for k in range(c - 1, c + 400)]
+    assert sum(math.exp(x) for x in log_tail[1:]) < 0.05 <= sum(math.exp(x) for x in log_tail)
 
 
 def test_the_joint_test_asks_for_fewer_images_and_bounds_what_it_cannot_afford() -> None:
@@ -157,7 +214,8 @@ def test_the_service_asks_each_engine_whether_a_word_is_beyond_chance(
     # 3.0 on each of the 3 red images, on none of the 9 others: strong 3.0, null rate 0.5 / 10
     assert red["strong"] == pytest.approx(3.0) and red["null_rate"] == pytest.approx(0.05)
     same = 1 + len(red["scan"])  # the scan's strong weights: each 3.0, so their joint chance is one's
-    settings = make_settings(every_engine_spec, model_path=calibrated)
+    exact = {"match_presence_alpha": 0.05, "match_presence_predictive": False}  # defaults until 2026-12-05
+    settings = make_settings(every_engine_spec, model_path=calibrated, **exact)
     with TestClient(create_app(settings), raise_server_exceptions=False) as c:
         r = c.post("/search", json={"query": "red", "k": 5}).json()
         indexed = r["indexed_images"]
@@ -182,7 +240,7 @@ def test_the_service_asks_each_engine_whether_a_word_is_beyond_chance(
         r = c.post("/search", json={"query": "red", "k": 5}).json()
         assert sorted(x["id"] for x in r["results"]) == ["red-cube", "red-cylinder", "red-sphere"]
         assert r["query_word_stats"][0]["beyond_chance"] is True
-    one = make_settings(every_engine_spec, model_path=calibrated, match_presence_scan=False)
+    one = make_settings(every_engine_spec, model_path=calibrated, match_presence_scan=False, **exact)
     with TestClient(create_app(one), raise_server_exceptions=False) as c:  # the scan off: its one weight
         r = c.post("/search", json={"query": "red", "k": 5}).json()
         assert r["results"] == [] and r["query_word_stats"][0]["beyond_chance"] is False
@@ -190,7 +248,7 @@ def test_the_service_asks_each_engine_whether_a_word_is_beyond_chance(
     path.write_text(json.dumps(body))  # Bonferroni asks 4 strong images; their joint chance is one's: 3
     assert scan_counts([0.7, 0.7], 0.05) == (4, 4) and scan_counts([0.7, 0.7], 0.05, joint=True) == (3, 3)
     for joint, found in ((False, []), (True, ["red-cube", "red-cylinder", "red-sphere"])):
-        shared = make_settings(every_engine_spec, model_path=calibrated, match_presence_joint=joint)
+        shared = make_settings(every_engine_spec, model_path=calibrated, match_presence_joint=joint, **exact)
         with TestClient(create_app(shared), raise_server_exceptions=False) as c:
             results = c.post("/search", json={"query": "red"}).json()["results"]
             assert sorted(x["id"] for x in results) == found
@@ -203,3 +261,34 @@ def test_the_service_asks_each_engine_whether_a_word_is_beyond_chance(
         assert sorted(x["id"] for x in r["results"]) == ["red-cube", "red-cylinder", "red-sphere"]
         assert r["query_word_stats"][0]["beyond_chance"] is True
         assert "no_match" not in r
+
+
+def test_a_rate_from_few_calibration_images_proves_less_on_each_engine(
+    calibrated: Path, every_engine_spec: str, make_settings: Callable[..., ServiceSettings]
+) -> None:
+    """The same 3 red images of 3.0 against a chance count of 0.5: Poisson asks 3 and they prove
+    red; a rate counted on 9 calibration images (its negatives: spread n / 10) asks 4."""
+    path = calibrated / FILE
+    body = json.loads(path.read_text())
+    red = body["words"]["red"]
+    assert red["negatives"] == 9
+    at = {"match_presence_alpha": 0.05}
+    exact = make_settings(every_engine_spec, model_path=calibrated, match_presence_predictive=False, **at)
+    predictive = make_settings(every_engine_spec, model_path=calibrated, match_presence_predictive=True, **at)
+    with TestClient(create_app(exact), raise_server_exceptions=False) as c:
+        indexed = c.post("/search", json={"query": "red"}).json()["indexed_images"]
+    del red["scan"]
+    red["null_rate"] = 0.5 / indexed
+    path.write_text(json.dumps(body))
+    spread = indexed / 10
+    assert needed_count(0.5, 0.05) == 3 and needed_count(0.5, 0.05, spread=spread) == 4
+    reds = ["red-cube", "red-cylinder", "red-sphere"]
+    for settings, found in ((exact, reds), (predictive, [])):
+        with TestClient(create_app(settings), raise_server_exceptions=False) as c:
+            r = c.post("/search", json={"query": "red", "k": 5}).json()
+            assert sorted(x["id"] for x in r["results"]) == found
+            assert r["query_word_stats"][0]["beyond_chance"] is bool(found)
+    del red["negatives"]  # calibrated before the count was kept: the rate taken as exact
+    path.write_text(json.dumps(body))
+    with TestClient(create_app(predictive), raise_server_exceptions=False) as c:
+        assert sorted(x["id"] for x in c.post("/search", json={"query": "red"}).json()["results"]) == reds

@@ -73,15 +73,17 @@ def test_a_floor_is_a_quantile_of_the_positives_raised_to_or_averaged_with_the_n
 def test_a_word_needs_the_pieces_its_model_writes_on_its_positives() -> None:
     cupcake = word_floors(CALIBRATION, FloorRule(0.0, 0.0, "max", 3))["cupcake"]
     # never "cup"; ##cake's least positive 3.0 > 1.0; strong: its positives' 0.65 quantile (3, 4, 5),
-    # reached by none of its 5 negatives (null rate smoothed: 0.5 / 6)
+    # reached by none of its 5 negatives (null rate smoothed: 0.5 / 6; counted on 5)
     main = replace(cupcake, presence=replace(cupcake.presence, more=()))  # the scan's weights: below
-    assert main == WordFloor((11,), 11, 3.0, Presence(4.3, 0.5 / 6))
+    assert main == WordFloor((11,), 11, 3.0, Presence(4.3, 0.5 / 6, negatives=5))
     assert word_floors(CALIBRATION, FloorRule(presence_quantile=None))["cupcake"].presence is None
     # the scan: every other quantile of (3, 4, 5) by numpy, none reached by a negative
     scan = [float(np.quantile([3.0, 4.0, 5.0], q)) for q in FloorRule().presence_scan]
     assert [w for w, _ in cupcake.presence.more] == pytest.approx(scan)
     assert {rate for _, rate in cupcake.presence.more} == {0.5 / 6}
-    assert word_floors(CALIBRATION, FloorRule(presence_scan=()))["cupcake"].presence == Presence(4.3, 0.5 / 6)
+    assert word_floors(CALIBRATION, FloorRule(presence_scan=()))["cupcake"].presence == Presence(
+        4.3, 0.5 / 6, negatives=5
+    )
     assert word_floors(CALIBRATION, FloorRule(piece_share=1.0))["cupcake"].pieces == (11,)  # on each
     never = Calibration({"x": (10, 12)}, {"x": np.array([True] * 3 + [False] * 5)}, CALIBRATION.weights)
     assert word_floors(never, FloorRule())["x"].pieces == (10, 12)  # written on no positive: all kept
@@ -121,8 +123,9 @@ def test_images_named_by_an_alias_or_a_kind_of_the_word_are_no_look_alikes() -> 
     one = FloorRule(min_positives=2, presence_scan=())  # one strong weight: the rates compared
     before = word_floors(table, one)["clothing"].presence
     after = word_floors(table, replace(one, related_share=0.5))["clothing"].presence
-    assert before == Presence(3.0, 2.5 / 9) and after == Presence(3.0, 0.5 / 7)
-    assert word_floors(table, replace(one, related_share=0.5))["photo"].presence == Presence(1.0, 1.5 / 2)
+    assert before == Presence(3.0, 2.5 / 9, negatives=8) and after == Presence(3.0, 0.5 / 7, negatives=6)
+    photo = Presence(1.0, 1.5 / 2, negatives=1)
+    assert word_floors(table, replace(one, related_share=0.5))["photo"].presence == photo
 
 
 def test_a_captions_words_are_its_merged_pieces(corpus: Corpus) -> None:
@@ -154,6 +157,16 @@ def test_floors_are_saved_by_token_and_read_back_by_id(corpus: Corpus, tmp_path:
     save(tmp_path, scanned, tok, FloorRule(), 12)
     assert json.loads(path.read_text())["words"]["red"]["scan"] == [[3.5, 0.0625], [1.5, 0.25]]
     assert load(tmp_path, tok) == scanned  # and a file written before the scan reads as one weight
+    counted = {"red": WordFloor((red,), red, 1.5, Presence(2.5, 0.125, negatives=63))}
+    save(tmp_path, counted, tok, FloorRule(), 64)
+    assert json.loads(path.read_text())["words"]["red"]["negatives"] == 63
+    assert load(tmp_path, tok) == counted  # a file without it (before 2026-12-05): 0, the rates exact
+    for wrong in (-1, 2.5, "many", True):
+        body["words"] = {"red": {"pieces": ["red"], "key": "red", "floor": 1, "strong": 2, "null_rate": 0.1}}
+        body["words"]["red"]["negatives"] = wrong
+        path.write_text(json.dumps(body))
+        with pytest.raises(ValueError, match="is not a count of images"):
+            load(tmp_path, tok)
     body["words"] = {"red": {"pieces": ["red"], "key": "red", "floor": 1, "strong": 2, "null_rate": 0}}
     path.write_text(json.dumps(body))
     with pytest.raises(ValueError, match=r"null_rate 0.0 is not a share in \(0, 1\]"):
@@ -196,6 +209,7 @@ def test_calibrate_writes_the_models_floors(calibrated: Path, corpus: Corpus) ->
         "pieces": ["red"], "key": "red", "floor": pytest.approx(1.5),
         "strong": pytest.approx(3.0), "null_rate": pytest.approx(0.05),  # its presence test: 0.5 / 10
         "scan": [[pytest.approx(3.0), pytest.approx(0.05)]] * len(FloorRule().presence_scan),  # each 3.0
+        "negatives": 9,  # the rates were counted on the 9 images not captioned red
     }  # fmt: skip
     assert table["blue"]["floor"] == pytest.approx(1.75)
     assert table["thing"]["floor"] == pytest.approx(0.0) and "cube" not in table  # no caption says "cube"
