@@ -180,8 +180,8 @@ class ServiceSettings(BaseSettings):
     match_presence_predictive: bool = Field(
         PRESENCE_PREDICTIVE,
         description="Whether the presence test's chance count is as uncertain as the number of "
-        "calibration images its null rates were counted on says (negative binomial; files calibrated "
-        "before 2026-12-05 do not say it: Poisson) or taken as exact "
+        "calibration images its null rates were counted on says (negative binomial; in files calibrated "
+        "before 2026-12-05, their calibration images) or taken as exact (Poisson) "
         "(service/presence.py; docs/no-match.md).",
     )
     match_present_floor_scale: float = Field(

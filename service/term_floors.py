@@ -254,9 +254,16 @@ def load(model_path: Path, tokenizer: QueryTokenizer) -> dict[str, WordFloor]:
     if not path.is_file():
         return {}
     body = _body(path)
+    images = body.get("calibration_images")
+    counted = images if isinstance(images, int) and not isinstance(images, bool) and images > 0 else 0
     try:
         entries = {
-            str(word): ([str(t) for t in e["pieces"]], str(e["key"]), float(e["floor"]), _presence(e))
+            str(word): (
+                [str(t) for t in e["pieces"]],
+                str(e["key"]),
+                float(e["floor"]),
+                _presence(e, counted),
+            )
             for word, e in body["words"].items()
         }
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
@@ -311,8 +318,11 @@ def _presence_entry(f: WordFloor) -> dict[str, Any]:
     return {"strong": round(f.presence.weight, 6), "null_rate": f.presence.null_rate} | more | counted
 
 
-def _presence(entry: Mapping[str, Any]) -> Presence | None:
-    """A word's presence test; none in a file calibrated before there was one (it reads as before)."""
+def _presence(entry: Mapping[str, Any], counted: int = 0) -> Presence | None:
+    """A word's presence test; none in a file calibrated before there was one (it reads as before).
+    Without ``negatives`` (calibrated before 2026-12-05) its rates count as counted on ``counted``
+    images (the file's calibration images: a few more than the word's negatives, nearly the same
+    spread), so an old file is not judged as if its rates were exact; with neither, they are."""
     if "strong" not in entry:
         return None
     levels = [(float(entry["strong"]), float(entry["null_rate"]))]
@@ -320,7 +330,7 @@ def _presence(entry: Mapping[str, Any]) -> Presence | None:
     for _, rate in levels:
         if not 0 < rate <= 1:
             raise ValueError(f"null_rate {rate} is not a share in (0, 1]")
-    negatives = entry.get("negatives", 0)  # none before 2026-12-05: the rates are taken as exact
+    negatives = entry.get("negatives", counted)
     if not isinstance(negatives, int) or isinstance(negatives, bool) or negatives < 0:
         raise ValueError(f"negatives {negatives!r} is not a count of images")
     return Presence(*levels[0], more=tuple(levels[1:]), negatives=negatives)

@@ -288,7 +288,12 @@ def test_a_rate_from_few_calibration_images_proves_less_on_each_engine(
             r = c.post("/search", json={"query": "red", "k": 5}).json()
             assert sorted(x["id"] for x in r["results"]) == found
             assert r["query_word_stats"][0]["beyond_chance"] is bool(found)
-    del red["negatives"]  # calibrated before the count was kept: the rate taken as exact
+    del red["negatives"]  # calibrated before the count was kept: the file's 12 calibration images
+    path.write_text(json.dumps(body))
+    assert needed_count(0.5, 0.05, spread=indexed / 13) == 4
+    with TestClient(create_app(predictive), raise_server_exceptions=False) as c:
+        assert c.post("/search", json={"query": "red"}).json()["results"] == []
+    del body["calibration_images"]  # nor how many images: the rate taken as exact
     path.write_text(json.dumps(body))
     with TestClient(create_app(predictive), raise_server_exceptions=False) as c:
         assert sorted(x["id"] for x in c.post("/search", json={"query": "red"}).json()["results"]) == reds

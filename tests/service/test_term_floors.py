@@ -152,15 +152,22 @@ def test_floors_are_saved_by_token_and_read_back_by_id(corpus: Corpus, tmp_path:
     assert json.loads(path.read_text())["words"]["red"] == {
         "pieces": ["red"], "key": "red", "floor": 1.5, "strong": 2.5, "null_rate": 0.125
     }  # fmt: skip
-    assert load(tmp_path, tok) == tested
+    # no "negatives" (as calibrated before 2026-12-05): the rates count as counted on the file's 12
+    # calibration images, not as exact
+    old = {"red": WordFloor((red,), red, 1.5, Presence(2.5, 0.125, negatives=12))}
+    assert load(tmp_path, tok) == old
+    body_old = json.loads(path.read_text())
+    del body_old["calibration_images"]
+    path.write_text(json.dumps(body_old))
+    assert load(tmp_path, tok) == tested  # nor that: the rates are taken as exact
     scanned = {"red": WordFloor((red,), red, 1.5, Presence(2.5, 0.125, ((3.5, 0.0625), (1.5, 0.25))))}
     save(tmp_path, scanned, tok, FloorRule(), 12)
     assert json.loads(path.read_text())["words"]["red"]["scan"] == [[3.5, 0.0625], [1.5, 0.25]]
-    assert load(tmp_path, tok) == scanned  # and a file written before the scan reads as one weight
+    assert load(tmp_path, tok)["red"].presence.more == scanned["red"].presence.more  # before: one weight
     counted = {"red": WordFloor((red,), red, 1.5, Presence(2.5, 0.125, negatives=63))}
     save(tmp_path, counted, tok, FloorRule(), 64)
     assert json.loads(path.read_text())["words"]["red"]["negatives"] == 63
-    assert load(tmp_path, tok) == counted  # a file without it (before 2026-12-05): 0, the rates exact
+    assert load(tmp_path, tok) == counted
     for wrong in (-1, 2.5, "many", True):
         body["words"] = {"red": {"pieces": ["red"], "key": "red", "floor": 1, "strong": 2, "null_rate": 0.1}}
         body["words"]["red"]["negatives"] = wrong
